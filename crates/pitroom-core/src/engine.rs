@@ -1,0 +1,1047 @@
+//! The life cycle of one run (PRODUCT.md §4): prepare the tree, launch the worker through the
+//! keeper, stream its events to disk, then judge it by its events *and* its tree.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use pitroom_git::Repo;
+use pitroom_proc::{spawn_keeper, terminate_descendants, KeeperSpec};
+use pitroom_workers::{
+    adapter_for, Adapter, AdapterError, FailureEvidence, InvocationRequest, Mode, StateDirs,
+    ToolOutcome, WorkerEvent,
+};
+
+use crate::home::{process_start_time, Home, HomeError, WriterLock};
+use crate::record::{ChangedFile, RunRecord, RunSpec, RunState};
+use crate::{prompt, receipt, report};
+
+/// Why a run could not start. Each maps to an exit code and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// Refused or a setup problem (exit 3).
+    #[error("{0}")]
+    Refused(String),
+    /// The request itself is wrong (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    #[error("git: {0}")]
+    Git(#[from] pitroom_git::GitError),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl EngineError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            EngineError::Usage(_) => crate::exit::USAGE,
+            EngineError::Home(
+                HomeError::NoMatch(_) | HomeError::Ambiguous { .. } | HomeError::NoRuns,
+            ) => crate::exit::USAGE,
+            _ => crate::exit::REFUSED,
+        }
+    }
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> EngineError {
+    let context = context.into();
+    move |source| EngineError::Io { context, source }
+}
+
+/// Receives progress while a run goes on (the TTY progress line).
+pub trait Observer {
+    fn progress(&mut self, record: &RunRecord);
+}
+
+/// An observer that ignores everything (background supervisors).
+pub struct Silent;
+impl Observer for Silent {
+    fn progress(&mut self, _: &RunRecord) {}
+}
+
+/// A run that has a record and, for write runs, holds its repository's writer lock.
+pub struct Prepared {
+    pub record: RunRecord,
+    pub lock: Option<WriterLock>,
+}
+
+/// How the worker's process ended, from the supervisor's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Exited(i32),
+    Stopped,
+    TimedOut,
+    /// The watchdog saw no progress: OpenCode's endless loop on replies without a finish reason.
+    Stalled,
+}
+
+/// Consecutive empty steps before the watchdog considers the worker looping.
+const EMPTY_STEP_STREAK: u32 = 3;
+/// How long descendants get between TERM and KILL.
+const GRACE: Duration = Duration::from_secs(3);
+/// How often the record is rewritten with progress while a run goes on.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// The run engine, bound to a state directory and the caller's environment.
+pub struct Engine {
+    pub home: Home,
+    pub env: Vec<(String, String)>,
+    /// This executable, started again as the keeper and the background supervisor.
+    pub exe: PathBuf,
+}
+
+impl Engine {
+    fn env_var(&self, name: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn adapter(&self, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {
+        adapter_for(backend).ok_or_else(|| {
+            EngineError::Refused(format!(
+                "worker `{backend}` is not supported yet; use -W opencode"
+            ))
+        })
+    }
+
+    /// Checks the request, creates the run's record (state `queued`) and takes the writer lock.
+    pub fn prepare(&self, spec: RunSpec) -> Result<Prepared, EngineError> {
+        if self.env_var("PITROOM_ACTIVE").as_deref() == Some("1") {
+            return Err(EngineError::Refused(
+                "refusing to delegate from inside a Pitroom worker (PITROOM_ACTIVE=1)".into(),
+            ));
+        }
+        if spec.task.trim().is_empty() {
+            return Err(EngineError::Usage(
+                "the task is empty; give it as an argument, with --task-file, or as - to read stdin".into(),
+            ));
+        }
+        if spec.mode == Mode::Isolate {
+            return Err(EngineError::Refused(
+                "isolate mode (-i) is not available in this version; use -w for in-place edits that `pitroom revert` can undo".into(),
+            ));
+        }
+        let adapter = self.adapter(&spec.backend)?;
+        if spec.parent.is_some() && !adapter.can_resume() {
+            return Err(EngineError::Refused(format!(
+                "{} cannot resume a session, so --continue is unavailable",
+                spec.backend
+            )));
+        }
+        if !spec.dir.is_dir() {
+            return Err(EngineError::Usage(format!(
+                "{} is not a directory; pass an existing one with -d",
+                spec.dir.display()
+            )));
+        }
+        // Fail now, not in the background, when the CLI is missing.
+        self.probe_invocation(adapter.as_ref(), &spec)?;
+        let repo = Repo::discover(&spec.dir)?;
+        if repo.is_none() && spec.mode == Mode::Write && !spec.allow_non_git {
+            return Err(EngineError::Refused(format!(
+                "{} is not in a git repository, so a write run could not be reverted; pass --allow-non-git to edit it anyway",
+                spec.dir.display()
+            )));
+        }
+        let lock = match (&repo, spec.mode) {
+            (Some(r), Mode::Write) => Some(
+                WriterLock::try_acquire(&self.home, &r.toplevel)
+                    .map_err(io("taking the repository's writer lock"))?
+                    .ok_or_else(|| {
+                        EngineError::Refused(format!(
+                            "another write run is active in {}; wait for it (pitroom ls --running), or use a read run",
+                            r.toplevel.display()
+                        ))
+                    })?,
+            ),
+            _ => None,
+        };
+        let id = self.home.create_run_dir()?;
+        let mut record = RunRecord::new(id, spec, jiff::Timestamp::now().to_string());
+        record.repo = repo.map(|r| r.toplevel);
+        if record.repo.is_none() {
+            record.warnings.push(match record.spec.mode {
+                Mode::Read => "not a git repository: the worker reads the directory in place, and Pitroom cannot prove it changed nothing".into(),
+                _ => "not a git repository: no patch is recorded and `pitroom revert` is unavailable".into(),
+            });
+        }
+        self.save(&record)?;
+        Ok(Prepared { record, lock })
+    }
+
+    fn probe_invocation(&self, adapter: &dyn Adapter, spec: &RunSpec) -> Result<(), EngineError> {
+        let req = self.invocation_request(spec, &spec.dir, &self.home.root, None);
+        match adapter.invocation(&req) {
+            Ok(_) => Ok(()),
+            Err(AdapterError::NotFound(e)) => Err(EngineError::Refused(e.to_string())),
+            Err(e) => Err(EngineError::Refused(e.to_string())),
+        }
+    }
+
+    fn invocation_request(
+        &self,
+        spec: &RunSpec,
+        workdir: &Path,
+        scratch: &Path,
+        session: Option<String>,
+    ) -> InvocationRequest {
+        InvocationRequest {
+            mode: spec.mode,
+            model: spec.model.clone(),
+            effort: spec.effort.clone(),
+            web: spec.web,
+            workdir: workdir.to_path_buf(),
+            dirs: StateDirs {
+                shared: self.home.worker_state(&spec.backend),
+                scratch: scratch.to_path_buf(),
+            },
+            resume_session: session,
+            title: format!(
+                "pitroom {}: {}",
+                spec.mode.as_str(),
+                spec.task
+                    .chars()
+                    .take(60)
+                    .collect::<String>()
+                    .replace('\n', " ")
+            ),
+            env: self.env.clone(),
+        }
+    }
+
+    fn save(&self, record: &RunRecord) -> Result<(), EngineError> {
+        record
+            .write(&self.home.record_path(&record.id))
+            .map_err(io("writing the run record"))
+    }
+
+    /// Starts a detached supervisor for a prepared run and returns at once. The writer lock's
+    /// descriptor is handed down, so the lock is held without a gap.
+    pub fn spawn_background(&self, prepared: Prepared) -> Result<RunRecord, EngineError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.arg(SUPERVISE_SUBCOMMAND).arg(&prepared.record.id);
+        let lock_fd = prepared.lock.as_ref().map(|l| l.as_raw_fd());
+        if let Some(fd) = lock_fd {
+            cmd.arg("--lock-fd").arg(fd.to_string());
+        }
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .current_dir(&prepared.record.spec.dir);
+        // SAFETY: only async-signal-safe calls (setsid, fcntl) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                if let Some(fd) = lock_fd {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn()
+            .map_err(io("starting the background supervisor"))?;
+        Ok(prepared.record)
+    }
+
+    /// Carries a prepared run out to the end and returns its final record.
+    pub fn execute(&self, prepared: Prepared, observer: &mut dyn Observer) -> RunRecord {
+        let Prepared { mut record, lock } = prepared;
+        let run_dir = self.home.run_dir(&record.id);
+        let outcome = self.execute_inner(&mut record, &run_dir, observer);
+        if let Err(e) = outcome {
+            record.state = RunState::Failed;
+            record.error = Some(e.to_string());
+        }
+        if record.ended_at.is_none() {
+            record.ended_at = Some(jiff::Timestamp::now().to_string());
+        }
+        record.supervisor_peak_kb = own_peak_kb();
+        let _ = std::fs::remove_dir_all(run_dir.join("scratch"));
+        for index in ["base.index", "after.index"] {
+            let _ = std::fs::remove_file(run_dir.join(index));
+        }
+        let _ = self.save(&record);
+        drop(lock);
+        record
+    }
+
+    fn execute_inner(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        observer: &mut dyn Observer,
+    ) -> Result<(), EngineError> {
+        let adapter = self.adapter(&record.spec.backend)?;
+        let pid = std::process::id();
+        record.pid = Some(pid);
+        record.pid_start = process_start_time(pid);
+        record.state = RunState::Running;
+        record.started_at = Some(jiff::Timestamp::now().to_string());
+        self.save(record)?;
+        let started = Instant::now();
+
+        // Orphans of the worker tree come back to us if the keeper itself dies.
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+        }
+
+        let parent = match &record.spec.parent {
+            Some(id) => Some(self.home.load(id)?),
+            None => None,
+        };
+        let tree = self.prepare_tree(record, run_dir, parent.as_ref())?;
+        self.save(record)?;
+
+        let scratch = run_dir.join("scratch");
+        let session = parent.as_ref().and_then(|p| p.session.clone());
+        let req = self.invocation_request(&record.spec, &tree.workdir, &scratch, session);
+        let invocation = adapter
+            .invocation(&req)
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
+        record.warnings.extend(invocation.notes.iter().cloned());
+        prepare_dirs(&req.dirs, &invocation.links);
+
+        let prompt_text = match &record.spec.parent {
+            Some(_) => prompt::follow_up_prompt(record.spec.mode, &record.spec.task),
+            None => prompt::worker_prompt(record.spec.mode, &record.spec.task),
+        };
+        let prompt_path = run_dir.join("prompt.md");
+        std::fs::write(&prompt_path, prompt_text).map_err(io("writing the prompt"))?;
+
+        let spec = KeeperSpec {
+            program: invocation.program.clone(),
+            args: invocation.args.clone(),
+            cwd: tree.workdir.clone(),
+            stdin_file: Some(prompt_path),
+            stderr_file: run_dir.join("stderr.log"),
+            env: worker_env(&self.env, &invocation),
+            grace: GRACE,
+        };
+        let mut stream = Stream::default();
+        let ending = self.supervise(
+            record,
+            run_dir,
+            &spec,
+            adapter.as_ref(),
+            &stop,
+            &mut stream,
+            observer,
+        )?;
+        // Anything the worker left behind that escaped the keeper is ours to end.
+        terminate_descendants(Duration::from_millis(500));
+        record.duration_ms = Some(started.elapsed().as_millis() as u64);
+        record.ended_at = Some(jiff::Timestamp::now().to_string());
+        self.finish(record, run_dir, &tree, adapter.as_ref(), &stream, ending)
+    }
+
+    /// Picks the directory the worker runs in and takes the "before" snapshot.
+    fn prepare_tree(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        parent: Option<&RunRecord>,
+    ) -> Result<TreeSetup, EngineError> {
+        let dir = record.spec.dir.clone();
+        let Some(repo) = Repo::discover(&dir)? else {
+            record.workdir = Some(dir.clone());
+            return Ok(TreeSetup {
+                workdir: dir,
+                repo: None,
+                copy: None,
+            });
+        };
+        let relative = dir
+            .strip_prefix(&repo.toplevel)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        match record.spec.mode {
+            Mode::Read => {
+                // A follow-up reads the very same state as the run it continues.
+                let base = match parent.and_then(|p| p.base_tree.clone()) {
+                    Some(tree) => tree,
+                    None => {
+                        pitroom_git::snapshot(
+                            &repo.git_dir,
+                            &repo.toplevel,
+                            &repo.index,
+                            &run_dir.join("base.index"),
+                        )?
+                        .tree
+                    }
+                };
+                let copy = pitroom_git::ensure_read_copy(&repo, &base, &self.home.snapshots())?;
+                let workdir = copy.join(&relative);
+                if !workdir.is_dir() {
+                    std::fs::create_dir_all(&workdir)
+                        .map_err(io("creating the work dir in the read copy"))?;
+                }
+                record.base_tree = Some(base);
+                record.copy = Some(copy.clone());
+                record.workdir = Some(workdir.clone());
+                Ok(TreeSetup {
+                    workdir,
+                    repo: Some(repo),
+                    copy: Some(copy),
+                })
+            }
+            Mode::Write | Mode::Isolate => {
+                let base = pitroom_git::snapshot(
+                    &repo.git_dir,
+                    &repo.toplevel,
+                    &repo.index,
+                    &run_dir.join("base.index"),
+                )?;
+                record.base_tree = Some(base.tree);
+                record.workdir = Some(dir.clone());
+                Ok(TreeSetup {
+                    workdir: dir,
+                    repo: Some(repo),
+                    copy: None,
+                })
+            }
+        }
+    }
+
+    /// Runs the keeper and streams the worker's events until it ends, is stopped, times out or
+    /// stalls.
+    #[allow(clippy::too_many_arguments)]
+    fn supervise(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        spec: &KeeperSpec,
+        adapter: &dyn Adapter,
+        stop: &AtomicBool,
+        stream: &mut Stream,
+        observer: &mut dyn Observer,
+    ) -> Result<Ending, EngineError> {
+        let mut events_file =
+            File::create(run_dir.join("events.jsonl")).map_err(io("creating events.jsonl"))?;
+        let mut keeper =
+            spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
+        let lines = read_lines(keeper.stdout.take());
+        let timeout = Duration::from_secs_f64(record.spec.timeout_secs);
+        let watchdog = Duration::from_secs_f64(record.spec.watchdog_secs);
+        let started = Instant::now();
+        let mut last_saved = Instant::now();
+        let mut requested: Option<Ending> = None;
+        let exit_code = loop {
+            match lines.recv_timeout(Duration::from_millis(20)) {
+                Ok(line) => {
+                    let _ = events_file.write_all(&line);
+                    let _ = events_file.write_all(b"\n");
+                    let _ = events_file.flush();
+                    stream.absorb(adapter.parse_line(&String::from_utf8_lossy(&line)), record);
+                    if last_saved.elapsed() >= PROGRESS_EVERY {
+                        let _ = self.save(record);
+                        observer.progress(record);
+                        last_saved = Instant::now();
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout)
+                | Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            }
+            if let Some(code) = keeper.try_wait() {
+                break code;
+            }
+            if requested.is_none() {
+                requested = if stop.load(Ordering::SeqCst) {
+                    Some(Ending::Stopped)
+                } else if started.elapsed() >= timeout {
+                    Some(Ending::TimedOut)
+                } else if stream.stalled(watchdog) {
+                    Some(Ending::Stalled)
+                } else {
+                    None
+                };
+                if requested.is_some() {
+                    keeper.request_stop();
+                    break keeper.wait_bounded(GRACE + Duration::from_secs(5));
+                }
+            }
+            if last_saved.elapsed() >= PROGRESS_EVERY {
+                observer.progress(record);
+                last_saved = Instant::now();
+            }
+        };
+        // The keeper is gone; take what the pipe still holds (bounded: a descendant could
+        // keep the pipe open).
+        let drain_until = Instant::now() + Duration::from_secs(2);
+        while let Ok(line) =
+            lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+        {
+            let _ = events_file.write_all(&line);
+            let _ = events_file.write_all(b"\n");
+            stream.absorb(adapter.parse_line(&String::from_utf8_lossy(&line)), record);
+        }
+        let _ = events_file.flush();
+        Ok(requested.unwrap_or(Ending::Exited(exit_code)))
+    }
+
+    /// Judges the run: the "after" snapshot and diff, the answer, the state, the receipt.
+    fn finish(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        adapter: &dyn Adapter,
+        stream: &Stream,
+        ending: Ending,
+    ) -> Result<(), EngineError> {
+        record.tally = stream.tally.clone();
+        record.answer = stream.answer().map(|a| match (&tree.copy, &tree.repo) {
+            (Some(copy), Some(repo)) => rewrite_paths(&a, copy, &repo.toplevel),
+            _ => a,
+        });
+        self.capture_changes(record, run_dir, tree, stream)?;
+        if let Some(answer) = &record.answer {
+            std::fs::write(run_dir.join("answer.md"), answer).map_err(io("writing answer.md"))?;
+        }
+        self.judge(record, run_dir, adapter, stream, ending);
+        let primary = receipt::resolve_primary(&record.spec.primary, record.spec.price.as_deref());
+        if let Some(w) = primary.1 {
+            record.warnings.push(w);
+        }
+        let body = report::body(record, false);
+        record.receipt = Some(receipt::receipt(&record.tally, &body, &primary.0));
+        Ok(())
+    }
+
+    fn capture_changes(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        stream: &Stream,
+    ) -> Result<(), EngineError> {
+        let Some(base) = record.base_tree.clone() else {
+            return Ok(());
+        };
+        let (git_dir, work_tree, seed) = match (&tree.copy, &tree.repo) {
+            (Some(copy), _) => (copy.join(".git"), copy.clone(), copy.join(".git/index")),
+            (None, Some(repo)) => (
+                repo.git_dir.clone(),
+                repo.toplevel.clone(),
+                run_dir.join("base.index"),
+            ),
+            (None, None) => return Ok(()),
+        };
+        let after =
+            pitroom_git::snapshot(&git_dir, &work_tree, &seed, &run_dir.join("after.index"))?;
+        record.after_tree = Some(after.tree.clone());
+        let changes = pitroom_git::diff_trees(&git_dir, &base, &after.tree)?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        std::fs::write(run_dir.join("changes.patch"), &changes.patch)
+            .map_err(io("writing changes.patch"))?;
+        record.changes = changes
+            .files
+            .iter()
+            .map(|f| ChangedFile {
+                status: f.status.letter(),
+                path: f.path.clone(),
+                added: f.added,
+                deleted: f.deleted,
+            })
+            .collect();
+        let reported: Vec<String> = stream
+            .edited
+            .iter()
+            .map(|p| relative_to(p, &work_tree))
+            .collect();
+        record.unreported = record
+            .changes
+            .iter()
+            .map(|c| c.path.clone())
+            .filter(|p| !reported.contains(p))
+            .collect();
+        if let Some(copy) = &tree.copy {
+            // Whatever the events claim, the tree says the worker wrote. The shared copy is
+            // spoiled for other runs: remove it so the next run builds a clean one.
+            record.read_only_violation = true;
+            let _ = std::fs::remove_dir_all(copy);
+        }
+        Ok(())
+    }
+
+    fn judge(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        adapter: &dyn Adapter,
+        stream: &Stream,
+        ending: Ending,
+    ) {
+        let stderr = tail(&run_dir.join("stderr.log"), 8 * 1024);
+        let errors: Vec<&str> = stream.errors().collect();
+        match ending {
+            Ending::Stopped => {
+                record.state = RunState::Stopped;
+                record.error =
+                    Some("stopped before the worker finished; what it did is kept".into());
+                return;
+            }
+            Ending::TimedOut => {
+                record.state = RunState::Timeout;
+                record.error = Some(format!(
+                    "timed out after {}; the worker was stopped and what it did is kept",
+                    crate::duration::format_duration(Duration::from_secs_f64(
+                        record.spec.timeout_secs
+                    ))
+                ));
+                return;
+            }
+            Ending::Stalled => {
+                record.state = RunState::Failed;
+                record.error = Some(format!(
+                    "the worker made no progress for {} and kept calling the model ({} empty steps); the model's replies probably carry no finish reason. Pitroom stopped it",
+                    crate::duration::format_duration(Duration::from_secs_f64(record.spec.watchdog_secs)),
+                    stream.empty_steps_total
+                ));
+                record.failure = Some(pitroom_workers::FailureKind::Other);
+                return;
+            }
+            Ending::Exited(code) => record.worker_exit = Some(code),
+        }
+        if record.read_only_violation {
+            record.state = RunState::Failed;
+            record.error = Some(format!(
+                "READ-ONLY VIOLATION: the worker changed {} file(s) in its read-only copy; your tree is untouched",
+                record.changes.len()
+            ));
+            return;
+        }
+        let code = record.worker_exit.unwrap_or(0);
+        if record.answer.is_some() {
+            record.state = RunState::Done;
+            if code != 0 || !errors.is_empty() {
+                record.warnings.push(format!(
+                    "the worker exited with code {code}{} but gave an answer",
+                    errors
+                        .first()
+                        .map(|e| format!(" after an error ({e})"))
+                        .unwrap_or_default()
+                ));
+            }
+            return;
+        }
+        record.state = RunState::Failed;
+        let evidence = FailureEvidence {
+            events: &stream.events_of_interest,
+            stderr_tail: &stderr,
+            exit_code: Some(code),
+        };
+        if let Some(first) = errors.last() {
+            record.error = Some(first.to_string());
+            record.failure = Some(adapter.classify(&evidence));
+        } else if code != 0 {
+            let last_line = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no output");
+            record.error = Some(format!(
+                "the worker exited with code {code}: {}",
+                last_line.trim()
+            ));
+            record.failure = Some(adapter.classify(&evidence));
+        } else if stream.tally.denied_calls > 0 {
+            record.error =
+                Some("the worker ended without an answer after a permission was denied".into());
+        } else if stream.lines == 0 {
+            record.error = Some("the worker printed no events and no answer".into());
+        } else {
+            record.error = Some("the worker ended without an answer".into());
+        }
+    }
+}
+
+/// The internal subcommand that runs a background supervisor.
+pub const SUPERVISE_SUBCOMMAND: &str = "__supervise";
+
+struct TreeSetup {
+    workdir: PathBuf,
+    repo: Option<Repo>,
+    copy: Option<PathBuf>,
+}
+
+/// What the supervisor learned from the event stream.
+#[derive(Default)]
+struct Stream {
+    tally: crate::record::Tally,
+    texts: Vec<(Option<String>, String)>,
+    edited: Vec<String>,
+    /// Errors and nothing else, for classification.
+    events_of_interest: Vec<WorkerEvent>,
+    lines: u64,
+    empty_streak: u32,
+    empty_steps_total: u32,
+    last_progress: Option<Instant>,
+}
+
+impl Stream {
+    fn absorb(&mut self, events: Vec<WorkerEvent>, record: &mut RunRecord) {
+        self.lines += 1;
+        for event in events {
+            if event.is_empty_step() {
+                self.empty_streak += 1;
+                self.empty_steps_total += 1;
+            } else if !matches!(
+                event,
+                WorkerEvent::Session { .. } | WorkerEvent::StepStarted
+            ) {
+                self.empty_streak = 0;
+                self.last_progress = Some(Instant::now());
+            }
+            match event {
+                WorkerEvent::Session { id } => {
+                    if record.session.is_none() {
+                        record.session = Some(id);
+                    }
+                }
+                WorkerEvent::StepStarted => {}
+                WorkerEvent::StepFinished { usage, cost, .. } => {
+                    self.tally.steps += 1;
+                    if let Some(u) = usage {
+                        self.tally.usage.add(&u);
+                    }
+                    if let Some(c) = cost {
+                        *self.tally.cost.get_or_insert(0.0) += c;
+                    }
+                }
+                WorkerEvent::ToolCall {
+                    name,
+                    summary,
+                    outcome,
+                    edited,
+                    ..
+                } => {
+                    self.tally.tool_calls += 1;
+                    match outcome {
+                        ToolOutcome::Ok => {}
+                        ToolOutcome::Failed => self.tally.failed_calls += 1,
+                        ToolOutcome::Denied => self.tally.denied_calls += 1,
+                    }
+                    self.edited.extend(edited);
+                    let mark = match outcome {
+                        ToolOutcome::Denied => " (denied)",
+                        ToolOutcome::Failed => " (failed)",
+                        ToolOutcome::Ok => "",
+                    };
+                    record.last = Some(format!("{name} {summary}{mark}"));
+                }
+                WorkerEvent::Text { message, text } => {
+                    self.texts.push((message, text));
+                }
+                e @ WorkerEvent::Error { .. } => self.events_of_interest.push(e),
+            }
+        }
+        record.tally = self.tally.clone();
+    }
+
+    /// Several empty steps in a row and nothing useful for `limit`: the endless loop.
+    fn stalled(&self, limit: Duration) -> bool {
+        self.empty_streak >= EMPTY_STEP_STREAK
+            && self.last_progress.is_none_or(|t| t.elapsed() >= limit)
+    }
+
+    /// The answer: the text of the last message that said anything (earlier narration dropped).
+    fn answer(&self) -> Option<String> {
+        let (last_message, _) = self
+            .texts
+            .iter()
+            .rev()
+            .find(|(_, t)| !t.trim().is_empty())?;
+        let parts: Vec<&str> = self
+            .texts
+            .iter()
+            .filter(|(m, t)| m == last_message && !t.trim().is_empty())
+            .map(|(_, t)| t.as_str())
+            .collect();
+        Some(parts.join("\n")).filter(|a| !a.trim().is_empty())
+    }
+
+    fn errors(&self) -> impl Iterator<Item = &str> {
+        self.events_of_interest.iter().filter_map(|e| match e {
+            WorkerEvent::Error { message, .. } => Some(message.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// Lines from the worker's stdout, read on a thread so the supervisor never blocks on them.
+fn read_lines(stdout: Option<std::process::ChildStdout>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = stdout {
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(out);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                            line.pop();
+                        }
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// The worker's environment: the caller's, minus what the adapter removes, plus its settings
+/// and Pitroom's floor (no prompts, pagers or editors; no recursive delegation).
+fn worker_env(
+    base: &[(String, String)],
+    inv: &pitroom_workers::Invocation,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = base
+        .iter()
+        .filter(|(k, _)| !inv.env_remove.iter().any(|r| r == k.as_str()))
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+    let floor = [
+        ("PITROOM_ACTIVE", "1"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_PAGER", "cat"),
+        ("PAGER", "cat"),
+        ("GIT_EDITOR", "true"),
+        ("EDITOR", "true"),
+        ("VISUAL", "true"),
+    ];
+    let settings = inv.env.iter().cloned().chain(
+        floor
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    for (k, v) in settings {
+        env.retain(|(existing, _)| existing != &k);
+        env.push((k, v));
+    }
+    env
+}
+
+fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
+    for sub in ["data", "config", "cache"] {
+        let _ = std::fs::create_dir_all(dirs.shared.join(sub));
+    }
+    for sub in ["state", "tmp"] {
+        let _ = std::fs::create_dir_all(dirs.scratch.join(sub));
+    }
+    for (link, target) in links {
+        if let Some(parent) = link.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if std::fs::read_link(link).ok().as_deref() != Some(target.as_path()) {
+            let _ = std::fs::remove_file(link);
+            let _ = std::os::unix::fs::symlink(target, link);
+        }
+    }
+}
+
+/// Rewrites the read copy's paths in an answer to the project's own.
+fn rewrite_paths(answer: &str, copy: &Path, project: &Path) -> String {
+    let copy_s = copy.display().to_string();
+    let project_s = project.display().to_string();
+    let mut out = answer.replace(&copy_s, &project_s);
+    if let Ok(real) = copy.canonicalize() {
+        out = out.replace(&real.display().to_string(), &project_s);
+    }
+    out
+}
+
+fn relative_to(path: &str, root: &Path) -> String {
+    Path::new(path)
+        .strip_prefix(root)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.to_string())
+}
+
+/// The last `max` bytes of a file, as text.
+fn tail(path: &Path, max: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// This process's peak resident memory (VmHWM) in KiB.
+fn own_peak_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(m: &str, t: &str) -> WorkerEvent {
+        WorkerEvent::Text {
+            message: Some(m.into()),
+            text: t.into(),
+        }
+    }
+
+    fn blank_record() -> RunRecord {
+        let spec = RunSpec {
+            task: "t".into(),
+            mode: Mode::Read,
+            backend: "opencode".into(),
+            model: None,
+            effort: None,
+            web: false,
+            dir: "/".into(),
+            timeout_secs: 1.0,
+            watchdog_secs: 1.0,
+            background: false,
+            allow_non_git: false,
+            parent: None,
+            primary: "sonnet".into(),
+            price: None,
+        };
+        RunRecord::new("x".into(), spec, "now".into())
+    }
+
+    #[test]
+    fn the_answer_is_the_last_message_that_said_anything() {
+        let mut s = Stream::default();
+        let mut r = blank_record();
+        s.absorb(vec![text("m1", "Let me look.")], &mut r);
+        s.absorb(
+            vec![text("m2", "SUMMARY: a"), text("m2", "DETAILS: b")],
+            &mut r,
+        );
+        s.absorb(vec![text("m3", "  ")], &mut r);
+        assert_eq!(s.answer().as_deref(), Some("SUMMARY: a\nDETAILS: b"));
+    }
+
+    #[test]
+    fn empty_steps_in_a_row_trip_the_watchdog_only_after_the_limit() {
+        let mut s = Stream::default();
+        let mut r = blank_record();
+        let empty = WorkerEvent::StepFinished {
+            reason: Some("unknown".into()),
+            usage: None,
+            cost: Some(0.0),
+        };
+        s.absorb(vec![text("m", "partial")], &mut r);
+        for _ in 0..5 {
+            s.absorb(vec![WorkerEvent::StepStarted, empty.clone()], &mut r);
+        }
+        assert!(s.stalled(Duration::ZERO));
+        assert!(!s.stalled(Duration::from_secs(3600)));
+        s.absorb(vec![text("m", "real progress")], &mut r);
+        assert!(!s.stalled(Duration::ZERO));
+    }
+
+    #[test]
+    fn tally_counts_steps_tools_denials_and_cost() {
+        let mut s = Stream::default();
+        let mut r = blank_record();
+        s.absorb(
+            vec![
+                WorkerEvent::Session { id: "ses_1".into() },
+                WorkerEvent::ToolCall {
+                    name: "edit".into(),
+                    summary: "a".into(),
+                    outcome: ToolOutcome::Denied,
+                    error: None,
+                    edited: None,
+                },
+                WorkerEvent::ToolCall {
+                    name: "read".into(),
+                    summary: "b".into(),
+                    outcome: ToolOutcome::Ok,
+                    error: None,
+                    edited: None,
+                },
+                WorkerEvent::StepFinished {
+                    reason: Some("stop".into()),
+                    usage: Some(pitroom_workers::Usage {
+                        input: 10,
+                        output: 2,
+                        ..Default::default()
+                    }),
+                    cost: Some(0.5),
+                },
+            ],
+            &mut r,
+        );
+        assert_eq!(r.session.as_deref(), Some("ses_1"));
+        assert_eq!(
+            (s.tally.steps, s.tally.tool_calls, s.tally.denied_calls),
+            (1, 2, 1)
+        );
+        assert_eq!(s.tally.cost, Some(0.5));
+        assert_eq!(r.last.as_deref(), Some("read b"));
+    }
+
+    #[test]
+    fn copy_paths_in_answers_become_project_paths() {
+        let out = rewrite_paths(
+            "see /h/snap/abc/src/a.rs:3",
+            Path::new("/h/snap/abc"),
+            Path::new("/p"),
+        );
+        assert_eq!(out, "see /p/src/a.rs:3");
+    }
+
+    #[test]
+    fn worker_env_applies_removals_settings_and_floor() {
+        let base = vec![
+            ("OPENCODE_CONFIG".to_string(), "x".to_string()),
+            ("PATH".to_string(), "/bin".to_string()),
+            ("PAGER".to_string(), "less".to_string()),
+        ];
+        let inv = pitroom_workers::Invocation {
+            program: "opencode".into(),
+            args: vec![],
+            env: vec![("A".into(), "1".into())],
+            env_remove: vec!["OPENCODE_CONFIG".into()],
+            notes: vec![],
+            links: vec![],
+        };
+        let env = worker_env(&base, &inv);
+        let get = |k: &str| {
+            env.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("OPENCODE_CONFIG"), None);
+        assert_eq!(get("PATH").as_deref(), Some("/bin"));
+        assert_eq!(get("A").as_deref(), Some("1"));
+        assert_eq!(get("PAGER").as_deref(), Some("cat"));
+        assert_eq!(get("PITROOM_ACTIVE").as_deref(), Some("1"));
+    }
+}

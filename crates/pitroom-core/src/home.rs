@@ -1,0 +1,340 @@
+//! The state directory (`$PITROOM_HOME`): one directory per run, read copies, locks, and the
+//! per-backend state shared by runs. Nothing is ever written into the user's repository.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use crate::record::{RunRecord, RunState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HomeError {
+    #[error("no run matches `{0}`; see pitroom ls")]
+    NoMatch(String),
+    #[error("`{given}` matches several runs ({}); give more of the id", .candidates.join(", "))]
+    Ambiguous {
+        given: String,
+        candidates: Vec<String>,
+    },
+    #[error("no runs yet; start one with: pitroom run \"task\"")]
+    NoRuns,
+    #[error("state directory {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The state directory.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+impl Home {
+    /// `$PITROOM_HOME`, else `$XDG_STATE_HOME/pitroom`, else `~/.local/state/pitroom`.
+    pub fn locate(env: &dyn Fn(&str) -> Option<String>) -> Home {
+        let root = env("PITROOM_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                env("XDG_STATE_HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|s| PathBuf::from(s).join("pitroom"))
+            })
+            .unwrap_or_else(|| {
+                PathBuf::from(env("HOME").unwrap_or_else(|| "/tmp".into()))
+                    .join(".local/state/pitroom")
+            });
+        Home { root }
+    }
+
+    pub fn runs(&self) -> PathBuf {
+        self.root.join("runs")
+    }
+
+    pub fn run_dir(&self, id: &str) -> PathBuf {
+        self.runs().join(id)
+    }
+
+    pub fn record_path(&self, id: &str) -> PathBuf {
+        self.run_dir(id).join("record.json")
+    }
+
+    pub fn snapshots(&self) -> PathBuf {
+        self.root.join("snapshots")
+    }
+
+    /// State a backend keeps across runs (its sessions, so `--continue` works).
+    pub fn worker_state(&self, backend: &str) -> PathBuf {
+        self.root.join("workers").join(backend)
+    }
+
+    fn io(&self, path: &Path) -> impl Fn(std::io::Error) -> HomeError + '_ {
+        let path = path.display().to_string();
+        move |source| HomeError::Io {
+            path: path.clone(),
+            source,
+        }
+    }
+
+    /// Creates a new run directory with an id that sorts by start time:
+    /// `YYYYMMDD-HHMMSS-mmmX` (UTC, milliseconds, one random character against collisions).
+    pub fn create_run_dir(&self) -> Result<String, HomeError> {
+        let runs = self.runs();
+        std::fs::create_dir_all(&runs).map_err(self.io(&runs))?;
+        for attempt in 0..64u32 {
+            let now = jiff::Timestamp::now();
+            let stamp = now.strftime("%Y%m%d-%H%M%S").to_string();
+            let ms = now.subsec_millisecond();
+            let salt = (std::process::id() + attempt * 7 + now.subsec_nanosecond() as u32) % 36;
+            let c = std::char::from_digit(salt, 36).unwrap_or('0');
+            let id = format!("{stamp}-{ms:03}{c}");
+            match std::fs::create_dir(runs.join(&id)) {
+                Ok(()) => return Ok(id),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(self.io(&runs)(e)),
+            }
+        }
+        Err(self.io(&runs)(std::io::Error::other(
+            "could not create a unique run id",
+        )))
+    }
+
+    /// Every run id, oldest first.
+    pub fn run_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(self.runs())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("record.json").is_file())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Resolves a run reference: an id, a unique prefix, `last`, or nothing (the latest run).
+    pub fn resolve(&self, given: Option<&str>) -> Result<String, HomeError> {
+        let ids = self.run_ids();
+        match given {
+            None | Some("last") => ids.last().cloned().ok_or(HomeError::NoRuns),
+            Some(g) => {
+                if ids.iter().any(|i| i == g) {
+                    return Ok(g.to_string());
+                }
+                let matches: Vec<String> =
+                    ids.iter().filter(|i| i.starts_with(g)).cloned().collect();
+                match matches.len() {
+                    0 => Err(HomeError::NoMatch(g.to_string())),
+                    1 => Ok(matches[0].clone()),
+                    _ => Err(HomeError::Ambiguous {
+                        given: g.to_string(),
+                        candidates: matches,
+                    }),
+                }
+            }
+        }
+    }
+
+    pub fn load(&self, id: &str) -> Result<RunRecord, HomeError> {
+        let path = self.record_path(id);
+        RunRecord::read(&path).map_err(self.io(&path))
+    }
+
+    /// Loads a record and settles a run whose supervisor died: an active record whose process
+    /// is gone is re-read once (it may just have finished), then marked failed.
+    pub fn load_settled(&self, id: &str) -> Result<RunRecord, HomeError> {
+        let record = self.load(id)?;
+        if !record.state.is_active() || supervisor_alive(&record) {
+            return Ok(record);
+        }
+        let mut record = self.load(id)?;
+        if record.state.is_active() && !supervisor_alive(&record) {
+            record.state = RunState::Failed;
+            record.error = Some(
+                "the supervising pitroom process exited unexpectedly; the run did not finish"
+                    .into(),
+            );
+            record.ended_at = Some(jiff::Timestamp::now().to_string());
+            let path = self.record_path(id);
+            record.write(&path).map_err(self.io(&path))?;
+        }
+        Ok(record)
+    }
+}
+
+/// Whether the record's supervising process is still the live process that started the run.
+pub fn supervisor_alive(record: &RunRecord) -> bool {
+    let Some(pid) = record.pid else {
+        // Not yet claimed by a supervisor: a fresh queued record; give it the benefit.
+        return record.state == RunState::Queued && fresh(record);
+    };
+    match (process_start_time(pid), record.pid_start) {
+        (Some(now), Some(then)) => now == then && !is_zombie(pid),
+        (Some(_), None) => !is_zombie(pid),
+        (None, _) => false,
+    }
+}
+
+fn fresh(record: &RunRecord) -> bool {
+    record
+        .created_at
+        .parse::<jiff::Timestamp>()
+        .map(|t| jiff::Timestamp::now().duration_since(t).as_secs() < 30)
+        .unwrap_or(false)
+}
+
+/// A process's start time in clock ticks since boot, from `/proc/<pid>/stat`.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = text.get(text.rfind(')')? + 2..)?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| {
+            t.rfind(')')
+                .and_then(|i| t.get(i + 2..i + 3).map(|s| s == "Z"))
+        })
+        .unwrap_or(true)
+}
+
+/// The per-repository writer lock: an `flock` the kernel releases when its holder dies, so a
+/// crash never leaves a stale lock.
+pub struct WriterLock {
+    _file: File,
+}
+
+impl WriterLock {
+    /// Takes the lock for `repo` without waiting; `Ok(None)` when another run holds it.
+    pub fn try_acquire(home: &Home, repo: &Path) -> std::io::Result<Option<WriterLock>> {
+        let dir = home.root.join("locks");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!(
+            "write-{:016x}.lock",
+            fnv1a(repo.as_os_str().as_encoded_bytes())
+        ));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        // SAFETY: flock on a descriptor we own; no memory is passed.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(Some(WriterLock { _file: file }));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(None)
+        } else {
+            Err(err)
+        }
+    }
+}
+
+/// FNV-1a: a stable hash for lock file names (stable across builds, unlike `DefaultHasher`).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl WriterLock {
+    /// Adopts a lock descriptor handed down by the process that took the lock.
+    ///
+    /// # Safety
+    /// `fd` must be an open descriptor holding the lock, owned by nobody else in this process.
+    pub unsafe fn from_raw_fd(fd: std::os::fd::RawFd) -> WriterLock {
+        use std::os::fd::FromRawFd;
+        // Keep it from leaking into the worker's processes.
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        WriterLock {
+            _file: File::from_raw_fd(fd),
+        }
+    }
+}
+
+impl std::os::fd::AsRawFd for WriterLock {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self._file.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home() -> (tempfile::TempDir, Home) {
+        let d = tempfile::tempdir().unwrap();
+        let h = Home {
+            root: d.path().to_path_buf(),
+        };
+        (d, h)
+    }
+
+    fn add(h: &Home, id: &str) {
+        std::fs::create_dir_all(h.run_dir(id)).unwrap();
+        std::fs::write(h.record_path(id), "{}").unwrap();
+    }
+
+    #[test]
+    fn run_ids_sort_by_creation_time() {
+        let (_d, h) = home();
+        let a = h.create_run_dir().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let b = h.create_run_dir().unwrap();
+        assert!(a < b, "{a} < {b}");
+        assert_eq!(a.len(), "20260930-003902-327a".len());
+    }
+
+    #[test]
+    fn resolve_accepts_ids_prefixes_and_last() {
+        let (_d, h) = home();
+        add(&h, "20260101-000000-0001");
+        add(&h, "20260102-000000-0001");
+        add(&h, "20260102-000001-0001");
+        assert_eq!(h.resolve(None).unwrap(), "20260102-000001-0001");
+        assert_eq!(h.resolve(Some("last")).unwrap(), "20260102-000001-0001");
+        assert_eq!(h.resolve(Some("20260101")).unwrap(), "20260101-000000-0001");
+        assert!(matches!(
+            h.resolve(Some("20260102")),
+            Err(HomeError::Ambiguous { .. })
+        ));
+        assert!(matches!(
+            h.resolve(Some("1999")),
+            Err(HomeError::NoMatch(_))
+        ));
+    }
+
+    #[test]
+    fn no_runs_is_its_own_error() {
+        let (_d, h) = home();
+        assert!(matches!(h.resolve(None), Err(HomeError::NoRuns)));
+    }
+
+    #[test]
+    fn writer_lock_is_exclusive_and_freed_on_drop() {
+        let (_d, h) = home();
+        let repo = Path::new("/some/repo");
+        let first = WriterLock::try_acquire(&h, repo).unwrap();
+        assert!(first.is_some());
+        // flock locks are per open file description: a second open in-process conflicts.
+        assert!(WriterLock::try_acquire(&h, repo).unwrap().is_none());
+        drop(first);
+        assert!(WriterLock::try_acquire(&h, repo).unwrap().is_some());
+        assert!(WriterLock::try_acquire(&h, Path::new("/other"))
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn fnv_is_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

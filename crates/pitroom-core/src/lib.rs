@@ -1,0 +1,22 @@
+//! Pitroom's run engine.
+//!
+//! Configuration with sources, targets, the state directory and run records, the life cycle of
+//! a run (prepare the tree → launch through the keeper → stream events → snapshot and diff →
+//! judge → receipt), the prompt contract and the report. Knows no particular CLI's flags: those
+//! live in `pitroom-workers`.
+
+pub mod config;
+pub mod duration;
+pub mod engine;
+pub mod exit;
+pub mod home;
+pub mod prompt;
+pub mod receipt;
+pub mod record;
+pub mod report;
+pub mod revert;
+pub mod target;
+
+pub use engine::{Engine, EngineError, Observer, Prepared, Silent, SUPERVISE_SUBCOMMAND};
+pub use home::{Home, HomeError};
+pub use record::{RunRecord, RunSpec, RunState};

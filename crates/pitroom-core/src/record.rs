@@ -1,0 +1,215 @@
+//! The run record: one versioned JSON document per run, written atomically.
+
+use std::path::{Path, PathBuf};
+
+use pitroom_workers::{FailureKind, Mode, Usage};
+use serde::{Deserialize, Serialize};
+
+/// Bumped when a field changes meaning; readers accept older versions (missing fields default).
+pub const RECORD_VERSION: u32 = 1;
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Timeout,
+    Stopped,
+}
+
+impl RunState {
+    pub fn is_active(self) -> bool {
+        matches!(self, RunState::Queued | RunState::Running)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Queued => "queued",
+            RunState::Running => "running",
+            RunState::Done => "done",
+            RunState::Failed => "failed",
+            RunState::Timeout => "timeout",
+            RunState::Stopped => "stopped",
+        }
+    }
+}
+
+/// A changed file, as the report lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFile {
+    pub status: char,
+    pub path: String,
+    pub added: Option<u64>,
+    pub deleted: Option<u64>,
+}
+
+/// What a run asked for: everything a detached supervisor needs to carry it out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub task: String,
+    pub mode: Mode,
+    pub backend: String,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub web: bool,
+    /// The directory the user asked to work in (canonical).
+    pub dir: PathBuf,
+    pub timeout_secs: f64,
+    pub watchdog_secs: f64,
+    pub background: bool,
+    pub allow_non_git: bool,
+    /// `--continue`: the run this one follows up.
+    pub parent: Option<String>,
+    pub primary: String,
+    pub price: Option<String>,
+}
+
+/// Counters the receipt is computed from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    pub usage: Usage,
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub failed_calls: u32,
+    pub denied_calls: u32,
+    /// USD as the CLI reported it; `None` when it reported nothing.
+    pub cost: Option<f64>,
+}
+
+/// The receipt, as printed and stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    pub worker_tokens: u64,
+    pub returned_tokens: u64,
+    pub compression: f64,
+    pub cost: Option<f64>,
+    /// The primary model the saving is estimated against.
+    pub primary: String,
+    /// Estimated saving in USD (always an estimate).
+    pub saved: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub version: u32,
+    pub id: String,
+    pub state: RunState,
+    pub spec: RunSpec,
+    /// The repository's top directory, when the dir is in one.
+    pub repo: Option<PathBuf>,
+    /// Where the worker actually ran (the dir, or its place in a read copy).
+    pub workdir: Option<PathBuf>,
+    /// The read copy's root, when the worker read a copy.
+    pub copy: Option<PathBuf>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub duration_ms: Option<u64>,
+    /// The supervising process and its start time (to tell it from a reused pid).
+    pub pid: Option<u32>,
+    pub pid_start: Option<u64>,
+    pub session: Option<String>,
+    pub base_tree: Option<String>,
+    pub after_tree: Option<String>,
+    #[serde(default)]
+    pub tally: Tally,
+    pub answer: Option<String>,
+    #[serde(default)]
+    pub changes: Vec<ChangedFile>,
+    /// Write mode: changed files the worker's events never mention.
+    #[serde(default)]
+    pub unreported: Vec<String>,
+    #[serde(default)]
+    pub read_only_violation: bool,
+    pub error: Option<String>,
+    pub failure: Option<FailureKind>,
+    pub worker_exit: Option<i32>,
+    /// The last thing the worker did, for progress displays.
+    pub last: Option<String>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    pub receipt: Option<Receipt>,
+    #[serde(default)]
+    pub reverted: bool,
+    /// Pitroom's own peak resident memory while supervising, in KiB.
+    pub supervisor_peak_kb: Option<u64>,
+}
+
+impl RunRecord {
+    pub fn new(id: String, spec: RunSpec, created_at: String) -> RunRecord {
+        RunRecord {
+            version: RECORD_VERSION,
+            id,
+            state: RunState::Queued,
+            spec,
+            repo: None,
+            workdir: None,
+            copy: None,
+            created_at,
+            started_at: None,
+            ended_at: None,
+            duration_ms: None,
+            pid: None,
+            pid_start: None,
+            session: None,
+            base_tree: None,
+            after_tree: None,
+            tally: Tally::default(),
+            answer: None,
+            changes: Vec::new(),
+            unreported: Vec::new(),
+            read_only_violation: false,
+            error: None,
+            failure: None,
+            worker_exit: None,
+            last: None,
+            warnings: Vec::new(),
+            receipt: None,
+            reverted: false,
+            supervisor_peak_kb: None,
+        }
+    }
+
+    /// The process exit code this run maps to (PRODUCT.md §3).
+    pub fn exit_code(&self) -> i32 {
+        match self.state {
+            RunState::Queued | RunState::Running => crate::exit::STILL_RUNNING,
+            RunState::Done => crate::exit::OK,
+            RunState::Timeout => crate::exit::TIMEOUT,
+            RunState::Failed if self.read_only_violation => crate::exit::READ_ONLY_VIOLATION,
+            RunState::Failed | RunState::Stopped => crate::exit::FAILED,
+        }
+    }
+
+    pub fn read(path: &Path) -> std::io::Result<RunRecord> {
+        let text = std::fs::read(path)?;
+        serde_json::from_slice(&text)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+
+    /// Writes the record atomically: a temp file in the same directory, then a rename, so a
+    /// reader never sees half a record.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        write_atomic(path, &json)
+    }
+}
+
+/// Writes `data` to `path` through a temp file and a rename.
+pub fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(data)?;
+    f.sync_data()?;
+    drop(f);
+    std::fs::rename(&tmp, path)
+}

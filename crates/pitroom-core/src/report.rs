@@ -1,0 +1,418 @@
+//! The report the primary agent reads: compact, honest, no ANSI unless a terminal asked.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anstyle::{AnsiColor, Style};
+
+use crate::duration::format_duration;
+use crate::record::{Receipt, RunRecord, RunState};
+
+/// The report without its receipt and hints: the part whose size is "returned tokens".
+pub fn body(record: &RunRecord, color: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", header(record, color));
+    let _ = writeln!(out, "{}", worker_line(record));
+    for w in &record.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if let Some(err) = &record.error {
+        let _ = writeln!(out, "{}", paint(color, red(), &format!("error: {err}")));
+        if let Some(kind) = record.failure {
+            let _ = writeln!(out, "hint: {} — {}", kind.describe(), kind.hint());
+        }
+    }
+    if record.state == RunState::Timeout {
+        let _ = writeln!(
+            out,
+            "hint: raise the limit with -t, or carry on with: pitroom run --continue {} \"…\"",
+            record.id
+        );
+    }
+    out.push('\n');
+    match record
+        .answer
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        Some(answer) => {
+            let _ = writeln!(out, "{answer}");
+        }
+        None if record.state.is_active() => {
+            let _ = writeln!(out, "(still running{})", last_suffix(record));
+        }
+        None => {
+            let _ = writeln!(out, "(no answer)");
+        }
+    }
+    out.push('\n');
+    changes(&mut out, record, color);
+    out
+}
+
+/// The full report: body, receipt and next steps.
+pub fn render(record: &RunRecord, color: bool) -> String {
+    let mut out = body(record, color);
+    if let Some(r) = &record.receipt {
+        let _ = writeln!(out, "── receipt: {}", receipt_line(record, r));
+    }
+    hints(&mut out, record);
+    out
+}
+
+/// One line per run for lists and `wait --brief`.
+pub fn brief(record: &RunRecord) -> String {
+    let summary = record
+        .answer
+        .as_deref()
+        .and_then(summary_line)
+        .or(record.error.as_deref())
+        .unwrap_or("");
+    format!(
+        "{} {:<8} {:<6} {:>7}  {}  {}",
+        record.id,
+        record.state.as_str(),
+        record.spec.mode.as_str(),
+        duration(record)
+            .map(format_duration)
+            .unwrap_or_else(|| "-".into()),
+        truncate(&record.spec.task.replace('\n', " "), 48),
+        truncate(summary, 60)
+    )
+}
+
+fn header(record: &RunRecord, color: bool) -> String {
+    let (icon, style) = match record.state {
+        RunState::Done => ("✔", green()),
+        RunState::Queued | RunState::Running => ("…", yellow()),
+        RunState::Timeout => ("⏱", red()),
+        RunState::Failed | RunState::Stopped => ("✘", red()),
+    };
+    let state = if record.read_only_violation {
+        "failed · READ-ONLY VIOLATION".to_string()
+    } else {
+        record.state.as_str().to_string()
+    };
+    let took = duration(record)
+        .map(|d| format!(" · {}", format_duration(d)))
+        .unwrap_or_default();
+    format!(
+        "pitroom {} · {}{took} · run {}",
+        paint(color, style, &format!("{icon} {state}")),
+        record.spec.mode.as_str(),
+        record.id
+    )
+}
+
+fn worker_line(record: &RunRecord) -> String {
+    let mut line = format!("worker {}", record.spec.backend);
+    line.push_str(&format!(
+        " · model {}",
+        record
+            .spec
+            .model
+            .as_deref()
+            .unwrap_or("(the CLI's default)")
+    ));
+    if let Some(s) = &record.session {
+        line.push_str(&format!(" · session {s}"));
+    }
+    line
+}
+
+fn changes(out: &mut String, record: &RunRecord, color: bool) {
+    if record.changes.is_empty() {
+        if record.spec.mode.may_edit() && !record.state.is_active() {
+            let _ = writeln!(out, "── changes: none");
+        }
+        return;
+    }
+    let added: u64 = record.changes.iter().filter_map(|c| c.added).sum();
+    let deleted: u64 = record.changes.iter().filter_map(|c| c.deleted).sum();
+    let place = if record.read_only_violation {
+        "made in a read-only run — discarded, your tree is untouched"
+    } else {
+        "in your working tree"
+    };
+    let _ = writeln!(
+        out,
+        "── changes ({place}): {} file{}, +{added} −{deleted}",
+        record.changes.len(),
+        if record.changes.len() == 1 { "" } else { "s" }
+    );
+    for c in record.changes.iter().take(50) {
+        let mark = if record.unreported.contains(&c.path) {
+            "  (not reported by the worker)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "   {} {}{mark}",
+            paint(color, status_style(c.status), &c.status.to_string()),
+            c.path
+        );
+    }
+    if record.changes.len() > 50 {
+        let _ = writeln!(
+            out,
+            "   … and {} more: pitroom show --patch {}",
+            record.changes.len() - 50,
+            record.id
+        );
+    }
+}
+
+fn receipt_line(record: &RunRecord, r: &Receipt) -> String {
+    let t = &record.tally;
+    let mut calls = format!(
+        "{} tool call{}",
+        t.tool_calls,
+        if t.tool_calls == 1 { "" } else { "s" }
+    );
+    if t.denied_calls > 0 {
+        calls.push_str(&format!(", {} denied", t.denied_calls));
+    }
+    let cost = r
+        .cost
+        .map(|c| format!("${c:.3}"))
+        .unwrap_or_else(|| "n/a".into());
+    let mut line = format!(
+        "worker processed {} tokens in {} step{} ({calls}) · worker cost {cost} · returned ~{} tokens",
+        human_count(r.worker_tokens),
+        t.steps,
+        if t.steps == 1 { "" } else { "s" },
+        r.returned_tokens
+    );
+    if r.worker_tokens > 0 {
+        line.push_str(&format!(", {:.0}× compression", r.compression));
+    }
+    if let Some(saved) = r.saved {
+        line.push_str(&format!(
+            "\n   · est. saved ${saved:.3} vs {} (estimate)",
+            r.primary
+        ));
+    }
+    line
+}
+
+fn hints(out: &mut String, record: &RunRecord) {
+    let id = &record.id;
+    if record.state.is_active() {
+        let _ = writeln!(out, "── still running: pitroom wait {id}");
+        return;
+    }
+    if !record.changes.is_empty() && !record.read_only_violation {
+        let _ = writeln!(out, "── review: pitroom show --patch {id}");
+        if record.spec.mode == pitroom_workers::Mode::Write && !record.reverted {
+            let _ = writeln!(out, "── undo: pitroom revert {id}");
+        }
+    }
+    if record.session.is_some() {
+        let _ = writeln!(out, "── follow up: pitroom run --continue {id} \"…\"");
+    }
+}
+
+fn last_suffix(record: &RunRecord) -> String {
+    let t = &record.tally;
+    let mut s = format!(": {} steps, {} tool calls", t.steps, t.tool_calls);
+    if let Some(last) = &record.last {
+        s.push_str(&format!(", last: {last}"));
+    }
+    s
+}
+
+fn duration(record: &RunRecord) -> Option<Duration> {
+    if let Some(ms) = record.duration_ms {
+        return Some(Duration::from_millis(ms));
+    }
+    let start: jiff::Timestamp = record.started_at.as_deref()?.parse().ok()?;
+    let secs = jiff::Timestamp::now().duration_since(start).as_secs_f64();
+    Some(Duration::from_secs_f64(secs.max(0.0)))
+}
+
+/// The first line of the answer's SUMMARY, or its first non-empty line.
+pub fn summary_line(answer: &str) -> Option<&str> {
+    let mut lines = answer.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next()?;
+    match first.strip_prefix("SUMMARY:") {
+        Some(rest) if !rest.trim().is_empty() => Some(rest.trim()),
+        Some(_) => lines.next(),
+        None => Some(first),
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max - 1).collect::<String>())
+    }
+}
+
+/// `163k`, `1.2M`.
+pub fn human_count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{}k", n / 1000),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+fn paint(color: bool, style: Style, text: &str) -> String {
+    if color {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_string()
+    }
+}
+
+fn green() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Green.into())).bold()
+}
+fn red() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Red.into())).bold()
+}
+fn yellow() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Yellow.into())).bold()
+}
+fn status_style(status: char) -> Style {
+    match status {
+        'A' => Style::new().fg_color(Some(AnsiColor::Green.into())),
+        'D' => Style::new().fg_color(Some(AnsiColor::Red.into())),
+        _ => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ChangedFile, RunSpec, Tally};
+    use pitroom_workers::{Mode, Usage};
+
+    fn record(state: RunState) -> RunRecord {
+        let spec = RunSpec {
+            task: "Which files read the cookie?".into(),
+            mode: Mode::Read,
+            backend: "opencode".into(),
+            model: Some("fake/fake-model".into()),
+            effort: None,
+            web: false,
+            dir: "/p".into(),
+            timeout_secs: 60.0,
+            watchdog_secs: 60.0,
+            background: false,
+            allow_non_git: false,
+            parent: None,
+            primary: "sonnet".into(),
+            price: None,
+        };
+        let mut r = RunRecord::new(
+            "20260930-003902-3270".into(),
+            spec,
+            "2026-09-30T00:39:02Z".into(),
+        );
+        r.state = state;
+        r.duration_ms = Some(30_000);
+        r
+    }
+
+    #[test]
+    fn done_report_has_header_answer_receipt_and_follow_up() {
+        let mut r = record(RunState::Done);
+        r.session = Some("ses_1".into());
+        r.answer = Some("SUMMARY: cookie is read in a.rs:3".into());
+        r.tally = Tally {
+            usage: Usage {
+                input: 150_000,
+                output: 13_000,
+                ..Usage::default()
+            },
+            steps: 6,
+            tool_calls: 7,
+            cost: Some(0.0),
+            ..Tally::default()
+        };
+        r.receipt = Some(Receipt {
+            worker_tokens: 163_000,
+            returned_tokens: 554,
+            compression: 294.2,
+            cost: Some(0.0),
+            primary: "Claude Sonnet".into(),
+            saved: Some(0.152),
+        });
+        let text = render(&r, false);
+        assert!(
+            text.starts_with("pitroom ✔ done · read · 30s · run 20260930-003902-3270\n"),
+            "{text}"
+        );
+        assert!(text.contains("worker opencode · model fake/fake-model · session ses_1"));
+        assert!(text.contains("SUMMARY: cookie is read in a.rs:3"));
+        assert!(text.contains("worker processed 163k tokens in 6 steps (7 tool calls)"));
+        assert!(text.contains("294× compression"));
+        assert!(text.contains("est. saved $0.152 vs Claude Sonnet (estimate)"));
+        assert!(text.contains("pitroom run --continue 20260930-003902-3270"));
+        assert!(!text.contains('\u{1b}'), "no ANSI without colour");
+    }
+
+    #[test]
+    fn unknown_cost_is_na_never_zero() {
+        let mut r = record(RunState::Done);
+        r.receipt = Some(Receipt {
+            cost: None,
+            ..Receipt::default()
+        });
+        assert!(render(&r, false).contains("worker cost n/a"));
+    }
+
+    #[test]
+    fn failed_run_shows_the_cause_and_a_hint() {
+        let mut r = record(RunState::Failed);
+        r.error = Some("The model `x` does not exist".into());
+        r.failure = Some(pitroom_workers::FailureKind::ModelUnavailable);
+        let text = render(&r, false);
+        assert!(text.contains("✘ failed"));
+        assert!(text.contains("error: The model `x` does not exist"));
+        assert!(text.contains("hint: model unavailable"));
+        assert!(text.contains("(no answer)"));
+    }
+
+    #[test]
+    fn write_changes_are_listed_with_revert_hint() {
+        let mut r = record(RunState::Done);
+        r.spec.mode = Mode::Write;
+        r.changes = vec![ChangedFile {
+            status: 'M',
+            path: "src/a b.rs".into(),
+            added: Some(2),
+            deleted: Some(1),
+        }];
+        r.unreported = vec!["src/a b.rs".into()];
+        let text = render(&r, false);
+        assert!(text.contains("── changes (in your working tree): 1 file, +2 −1"));
+        assert!(text.contains("M src/a b.rs  (not reported by the worker)"));
+        assert!(text.contains("pitroom revert 20260930-003902-3270"));
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let r = record(RunState::Done);
+        assert!(render(&r, true).contains('\u{1b}'));
+    }
+
+    #[test]
+    fn summary_line_prefers_the_summary_field() {
+        assert_eq!(summary_line("SUMMARY: a\nDETAILS: b"), Some("a"));
+        assert_eq!(summary_line("SUMMARY:\n  first\n"), Some("first"));
+        assert_eq!(summary_line("plain"), Some("plain"));
+        assert_eq!(summary_line("  \n"), None);
+    }
+
+    #[test]
+    fn counts_are_humanised() {
+        assert_eq!(human_count(999), "999");
+        assert_eq!(human_count(163_400), "163k");
+        assert_eq!(human_count(2_500_000), "2.5M");
+    }
+}

@@ -1,0 +1,64 @@
+//! `revert`: undo exactly a write run's edits, checked first, all or nothing.
+
+use pitroom_git::ReverseCheck;
+use pitroom_workers::Mode;
+
+use crate::home::Home;
+use crate::record::RunRecord;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RevertError {
+    /// Not something revert can do (exit 3).
+    #[error("{0}")]
+    Refused(String),
+    /// The files changed since the run (exit 1).
+    #[error("{0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Git(#[from] pitroom_git::GitError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reverse-applies run `record`'s patch to its repository and marks the run reverted.
+pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError> {
+    let id = record.id.clone();
+    if record.spec.mode != Mode::Write {
+        return Err(RevertError::Refused(format!(
+            "run {id} is a {} run; only write runs change your tree, so there is nothing to revert",
+            record.spec.mode.as_str()
+        )));
+    }
+    if record.state.is_active() {
+        return Err(RevertError::Refused(format!(
+            "run {id} is still running; stop it first (pitroom wait {id})"
+        )));
+    }
+    if record.reverted {
+        return Err(RevertError::Refused(format!(
+            "run {id} was already reverted"
+        )));
+    }
+    let Some(repo) = record.repo.clone() else {
+        return Err(RevertError::Refused(format!(
+            "run {id} ran outside a git repository, so no patch was recorded"
+        )));
+    };
+    let patch = home.run_dir(&id).join("changes.patch");
+    if record.changes.is_empty() || !patch.is_file() {
+        return Err(RevertError::Refused(format!(
+            "run {id} changed nothing; nothing to revert"
+        )));
+    }
+    match pitroom_git::reverse_apply(&repo, &patch, false)? {
+        ReverseCheck::Clean => {}
+        ReverseCheck::Conflict(why) => {
+            return Err(RevertError::Conflict(format!(
+                "run {id} cannot be reverted: its files changed since the run, so nothing was touched.\n{why}\nInspect the patch with: pitroom show --patch {id}"
+            )))
+        }
+    }
+    record.reverted = true;
+    record.write(&home.record_path(&id))?;
+    Ok(record.changes.len())
+}

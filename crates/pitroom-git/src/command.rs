@@ -1,0 +1,228 @@
+//! Running git with the user's output- and program-changing config neutralised.
+
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A failed git call, with what git said.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("could not run git: {0}; is git installed and on PATH?")]
+    Spawn(#[source] std::io::Error),
+    #[error("`git {args}` failed (exit {code}): {stderr}")]
+    Failed {
+        args: String,
+        code: i32,
+        stderr: String,
+    },
+    #[error("`git {args}` did not finish within {secs} s and was stopped")]
+    TimedOut { args: String, secs: u64 },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("unexpected git output: {0}")]
+    Parse(String),
+}
+
+/// Config that would change git's output or make it run programs, switched off for our calls.
+const NEUTRAL_CONFIG: &[&str] = &[
+    "color.ui=never",
+    "core.quotePath=false",
+    "core.pager=cat",
+    "core.fsmonitor=false",
+    "core.safecrlf=false",
+    "diff.external=",
+    "diff.renames=false",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.relative=false",
+    "apply.whitespace=nowarn",
+    "advice.addEmbeddedRepo=false",
+];
+
+/// Inherited variables that would point our calls at another repository or index.
+const SCRUBBED_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_DIFF_OPTS",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+];
+
+/// How long one git call may take before it is stopped.
+const GIT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A git invocation context: which repository, work tree and index.
+#[derive(Debug, Clone, Default)]
+pub struct Git {
+    pub git_dir: Option<PathBuf>,
+    pub work_tree: Option<PathBuf>,
+    pub index: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Git {
+    pub fn in_dir(dir: &Path) -> Git {
+        Git {
+            cwd: Some(dir.to_path_buf()),
+            ..Git::default()
+        }
+    }
+
+    pub fn for_repo(git_dir: &Path, work_tree: &Path) -> Git {
+        Git {
+            git_dir: Some(git_dir.to_path_buf()),
+            work_tree: Some(work_tree.to_path_buf()),
+            cwd: Some(work_tree.to_path_buf()),
+            index: None,
+        }
+    }
+
+    pub fn with_index(mut self, index: &Path) -> Git {
+        self.index = Some(index.to_path_buf());
+        self
+    }
+
+    fn command<I, S>(&self, args: I) -> (Command, String)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = Command::new("git");
+        for setting in NEUTRAL_CONFIG {
+            cmd.arg("-c").arg(setting);
+        }
+        if let Some(dir) = &self.git_dir {
+            cmd.arg("--git-dir").arg(dir);
+        }
+        if let Some(tree) = &self.work_tree {
+            cmd.arg("--work-tree").arg(tree);
+        }
+        let mut shown = Vec::new();
+        for a in args {
+            shown.push(a.as_ref().to_string_lossy().into_owned());
+            cmd.arg(a);
+        }
+        for var in SCRUBBED_ENV {
+            cmd.env_remove(var);
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_PAGER", "cat")
+            .env("GIT_EDITOR", "true")
+            .env("LC_ALL", "C");
+        if let Some(index) = &self.index {
+            cmd.env("GIT_INDEX_FILE", index);
+        }
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        (cmd, shown.join(" "))
+    }
+
+    /// Runs git and returns its stdout; a non-zero exit is an error carrying stderr.
+    pub fn run<I, S>(&self, args: I) -> Result<Vec<u8>, GitError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let out = self.output(args, None)?;
+        if out.code == 0 {
+            Ok(out.stdout)
+        } else {
+            Err(out.into_error())
+        }
+    }
+
+    /// Runs git with `input` on stdin and returns the full outcome, whatever the exit code.
+    pub fn output<I, S>(&self, args: I, input: Option<&[u8]>) -> Result<Output, GitError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let (mut cmd, shown) = self.command(args);
+        cmd.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+        let mut child = cmd.spawn().map_err(GitError::Spawn)?;
+        if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
+            let data = data.to_vec();
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&data);
+            });
+        }
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+        let pid = child.id() as i32;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = match rx.recv_timeout(GIT_TIMEOUT) {
+            Ok(status) => status?,
+            Err(_) => {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                return Err(GitError::TimedOut {
+                    args: shown,
+                    secs: GIT_TIMEOUT.as_secs(),
+                });
+            }
+        };
+        Ok(Output {
+            args: shown,
+            code: status.code().unwrap_or(128),
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned(),
+        })
+    }
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
+/// The outcome of one git call.
+#[derive(Debug)]
+pub struct Output {
+    pub args: String,
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn into_error(self) -> GitError {
+        GitError::Failed {
+            args: self.args,
+            code: self.code,
+            stderr: self.stderr.trim().to_string(),
+        }
+    }
+}
+
+/// Trims git's trailing newline from a one-line answer.
+pub(crate) fn line(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).trim_end().to_string()
+}

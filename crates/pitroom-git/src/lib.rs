@@ -1,0 +1,20 @@
+//! Git plumbing for Pitroom.
+//!
+//! Every operation here leaves the user's index, refs, stash and config alone: snapshots are
+//! written through a throwaway index and only add blob and tree objects; copies are separate
+//! repositories that borrow the user's objects read-only.
+
+mod command;
+mod copy;
+mod diff;
+mod repo;
+mod snapshot;
+
+pub use command::{Git, GitError};
+pub use copy::ensure_read_copy;
+pub use diff::{diff_trees, reverse_apply, ChangeStatus, Changes, FileChange, ReverseCheck};
+pub use repo::Repo;
+pub use snapshot::{snapshot, Snapshot};
+
+/// The id of git's empty tree.
+pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";

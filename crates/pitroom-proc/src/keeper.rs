@@ -1,0 +1,319 @@
+//! The keeper: the one process that parents a worker.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::WaitStatus;
+use nix::unistd::Pid;
+
+use crate::tree::{reap_children, terminate_descendants};
+use crate::STOPPED_EXIT;
+
+/// The internal subcommand that runs [`keeper_main`].
+pub const KEEPER_SUBCOMMAND: &str = "__keeper";
+
+/// What the keeper starts.
+#[derive(Debug, Clone)]
+pub struct KeeperSpec {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// Becomes the worker's stdin (the prompt); `None` means `/dev/null`.
+    pub stdin_file: Option<PathBuf>,
+    /// The worker's stderr is appended here.
+    pub stderr_file: PathBuf,
+    /// The worker's complete environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// How long descendants get between TERM and KILL.
+    pub grace: Duration,
+}
+
+/// The supervisor's handle on a running keeper.
+pub struct KeeperHandle {
+    child: Child,
+    /// The worker's stdout (the keeper passes its own stdout on).
+    pub stdout: Option<ChildStdout>,
+    /// Closing this pipe (or dying) tells the keeper its supervisor is gone.
+    _lifeline: ChildStdin,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("could not start the worker keeper ({exe}): {source}")]
+pub struct SpawnError {
+    exe: String,
+    source: std::io::Error,
+}
+
+/// Starts the keeper (this same executable, `exe`) for `spec`.
+pub fn spawn_keeper(exe: &std::path::Path, spec: &KeeperSpec) -> Result<KeeperHandle, SpawnError> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(KEEPER_SUBCOMMAND)
+        .arg("--parent")
+        .arg(std::process::id().to_string())
+        .arg("--cwd")
+        .arg(&spec.cwd)
+        .arg("--stdin")
+        .arg(spec.stdin_file.as_deref().unwrap_or("/dev/null".as_ref()))
+        .arg("--stderr")
+        .arg(&spec.stderr_file)
+        .arg("--grace-ms")
+        .arg(spec.grace.as_millis().to_string())
+        .arg("--")
+        .arg(&spec.program)
+        .args(&spec.args)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        // Its own process group: a Ctrl-C on the terminal reaches the supervisor, which
+        // decides; the keeper and worker are stopped in order, not all at once.
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|source| SpawnError {
+        exe: exe.display().to_string(),
+        source,
+    })?;
+    let stdout = child.stdout.take();
+    let lifeline = child.stdin.take().ok_or_else(|| SpawnError {
+        exe: exe.display().to_string(),
+        source: std::io::Error::other("no lifeline pipe"),
+    })?;
+    Ok(KeeperHandle {
+        child,
+        stdout,
+        _lifeline: lifeline,
+    })
+}
+
+impl KeeperHandle {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Asks the keeper to end the worker's whole tree.
+    pub fn request_stop(&self) {
+        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+    }
+
+    /// The keeper's exit code if it has exited (the worker's code, `128+signal`, or
+    /// [`STOPPED_EXIT`]).
+    pub fn try_wait(&mut self) -> Option<i32> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(exit_code(status)),
+            Ok(None) => None,
+            Err(_) => Some(1),
+        }
+    }
+
+    /// Waits at most `limit`; past it the keeper is killed and the caller must sweep.
+    pub fn wait_bounded(&mut self, limit: Duration) -> i32 {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(code) = self.try_wait() {
+                return code;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        self.child.wait().map(exit_code).unwrap_or(1)
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+/// Parsed `__keeper` arguments.
+struct KeeperArgs {
+    parent: i32,
+    cwd: PathBuf,
+    stdin: PathBuf,
+    stderr: PathBuf,
+    grace: Duration,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
+    let mut it = argv.iter();
+    let mut parent = None;
+    let mut cwd = None;
+    let mut stdin = None;
+    let mut stderr = None;
+    let mut grace = Duration::from_secs(3);
+    while let Some(flag) = it.next() {
+        match flag.to_str()? {
+            "--parent" => parent = it.next()?.to_str()?.parse().ok(),
+            "--cwd" => cwd = Some(PathBuf::from(it.next()?)),
+            "--stdin" => stdin = Some(PathBuf::from(it.next()?)),
+            "--stderr" => stderr = Some(PathBuf::from(it.next()?)),
+            "--grace-ms" => grace = Duration::from_millis(it.next()?.to_str()?.parse().ok()?),
+            "--" => break,
+            _ => return None,
+        }
+    }
+    let program = it.next()?.clone();
+    Some(KeeperArgs {
+        parent: parent?,
+        cwd: cwd?,
+        stdin: stdin?,
+        stderr: stderr?,
+        grace,
+        program,
+        args: it.cloned().collect(),
+    })
+}
+
+/// Entry point of `pitroom __keeper …` (everything after the subcommand). Returns the exit code.
+pub fn keeper_main(argv: &[OsString]) -> i32 {
+    let Some(args) = parse_args(argv) else {
+        eprintln!("pitroom: internal keeper invoked with bad arguments");
+        return 2;
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    if become_guardian(&args, &stop).is_err() {
+        return STOPPED_EXIT;
+    }
+    let worker = match start_worker(&args) {
+        Ok(child) => child.id() as i32,
+        Err(e) => {
+            let _ = std::fs::write(
+                &args.stderr,
+                format!(
+                    "pitroom: could not start {}: {e}\n",
+                    args.program.to_string_lossy()
+                ),
+            );
+            return 127;
+        }
+    };
+    supervise(worker, &args, &stop)
+}
+
+/// Makes this process the subreaper of everything the worker starts, and arranges to notice
+/// the supervisor's death three ways: the parent-death signal, the lifeline pipe reaching EOF,
+/// and the parent pid changing.
+fn become_guardian(args: &KeeperArgs, stop: &Arc<AtomicBool>) -> Result<(), ()> {
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let _ = signal_hook::flag::register(signal, Arc::clone(stop));
+    }
+    if nix::unistd::getppid().as_raw() != args.parent {
+        return Err(());
+    }
+    let lifeline_stop = Arc::clone(stop);
+    std::thread::spawn(move || {
+        let mut sink = [0u8; 64];
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        lifeline_stop.store(true, Ordering::SeqCst);
+    });
+    Ok(())
+}
+
+fn start_worker(args: &KeeperArgs) -> std::io::Result<Child> {
+    let stdin = File::open(&args.stdin)?;
+    let stderr = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&args.stderr)?;
+    let mut cmd = Command::new(&args.program);
+    cmd.args(&args.args)
+        .current_dir(&args.cwd)
+        .stdin(stdin)
+        .stdout(Stdio::inherit())
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe and touches no Rust state.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+fn supervise(worker: i32, args: &KeeperArgs, stop: &AtomicBool) -> i32 {
+    loop {
+        for (pid, status) in reap_children() {
+            if pid == worker {
+                // The worker is done; whatever it left running in the background goes too.
+                terminate_descendants(Duration::from_millis(500));
+                return status_code(status);
+            }
+        }
+        if stop.load(Ordering::SeqCst) || nix::unistd::getppid().as_raw() != args.parent {
+            terminate_descendants(args.grace);
+            return STOPPED_EXIT;
+        }
+        std::thread::sleep(Duration::from_millis(15));
+    }
+}
+
+fn status_code(status: WaitStatus) -> i32 {
+    match status {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, signal, _) => 128 + signal as i32,
+        _ => 1,
+    }
+}
+
+/// Whether `argv[1]` asks for the keeper (checked before any other start-up work).
+pub fn is_keeper_invocation(arg: Option<&OsStr>) -> bool {
+    arg == Some(OsStr::new(KEEPER_SUBCOMMAND))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeper_arguments_round_trip() {
+        let argv: Vec<OsString> = [
+            "--parent",
+            "42",
+            "--cwd",
+            "/w",
+            "--stdin",
+            "/p",
+            "--stderr",
+            "/e",
+            "--grace-ms",
+            "250",
+            "--",
+            "opencode",
+            "run",
+            "--format",
+            "json",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let a = parse_args(&argv).expect("parses");
+        assert_eq!(a.parent, 42);
+        assert_eq!(a.grace, Duration::from_millis(250));
+        assert_eq!(a.program, "opencode");
+        assert_eq!(a.args.len(), 3);
+    }
+
+    #[test]
+    fn keeper_without_program_is_rejected() {
+        let argv: Vec<OsString> = ["--parent", "1", "--cwd", "/", "--"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert!(parse_args(&argv).is_none());
+    }
+}

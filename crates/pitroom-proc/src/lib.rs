@@ -1,0 +1,20 @@
+//! Worker processes.
+//!
+//! The supervisor (the `pitroom run` process) never parents a worker directly. It starts a
+//! small **keeper** — the same binary, internal subcommand `__keeper` — which becomes a child
+//! subreaper, starts the worker in its own session with the prompt file as stdin, and, when the
+//! worker exits, when it is told to stop, or when its supervisor dies, terminates every
+//! descendant (including those that escaped into their own sessions) and reaps them. That is
+//! what keeps "no worker process outlives its run" true even under SIGKILL of the supervisor.
+
+mod keeper;
+mod tree;
+
+pub use keeper::{
+    is_keeper_invocation, keeper_main, spawn_keeper, KeeperHandle, KeeperSpec, SpawnError,
+    KEEPER_SUBCOMMAND,
+};
+pub use tree::{descendants, terminate_descendants};
+
+/// Exit code the keeper uses when it stopped the worker on request.
+pub const STOPPED_EXIT: i32 = 143;

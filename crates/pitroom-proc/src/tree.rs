@@ -1,0 +1,205 @@
+//! Finding and ending a process tree through `/proc`.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+/// A process seen in `/proc`: its pid and start time (clock ticks since boot). The start time
+/// tells a process from a later one that reused its pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcId {
+    pub pid: i32,
+    pub start: u64,
+}
+
+/// `(ppid, starttime)` from `/proc/<pid>/stat`.
+fn stat(pid: i32) -> Option<(i32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces: split after the last ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((ppid, start))
+}
+
+/// Every live descendant of `root`, parents before children.
+pub fn descendants(root: i32) -> Vec<ProcId> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: HashMap<i32, Vec<ProcId>> = HashMap::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if let Some((ppid, start)) = stat(pid) {
+            children
+                .entry(ppid)
+                .or_default()
+                .push(ProcId { pid, start });
+        }
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(parent) = queue.pop() {
+        for child in children.get(&parent).into_iter().flatten() {
+            found.push(*child);
+            queue.push(child.pid);
+        }
+    }
+    found
+}
+
+/// Sends `signal` to `proc` only if it is still the process that was scanned: the signal goes
+/// through a pidfd opened and then checked against the start time, so a reused pid is never hit.
+fn signal_exact(proc: ProcId, signal: Signal) {
+    // SAFETY: plain syscalls with integer arguments; the fd is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, proc.pid, 0) } as i32;
+    if fd < 0 {
+        // Kernels before 5.3 have no pidfds: fall back to a start-time check and kill().
+        if stat(proc.pid).map(|(_, s)| s) == Some(proc.start) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(proc.pid), signal);
+        }
+        return;
+    }
+    if stat(proc.pid).map(|(_, s)| s) == Some(proc.start) {
+        // SAFETY: fd is a valid pidfd; a null siginfo is allowed.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd,
+                signal as i32,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            );
+        }
+    }
+    // SAFETY: fd was returned by pidfd_open above.
+    unsafe { libc::close(fd) };
+}
+
+/// Reaps every exited child of this process without blocking; returns `(pid, status)` pairs.
+pub(crate) fn reap_children() -> Vec<(i32, WaitStatus)> {
+    let mut reaped = Vec::new();
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(_) => break,
+            Ok(status) => {
+                if let Some(pid) = status.pid() {
+                    reaped.push((pid.as_raw(), status));
+                }
+            }
+        }
+    }
+    reaped
+}
+
+/// Ends every descendant of this process: freeze them all (so none forks while we sweep),
+/// TERM, continue, wait up to `grace`, then KILL until a rescan finds nothing. Reaps as it goes
+/// (this process is their subreaper). Returns the statuses it reaped.
+pub fn terminate_descendants(grace: Duration) -> Vec<(i32, WaitStatus)> {
+    let me = std::process::id() as i32;
+    let mut reaped = Vec::new();
+    let mut frozen: Vec<ProcId> = Vec::new();
+    for _ in 0..20 {
+        let fresh: Vec<ProcId> = descendants(me)
+            .into_iter()
+            .filter(|p| !frozen.contains(p))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for p in &fresh {
+            signal_exact(*p, Signal::SIGSTOP);
+        }
+        frozen.extend(fresh);
+    }
+    for p in &frozen {
+        signal_exact(*p, Signal::SIGTERM);
+        signal_exact(*p, Signal::SIGCONT);
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        reaped.extend(reap_children());
+        if live(descendants(me)).is_empty() {
+            return reaped;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..200 {
+        let left = descendants(me);
+        if live(left.clone()).is_empty() {
+            break;
+        }
+        for p in left {
+            signal_exact(p, Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        reaped.extend(reap_children());
+    }
+    reaped.extend(reap_children());
+    reaped
+}
+
+/// Drops zombies: they are dead and only wait to be reaped.
+fn live(procs: Vec<ProcId>) -> Vec<ProcId> {
+    procs
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{}/stat", p.pid))
+                .ok()
+                .and_then(|t| {
+                    t.rfind(')')
+                        .and_then(|i| t.get(i + 2..i + 3))
+                        .map(|s| s != "Z")
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parses_a_command_name_with_spaces_and_parens() {
+        // Our own stat line is real; the parser must find ppid and a start time.
+        let me = std::process::id() as i32;
+        let (ppid, start) = stat(me).expect("own stat");
+        assert_eq!(ppid, nix::unistd::getppid().as_raw());
+        assert!(start > 0);
+    }
+
+    #[test]
+    fn descendants_include_grandchildren() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let me = std::process::id() as i32;
+        let mut found = Vec::new();
+        while Instant::now() < deadline {
+            found = descendants(me);
+            if found.len() >= 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        for p in &found {
+            let _ = nix::sys::signal::kill(Pid::from_raw(p.pid), Signal::SIGKILL);
+        }
+        let _ = child.wait();
+        assert!(found.len() >= 2, "child and grandchild: {found:?}");
+    }
+}

@@ -1,0 +1,121 @@
+//! A hermetic environment for running the `pitroom` binary in tests: its own state dir, home,
+//! XDG dirs and git config, so no test sees the developer's settings or leaves anything behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temporary world for one test.
+pub struct TestEnv {
+    _root: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub state: PathBuf,
+    pub bin: PathBuf,
+    extra: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    /// A new environment for the `pitroom` executable at `bin`.
+    pub fn new(bin: &Path) -> TestEnv {
+        let root = tempfile::Builder::new()
+            .prefix("pitroom-test-")
+            .tempdir()
+            .expect("temp dir");
+        let base = root.path().to_path_buf();
+        let home = base.join("home");
+        let state = base.join("state");
+        for d in [
+            &home,
+            &state,
+            &base.join("xdg-config"),
+            &base.join("xdg-data"),
+        ] {
+            std::fs::create_dir_all(d).expect("test dirs");
+        }
+        let gitconfig = base.join("gitconfig");
+        std::fs::write(
+            &gitconfig,
+            "[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n",
+        )
+        .expect("gitconfig");
+        TestEnv {
+            _root: root,
+            root: base,
+            home,
+            state,
+            bin: bin.to_path_buf(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// Sets a variable for every command this environment builds.
+    pub fn set(&mut self, key: &str, value: impl Into<String>) {
+        self.extra.retain(|(k, _)| k != key);
+        self.extra.push((key.to_string(), value.into()));
+    }
+
+    /// A command for `pitroom ARGS` in `dir`, with a clean environment.
+    pub fn pitroom(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args).current_dir(dir);
+        self.apply(&mut cmd);
+        cmd
+    }
+
+    /// Applies the hermetic environment to any command (git, a fake server…).
+    pub fn apply(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env(
+                "PATH",
+                std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+            )
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.root.join("xdg-config"))
+            .env("XDG_DATA_HOME", self.root.join("xdg-data"))
+            .env("PITROOM_HOME", &self.state)
+            .env("PITROOM_CONFIG", self.root.join("pitroom.toml"))
+            .env("GIT_CONFIG_GLOBAL", self.root.join("gitconfig"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .env("LANG", "C.UTF-8");
+        for (k, v) in &self.extra {
+            cmd.env(k, v);
+        }
+    }
+
+    /// Runs `pitroom ARGS` in `dir` and returns its output.
+    pub fn run(&self, dir: &Path, args: &[&str]) -> Output {
+        self.pitroom(dir, args).output().expect("pitroom runs")
+    }
+
+    /// Runs git in `dir` with this environment; panics on failure.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let mut cmd = Command::new("git");
+        cmd.args(args).current_dir(dir);
+        self.apply(&mut cmd);
+        let out = cmd.output().expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A fresh directory inside this environment.
+    pub fn dir(&self, name: &str) -> PathBuf {
+        let d = self.root.join(name);
+        std::fs::create_dir_all(&d).expect("dir");
+        d
+    }
+}
+
+/// Stdout of an output as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Stderr of an output as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

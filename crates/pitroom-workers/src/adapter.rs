@@ -1,0 +1,112 @@
+//! The contract every worker adapter implements.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::events::{FailureKind, Mode, WorkerEvent};
+use crate::BinaryNotFound;
+
+/// Directories a run gives its worker, so it never writes into the user's home.
+#[derive(Debug, Clone)]
+pub struct StateDirs {
+    /// Persistent per-backend state shared by runs (sessions live here, so `--continue` works).
+    pub shared: PathBuf,
+    /// Per-run scratch (temp files, locks, daemon discovery); removed after the run.
+    pub scratch: PathBuf,
+}
+
+/// Everything an adapter needs to build one invocation.
+#[derive(Debug, Clone)]
+pub struct InvocationRequest {
+    pub mode: Mode,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub web: bool,
+    /// The directory the worker works in (the project, or a copy of it).
+    pub workdir: PathBuf,
+    pub dirs: StateDirs,
+    /// A session to resume (`--continue`).
+    pub resume_session: Option<String>,
+    /// A short title for the CLI's session list.
+    pub title: String,
+    /// The caller's environment, as (name, value) pairs.
+    pub env: Vec<(String, String)>,
+}
+
+impl InvocationRequest {
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// A fully built command: the engine runs it with the prompt on stdin, then closes stdin.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// Variables to set on top of the caller's environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Variables to remove from the caller's environment.
+    pub env_remove: Vec<OsString>,
+    /// Things the report should mention (a dropped `--effort`, an ignored setting).
+    pub notes: Vec<String>,
+    /// Symlinks to create before launch, `(link, target)`: the user's credentials made visible
+    /// inside the worker's private state directories.
+    pub links: Vec<(PathBuf, PathBuf)>,
+}
+
+/// What a failed run left behind, for classification.
+#[derive(Debug, Clone, Default)]
+pub struct FailureEvidence<'a> {
+    pub events: &'a [WorkerEvent],
+    pub stderr_tail: &'a str,
+    pub exit_code: Option<i32>,
+}
+
+/// A model a backend offers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ModelInfo {
+    pub id: String,
+    pub efforts: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    #[error(transparent)]
+    NotFound(#[from] BinaryNotFound),
+    #[error("{backend} cannot enforce {mode} mode: {why}")]
+    ModeUnsupported {
+        backend: String,
+        mode: String,
+        why: String,
+    },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// One agent CLI, as Pitroom drives it.
+pub trait Adapter: Send + Sync {
+    /// The backend id (`opencode`, `codex`, …).
+    fn id(&self) -> &'static str;
+
+    /// The command line and environment for one run in `req.mode`, with the mode's safety
+    /// floor applied through the CLI's own mechanism.
+    fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError>;
+
+    /// Parses one line of the CLI's stdout. Lines that are not events (banners, torn JSON,
+    /// unknown event types) yield nothing.
+    fn parse_line(&self, line: &str) -> Vec<WorkerEvent>;
+
+    /// Classifies a failed run from the CLI's own error texts.
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind;
+
+    /// Whether `resume_session` is honoured.
+    fn can_resume(&self) -> bool;
+
+    /// The invocation that lists models, and how to read its output.
+    fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError>;
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo>;
+}

@@ -1,0 +1,153 @@
+//! The normalised vocabulary every adapter parses into.
+
+use serde::{Deserialize, Serialize};
+
+/// What a run may do to the project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Research: the tree must be unchanged afterwards.
+    Read,
+    /// Quick in-place edits; `revert` undoes exactly the worker's edits.
+    Write,
+    /// Edits in a private copy; a patch comes back.
+    Isolate,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Read => "read",
+            Mode::Write => "write",
+            Mode::Isolate => "isolate",
+        }
+    }
+
+    /// Whether the worker may change files in its work directory.
+    pub fn may_edit(self) -> bool {
+        !matches!(self, Mode::Read)
+    }
+}
+
+/// Token usage, normalised across CLIs. `input` excludes cache reads; `output` excludes reasoning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input + self.output + self.reasoning + self.cache_read + self.cache_write
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.total() == 0
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.reasoning += other.reasoning;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+    }
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolOutcome {
+    Ok,
+    Failed,
+    /// Refused by the permission profile (or a sandbox), not by the tool itself.
+    Denied,
+}
+
+/// One normalised event from a worker's stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerEvent {
+    /// The CLI's session id, needed to resume the conversation.
+    Session {
+        id: String,
+    },
+    StepStarted,
+    /// A model call ended. `reason` is the CLI's finish reason; `None` or `unknown` means the
+    /// model's reply carried none.
+    StepFinished {
+        reason: Option<String>,
+        usage: Option<Usage>,
+        cost: Option<f64>,
+    },
+    ToolCall {
+        name: String,
+        /// A short, single-line account of the call's input (a path, a command, a pattern).
+        summary: String,
+        outcome: ToolOutcome,
+        error: Option<String>,
+        /// The file this call edited, when it is an edit tool that succeeded.
+        edited: Option<String>,
+    },
+    /// A complete text part. `message` groups parts of one assistant message.
+    Text {
+        message: Option<String>,
+        text: String,
+    },
+    Error {
+        message: String,
+        status: Option<u16>,
+        /// Seconds the provider asked to wait, when it said so.
+        retry_after: Option<u64>,
+    },
+}
+
+impl WorkerEvent {
+    /// A finished step with neither a finish reason nor usage: the shape of OpenCode's endless
+    /// retry loop on replies without a finish reason.
+    pub fn is_empty_step(&self) -> bool {
+        match self {
+            WorkerEvent::StepFinished { reason, usage, .. } => {
+                let no_reason = reason.as_deref().is_none_or(|r| r == "unknown");
+                no_reason && usage.is_none_or(|u| u.is_zero())
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Why a worker failed, as far as the fallback chain cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    ModelUnavailable,
+    RateLimited,
+    Auth,
+    Other,
+}
+
+impl FailureKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            FailureKind::ModelUnavailable => "model unavailable",
+            FailureKind::RateLimited => "rate limited or out of quota",
+            FailureKind::Auth => "authentication failed",
+            FailureKind::Other => "worker error",
+        }
+    }
+
+    /// A one-line hint for the person or agent reading the report.
+    pub fn hint(self) -> &'static str {
+        match self {
+            FailureKind::ModelUnavailable => {
+                "pick another model with -m or -W backend:model (pitroom models lists them)"
+            }
+            FailureKind::RateLimited => "wait and retry, or pick another model with -m",
+            FailureKind::Auth => "check the worker CLI's login or API key for this provider",
+            FailureKind::Other => "see the worker's stderr with: pitroom show --full",
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! Worker adapters.
+//!
+//! A worker is an agent CLI run headless. Each CLI gets one [`Adapter`]: it builds the command
+//! line and environment for a [`Mode`], turns one line of the CLI's event stream into
+//! normalised [`WorkerEvent`]s, and classifies a failure from the CLI's real error texts.
+//! Adapters are pure: they never spawn processes or touch the run's state directory, so the
+//! run engine owns every side effect and adapters are tested on recorded streams.
+
+mod adapter;
+mod binary;
+mod events;
+pub mod opencode;
+
+pub use adapter::{
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StateDirs,
+};
+pub use binary::{find_binary, BinaryNotFound};
+pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
+
+/// Backend ids Pitroom knows. A target prefix counts as a backend only if it is one of these,
+/// so `ollama/qwen3:8b` stays one model name.
+pub const KNOWN_BACKENDS: &[&str] = &[
+    "opencode",
+    "codex",
+    "claude",
+    "gemini",
+    "qwen",
+    "kilo",
+    "cursor",
+    "antigravity",
+];
+
+/// The adapter for a backend id, or `None` when Pitroom knows the id but has no adapter yet.
+pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
+    match backend {
+        "opencode" => Some(Box::new(opencode::OpenCode)),
+        _ => None,
+    }
+}

@@ -1,0 +1,126 @@
+//! Failure classification from OpenCode's real error texts (see `docs/workers/opencode.md` §6).
+
+use crate::adapter::FailureEvidence;
+use crate::events::{FailureKind, WorkerEvent};
+
+const MODEL_UNAVAILABLE: &[&str] = &[
+    "model_not_found",
+    "does not exist",
+    "model not found",
+    "providermodelnotfounderror",
+    "providernotfounderror",
+    "unknown model",
+    "no such model",
+    "is not supported",
+    "not_found_error",
+];
+const RATE_LIMITED: &[&str] = &[
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "too many requests",
+    "quota",
+    "usage limit",
+    "resource_exhausted",
+    "endpoint is unavailable",
+    "overloaded",
+];
+const AUTH: &[&str] = &[
+    "incorrect api key",
+    "invalid api key",
+    "invalid_api_key",
+    "unauthorized",
+    "authentication",
+    "freetiererror",
+    "not logged in",
+    "api key",
+    "forbidden",
+];
+
+pub fn classify(evidence: &FailureEvidence<'_>) -> FailureKind {
+    let mut haystack = String::new();
+    let mut statuses = Vec::new();
+    for event in evidence.events {
+        if let WorkerEvent::Error {
+            message, status, ..
+        } = event
+        {
+            haystack.push_str(&message.to_lowercase());
+            haystack.push('\n');
+            statuses.extend(*status);
+        }
+    }
+    haystack.push_str(&evidence.stderr_tail.to_lowercase());
+    let mentions = |needles: &[&str]| needles.iter().any(|n| haystack.contains(n));
+
+    if statuses.contains(&404) || mentions(MODEL_UNAVAILABLE) {
+        FailureKind::ModelUnavailable
+    } else if statuses.iter().any(|s| matches!(s, 429 | 503 | 529)) || mentions(RATE_LIMITED) {
+        FailureKind::RateLimited
+    } else if statuses.iter().any(|s| matches!(s, 401 | 403)) || mentions(AUTH) {
+        FailureKind::Auth
+    } else {
+        FailureKind::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(message: &str, status: Option<u16>, stderr: &str) -> FailureKind {
+        let events = [WorkerEvent::Error {
+            message: message.into(),
+            status,
+            retry_after: None,
+        }];
+        classify(&FailureEvidence {
+            events: &events,
+            stderr_tail: stderr,
+            exit_code: Some(1),
+        })
+    }
+
+    #[test]
+    fn real_opencode_texts_are_classified() {
+        let cases = [
+            (
+                "The model `fake-model` does not exist or you do not have access to it. (model_not_found)",
+                Some(404),
+                FailureKind::ModelUnavailable,
+            ),
+            ("Rate limit reached for requests", Some(429), FailureKind::RateLimited),
+            ("Incorrect API key provided", Some(401), FailureKind::Auth),
+            (
+                "The engine is currently overloaded, please try again later",
+                Some(503),
+                FailureKind::RateLimited,
+            ),
+            (
+                "The server had an error while processing your request.",
+                Some(500),
+                FailureKind::Other,
+            ),
+            ("You exceeded your current quota (insufficient_quota)", Some(429), FailureKind::RateLimited),
+            ("FreeTierError: upgrade required", Some(403), FailureKind::Auth),
+            ("Endpoint is unavailable", Some(400), FailureKind::RateLimited),
+            ("The operation timed out.", None, FailureKind::Other),
+        ];
+        for (message, status, expected) in cases {
+            assert_eq!(kind(message, status, ""), expected, "{message}");
+        }
+    }
+
+    #[test]
+    fn generic_server_error_is_explained_by_the_logs() {
+        let stderr = "ERROR service=session error=ProviderModelNotFoundError: Model not found: fake/nonexistent.";
+        assert_eq!(
+            kind(
+                "Unexpected server error. Check server logs for details.",
+                None,
+                stderr
+            ),
+            FailureKind::ModelUnavailable
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! The configuration handed to OpenCode: the user's own config with Pitroom's permission
+//! profile merged over it.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use crate::adapter::InvocationRequest;
+use crate::events::Mode;
+
+/// The agent Pitroom defines per mode, so a user's own `build` agent settings never apply.
+pub fn agent_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Read => "pitroom-read",
+        Mode::Write | Mode::Isolate => "pitroom-write",
+    }
+}
+
+/// Shell commands no worker may run, whatever the mode. OpenCode matches bash patterns per
+/// sub-command, and the later, more specific rule wins over `"*"`.
+const DENIED_COMMANDS: &[&str] = &[
+    "git commit*",
+    "git push*",
+    "git reset*",
+    "git checkout*",
+    "git restore*",
+    "git switch*",
+    "git stash*",
+    "git clean*",
+    "git rebase*",
+    "git merge*",
+    "git cherry-pick*",
+    "git revert*",
+    "git am *",
+    "git update-ref*",
+    "git add*",
+    "git rm *",
+    "git mv *",
+    "git gc*",
+    "git prune*",
+    "git filter-branch*",
+    "git replace*",
+    "git notes*",
+    "git worktree*",
+    "sudo *",
+    "su *",
+    "doas *",
+    "npm publish*",
+    "pnpm publish*",
+    "yarn publish*",
+    "cargo publish*",
+    "twine upload*",
+    "gh *",
+    "pitroom*",
+    "opencode*",
+    "codex*",
+    "claude*",
+    "gemini*",
+    "qwen*",
+    "kilo*",
+    "cursor-agent*",
+];
+
+/// The permission profile for a mode: allow or deny only, never `ask` (an `ask` silently ends
+/// a headless run with exit 0).
+pub fn permission_profile(mode: Mode, web: bool) -> Value {
+    let mut bash = Map::new();
+    bash.insert("*".into(), "allow".into());
+    for pattern in DENIED_COMMANDS {
+        bash.insert((*pattern).into(), "deny".into());
+    }
+    let edit = if mode.may_edit() { "allow" } else { "deny" };
+    let web = if web { "allow" } else { "deny" };
+    json!({
+        "*": "allow",
+        "read": "allow",
+        "grep": "allow",
+        "glob": "allow",
+        "list": "allow",
+        "edit": edit,
+        "bash": Value::Object(bash),
+        "webfetch": web,
+        "websearch": web,
+        "codesearch": web,
+        // No subagents: a worker does its task itself, inside the rules Pitroom can see.
+        "task": "deny",
+        // Paths outside the work dir: deny rather than ask (an ask ends the run silently).
+        "external_directory": "deny",
+        "question": "deny",
+        "doom_loop": "allow",
+    })
+}
+
+/// The full `OPENCODE_CONFIG_CONTENT`: the user's global config and any config they pass via
+/// the environment, deep-merged, then Pitroom's settings on top.
+pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
+    let mut merged = Value::Object(Map::new());
+    for source in user_config_sources(req) {
+        merge(&mut merged, source);
+    }
+    let permission = permission_profile(req.mode, req.web);
+    let agent = json!({
+        "description": "Pitroom worker",
+        "mode": "primary",
+        "permission": permission.clone(),
+    });
+    let overlay = json!({
+        "autoupdate": false,
+        "share": "disabled",
+        "permission": permission,
+        "agent": { agent_name(req.mode): agent },
+    });
+    if let Value::Object(map) = &mut merged {
+        // The profile replaces the user's rules outright: merging could keep an `ask`.
+        map.remove("permission");
+    }
+    merge(&mut merged, overlay);
+    Ok(merged)
+}
+
+/// The user's OpenCode configuration, lowest precedence first. A file that cannot be read or
+/// parsed is skipped: OpenCode itself would refuse it, and Pitroom must not pass it on.
+fn user_config_sources(req: &InvocationRequest) -> Vec<Value> {
+    let mut sources = Vec::new();
+    let config_home = req
+        .env_var("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            req.env_var("HOME")
+                .map(|h| PathBuf::from(h).join(".config"))
+        });
+    if let Some(home) = config_home {
+        for name in ["config.json", "opencode.json", "opencode.jsonc"] {
+            if let Some(v) = read_jsonc_file(&home.join("opencode").join(name)) {
+                sources.push(v);
+            }
+        }
+    }
+    if let Some(path) = req.env_var("OPENCODE_CONFIG").filter(|v| !v.is_empty()) {
+        if let Some(v) = read_jsonc_file(&PathBuf::from(path)) {
+            sources.push(v);
+        }
+    }
+    if let Some(content) = req.env_var("OPENCODE_CONFIG_CONTENT") {
+        if let Some(v) = parse_jsonc(&content) {
+            sources.push(v);
+        }
+    }
+    sources
+}
+
+fn read_jsonc_file(path: &std::path::Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    parse_jsonc(&text)
+}
+
+/// Parses JSON with comments (OpenCode's `.jsonc`), tolerating trailing commas.
+fn parse_jsonc(text: &str) -> Option<Value> {
+    let mut stripped = String::new();
+    let mut reader = json_comments::StripComments::new(text.as_bytes());
+    std::io::Read::read_to_string(&mut reader, &mut stripped).ok()?;
+    serde_json::from_str(&stripped)
+        .or_else(|_| serde_json::from_str(&drop_trailing_commas(&stripped)))
+        .ok()
+        .filter(Value::is_object)
+}
+
+/// Removes commas that directly precede `}` or `]` outside strings.
+fn drop_trailing_commas(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &c) in chars.iter().enumerate() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        }
+        if c == ',' {
+            let next = chars[i + 1..].iter().find(|n| !n.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Deep merge: objects merge key by key, anything else is replaced.
+fn merge(base: &mut Value, overlay: Value) {
+    match (base, overlay) {
+        (Value::Object(base), Value::Object(overlay)) => {
+            for (k, v) in overlay {
+                match base.get_mut(&k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        base.insert(k, v);
+                    }
+                }
+            }
+        }
+        (base, overlay) => *base = overlay,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::StateDirs;
+
+    fn request(env: Vec<(&str, String)>, mode: Mode) -> InvocationRequest {
+        InvocationRequest {
+            mode,
+            model: None,
+            effort: None,
+            web: false,
+            workdir: "/w".into(),
+            dirs: StateDirs {
+                shared: "/s".into(),
+                scratch: "/t".into(),
+            },
+            resume_session: None,
+            title: "t".into(),
+            env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        }
+    }
+
+    #[test]
+    fn user_providers_survive_and_permissions_are_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let oc = dir.path().join("opencode");
+        std::fs::create_dir_all(&oc).unwrap();
+        std::fs::write(
+            oc.join("opencode.jsonc"),
+            r#"{ // my setup
+              "provider": {"mine": {"options": {"baseURL": "http://x"}}},
+              "permission": {"bash": "ask", "edit": "ask"},
+              "model": "mine/m1",
+            }"#,
+        )
+        .unwrap();
+        let req = request(
+            vec![("XDG_CONFIG_HOME", dir.path().display().to_string())],
+            Mode::Read,
+        );
+        let cfg = worker_config(&req).unwrap();
+        assert_eq!(cfg["provider"]["mine"]["options"]["baseURL"], "http://x");
+        assert_eq!(cfg["model"], "mine/m1");
+        assert_eq!(cfg["permission"]["edit"], "deny");
+        assert_eq!(cfg["permission"]["bash"]["*"], "allow");
+        assert_eq!(cfg["autoupdate"], false);
+    }
+
+    #[test]
+    fn config_content_from_env_overrides_files() {
+        let req = request(
+            vec![
+                ("HOME", "/nonexistent".into()),
+                (
+                    "OPENCODE_CONFIG_CONTENT",
+                    r#"{"provider":{"a":{"name":"A"}},"share":"auto"}"#.into(),
+                ),
+            ],
+            Mode::Write,
+        );
+        let cfg = worker_config(&req).unwrap();
+        assert_eq!(cfg["provider"]["a"]["name"], "A");
+        assert_eq!(cfg["share"], "disabled", "pitroom's overlay wins");
+        assert_eq!(cfg["agent"]["pitroom-write"]["permission"]["edit"], "allow");
+    }
+
+    #[test]
+    fn no_rule_in_any_profile_is_ask() {
+        for mode in [Mode::Read, Mode::Write] {
+            for web in [false, true] {
+                let text = permission_profile(mode, web).to_string();
+                assert!(!text.contains("\"ask\""), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn git_history_commands_are_denied_after_the_catch_all_allow() {
+        let p = permission_profile(Mode::Write, false);
+        let bash = p["bash"].as_object().unwrap();
+        let keys: Vec<&String> = bash.keys().collect();
+        assert_eq!(
+            keys[0], "*",
+            "the catch-all must come first so later rules win"
+        );
+        assert_eq!(bash["git commit*"], "deny");
+        assert_eq!(bash["git push*"], "deny");
+    }
+
+    #[test]
+    fn web_tools_follow_the_web_flag() {
+        assert_eq!(permission_profile(Mode::Read, false)["webfetch"], "deny");
+        assert_eq!(permission_profile(Mode::Read, true)["webfetch"], "allow");
+    }
+
+    #[test]
+    fn trailing_commas_outside_strings_are_dropped() {
+        assert_eq!(
+            drop_trailing_commas(r#"{"a": [1, 2,], "b": "x,}",}"#),
+            r#"{"a": [1, 2], "b": "x,}"}"#
+        );
+    }
+
+    #[test]
+    fn unparsable_user_config_is_skipped() {
+        let req = request(
+            vec![
+                ("HOME", "/nonexistent".into()),
+                ("OPENCODE_CONFIG_CONTENT", "{not json".into()),
+            ],
+            Mode::Read,
+        );
+        let cfg = worker_config(&req).unwrap();
+        assert_eq!(cfg["permission"]["edit"], "deny");
+    }
+}

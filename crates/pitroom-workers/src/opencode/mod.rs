@@ -1,0 +1,176 @@
+//! OpenCode (`opencode run --format json`), the default worker.
+//!
+//! Facts this adapter is built on (measured with OpenCode 1.18.33, see `docs/workers/opencode.md`):
+//! an open stdin hangs it and a positional prompt gets quoted, so the prompt goes on stdin;
+//! `ask` permissions silently end a headless run, so the profile is allow/deny only; exit codes
+//! lie, so the engine judges a run by its events and its tree.
+
+mod classify;
+mod config;
+mod parse;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::adapter::{
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+};
+use crate::events::{FailureKind, WorkerEvent};
+use crate::find_binary;
+
+pub use config::{permission_profile, worker_config};
+
+/// The OpenCode adapter. Kilo Code shares its stream format and will reuse the parser.
+pub struct OpenCode;
+
+/// Where OpenCode keeps its state, relative to the shared per-backend directory.
+const DATA: &str = "data";
+const CONFIG: &str = "config";
+const CACHE: &str = "cache";
+
+impl OpenCode {
+    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
+        let lookup = |k: &str| req.env_var(k);
+        Ok(find_binary("opencode", "opencode", &lookup)?)
+    }
+
+    /// Environment shared by runs and model listings: private state dirs, no outbound traffic
+    /// beyond the model provider.
+    fn base_env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
+        let shared = &req.dirs.shared;
+        let scratch = &req.dirs.scratch;
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("XDG_DATA_HOME".into(), shared.join(DATA).into()),
+            ("XDG_CONFIG_HOME".into(), shared.join(CONFIG).into()),
+            ("XDG_CACHE_HOME".into(), shared.join(CACHE).into()),
+            // Lock files and daemon discovery live in the state dir: a private one per run means
+            // no shared `opencode serve` is ever attached.
+            ("XDG_STATE_HOME".into(), scratch.join("state").into()),
+            // Bun extracts a 5.5 MB library into TMPDIR on every start and never removes it.
+            ("TMPDIR".into(), scratch.join("tmp").into()),
+            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+            // OpenCode installs `@opencode-ai/plugin` in the background with an embedded npm
+            // client; a dead loopback registry switches that off without failing the run.
+            ("npm_config_registry".into(), "http://127.0.0.1:9/".into()),
+        ];
+        env.push(("PWD".into(), req.workdir.clone().into()));
+        env
+    }
+}
+
+/// OpenCode keeps provider credentials (`opencode auth login`) in `$XDG_DATA_HOME/opencode/
+/// auth.json`. The worker's data dir is private, so the user's file is linked into it.
+fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
+    let data_home = req
+        .env_var("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            req.env_var("HOME")
+                .map(|h| PathBuf::from(h).join(".local/share"))
+        });
+    let Some(data_home) = data_home else {
+        return Vec::new();
+    };
+    let auth = data_home.join("opencode").join("auth.json");
+    if !auth.is_file() {
+        return Vec::new();
+    }
+    let link = req
+        .dirs
+        .shared
+        .join(DATA)
+        .join("opencode")
+        .join("auth.json");
+    vec![(link, auth)]
+}
+
+impl Adapter for OpenCode {
+    fn id(&self) -> &'static str {
+        "opencode"
+    }
+
+    fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let program = Self::program(req)?;
+        let mut notes = Vec::new();
+        let config = worker_config(req).map_err(AdapterError::Config)?;
+        let mut env = Self::base_env(req);
+        env.push(("OPENCODE_CONFIG_CONTENT".into(), config.to_string().into()));
+        // OPENCODE_PERMISSION is applied after every config source: setting it to the
+        // profile keeps any other source from loosening the mode's rules.
+        let permission = permission_profile(req.mode, req.web);
+        env.push(("OPENCODE_PERMISSION".into(), permission.to_string().into()));
+
+        let mut args: Vec<OsString> = ["run", "--format", "json", "--agent"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        args.push(config::agent_name(req.mode).into());
+        // A title skips OpenCode's extra title-generation model call.
+        args.extend(["--title".into(), OsString::from(&req.title)]);
+        // Logs on stderr: the real cause of "Unexpected server error" is only there.
+        args.extend(["--print-logs", "--log-level", "WARN"].map(OsString::from));
+        args.extend(["--dir".into(), req.workdir.clone().into_os_string()]);
+        if let Some(model) = &req.model {
+            args.extend(["--model".into(), OsString::from(model)]);
+        }
+        match (&req.effort, &req.model) {
+            (Some(effort), Some(_)) => args.extend(["--variant".into(), OsString::from(effort)]),
+            (Some(effort), None) => notes.push(format!(
+                "--effort {effort} dropped: OpenCode sets effort per model variant, and no model is pinned"
+            )),
+            _ => {}
+        }
+        if let Some(session) = &req.resume_session {
+            args.extend(["--session".into(), OsString::from(session)]);
+        }
+        Ok(Invocation {
+            program,
+            args,
+            env,
+            env_remove: vec!["OPENCODE_CONFIG".into(), "OPENCODE_CONFIG_DIR".into()],
+            notes,
+            links: credential_links(req),
+        })
+    }
+
+    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+        parse::parse_line(line)
+    }
+
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
+        classify::classify(evidence)
+    }
+
+    fn can_resume(&self) -> bool {
+        true
+    }
+
+    fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let program = Self::program(req)?;
+        let config = worker_config(req).map_err(AdapterError::Config)?;
+        let mut env = Self::base_env(req);
+        env.push(("OPENCODE_CONFIG_CONTENT".into(), config.to_string().into()));
+        Ok(Invocation {
+            program,
+            args: vec!["models".into()],
+            env,
+            env_remove: vec!["OPENCODE_CONFIG".into(), "OPENCODE_CONFIG_DIR".into()],
+            notes: Vec::new(),
+            links: credential_links(req),
+        })
+    }
+
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
+        stdout
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && l.contains('/') && !l.contains(' '))
+            .map(|id| ModelInfo {
+                id: id.to_string(),
+                efforts: Vec::new(),
+            })
+            .collect()
+    }
+}

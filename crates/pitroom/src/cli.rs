@@ -1,0 +1,243 @@
+//! The command line, as clap sees it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0   ok
+  1   the worker failed or was stopped; a revert conflicted
+  2   usage error
+  3   refused, or a setup problem (missing worker CLI, busy repository, bad config)
+  4   timeout (what the worker did is kept)
+  5   read-only violation (a read run changed files; your tree is untouched)
+  6   --verify failed
+  75  still running: call `pitroom wait` again
+
+A bare task means `run`: pitroom \"Which files read the session cookie?\"";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pitroom",
+    version,
+    about = "Hand bounded work to cheap worker agent CLIs; get back a verified answer, the exact diff and a receipt.",
+    after_help = EXIT_CODES,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start one worker on a task and print its report (foreground unless --bg).
+    Run(RunArgs),
+    /// Show a run: its report, or its raw events, patch or record.
+    Show(ShowArgs),
+    /// List recent runs.
+    Ls(LsArgs),
+    /// A run's progress or final report. Exit 75 while it is still running.
+    Status(StatusArgs),
+    /// Block until a run is done (at most --timeout); exit 75 if it is still running.
+    Wait(WaitArgs),
+    /// Undo exactly a write run's edits (checked first; refused if the files changed since).
+    Revert(RevertArgs),
+    /// Print every effective setting and where it came from.
+    Config(ConfigArgs),
+    #[command(name = "__supervise", hide = true)]
+    Supervise(SuperviseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task. `-` reads it from stdin (stdin is read only then).
+    pub task: Vec<String>,
+    /// Read the task from a file.
+    #[arg(long, value_name = "FILE", conflicts_with = "task")]
+    pub task_file: Option<PathBuf>,
+    /// Read-only research (the default): the tree must be unchanged afterwards.
+    #[arg(short = 'r', long, group = "mode")]
+    pub read: bool,
+    /// Edit in place; `pitroom revert` undoes exactly the worker's edits.
+    #[arg(short = 'w', long, group = "mode")]
+    pub write: bool,
+    /// Edit a private copy and hand back a patch (not available in this version).
+    #[arg(short = 'i', long, group = "mode")]
+    pub isolate: bool,
+    /// Worker target: backend[:model][#effort], e.g. opencode or opencode:provider/model.
+    #[arg(short = 'W', long = "worker", value_name = "TARGET")]
+    pub worker: Option<String>,
+    /// Model for the worker (overrides the target's).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Reasoning effort (low, medium, high, …) where the worker supports it.
+    #[arg(long, value_name = "LEVEL")]
+    pub effort: Option<String>,
+    /// Directory to work in (default: the current one).
+    #[arg(short = 'd', long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Time limit: seconds or 90s, 20m, 1h (default 30m).
+    #[arg(short = 't', long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Allow the worker's web tools.
+    #[arg(long)]
+    pub web: bool,
+    /// Run in the background: print the run id at once; follow with status/wait.
+    #[arg(long)]
+    pub bg: bool,
+    /// Follow up in the same worker session (a run id, a prefix, or `last`).
+    #[arg(long = "continue", value_name = "RUN")]
+    pub continue_run: Option<String>,
+    /// Allow a write run outside a git repository (no patch, no revert).
+    #[arg(long)]
+    pub allow_non_git: bool,
+    /// Print the run record as JSON instead of the report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Run id, unique prefix, or `last` (default: the latest run).
+    pub run: Option<String>,
+    /// The record as JSON.
+    #[arg(long, group = "what")]
+    pub json: bool,
+    /// The raw event stream.
+    #[arg(long, group = "what")]
+    pub events: bool,
+    /// The patch of the run's changes.
+    #[arg(long, group = "what")]
+    pub patch: bool,
+    /// The report followed by the worker's stderr.
+    #[arg(long, group = "what")]
+    pub full: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Only runs still queued or running.
+    #[arg(long)]
+    pub running: bool,
+    /// How many runs to list (newest last).
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub limit: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    pub run: Option<String>,
+    /// Give up after this long and exit 75 (sized for agents with 10-minute tool limits).
+    #[arg(long, default_value = "540", value_name = "DURATION")]
+    pub timeout: String,
+    /// One line instead of the report.
+    #[arg(long)]
+    pub brief: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RevertArgs {
+    pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    pub id: String,
+    #[arg(long)]
+    pub lock_fd: Option<i32>,
+}
+
+const COMMANDS: &[&str] = &[
+    "run",
+    "show",
+    "ls",
+    "status",
+    "wait",
+    "revert",
+    "config",
+    "help",
+    "__supervise",
+];
+
+/// A first word that is not a command means `run`: `pitroom "task"`, `pitroom -w "task"`.
+pub fn with_default_command(mut args: Vec<OsString>) -> Vec<OsString> {
+    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    let leave = args.len() < 2
+        || COMMANDS.contains(&first)
+        || matches!(first, "-h" | "--help" | "-V" | "--version");
+    if !leave {
+        args.insert(1, "run".into());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &[&str]) -> Cli {
+        let args = std::iter::once("pitroom")
+            .chain(words.iter().copied())
+            .map(OsString::from)
+            .collect();
+        Cli::try_parse_from(with_default_command(args)).expect("parses")
+    }
+
+    #[test]
+    fn a_bare_task_means_run() {
+        match parse(&["Which files read the cookie?"]).command {
+            Command::Run(r) => assert_eq!(r.task, vec!["Which files read the cookie?"]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bare_flags_mean_run_too() {
+        assert!(matches!(parse(&["-w", "fix it"]).command, Command::Run(r) if r.write));
+    }
+
+    #[test]
+    fn commands_are_not_tasks() {
+        assert!(matches!(parse(&["ls"]).command, Command::Ls(_)));
+        assert!(matches!(
+            parse(&["wait", "--timeout", "5"]).command,
+            Command::Wait(_)
+        ));
+    }
+
+    #[test]
+    fn modes_are_exclusive() {
+        let args = ["pitroom", "run", "-r", "-w", "x"]
+            .map(OsString::from)
+            .to_vec();
+        assert!(Cli::try_parse_from(args).is_err());
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

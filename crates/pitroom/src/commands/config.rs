@@ -1,0 +1,53 @@
+//! `pitroom config`: every effective value and its source.
+
+use pitroom_core::config::{Config, FlagValues};
+use pitroom_core::exit;
+
+use crate::cli::ConfigArgs;
+use crate::output;
+
+pub fn config(args: ConfigArgs) -> i32 {
+    let config = match Config::load(&super::env_lookup, &FlagValues::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            output::error(e);
+            return exit::REFUSED;
+        }
+    };
+    for w in &config.warnings {
+        output::warning(w);
+    }
+    let entries = config.entries();
+    if args.json {
+        output::json(&serde_json::json!({
+            "file": config.file,
+            "home": super::home().root,
+            "entries": entries,
+            "warnings": config.warnings,
+        }));
+        return exit::OK;
+    }
+    println!(
+        "config file: {}",
+        config
+            .file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "(none)".into())
+    );
+    println!("state dir:   {}", super::home().root.display());
+    for e in entries {
+        let value = match &e.value {
+            serde_json::Value::Null => "(unset)".to_string(),
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let value = if e.key == "timeout" || e.key == "watchdog" {
+            e.value.as_f64().map(|s| format!("{s}s")).unwrap_or(value)
+        } else {
+            value
+        };
+        println!("{:<14} {:<28} ({})", e.key, value, e.source);
+    }
+    exit::OK
+}

@@ -1,0 +1,291 @@
+//! `pitroom run` (and a bare task), plus the hidden background supervisor.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use pitroom_core::config::{Config, FlagValues, Source};
+use pitroom_core::duration::parse_duration;
+use pitroom_core::home::WriterLock;
+use pitroom_core::target::Target;
+use pitroom_core::{exit, report, Engine, Prepared, RunRecord, RunSpec, Silent};
+use pitroom_workers::Mode;
+
+use crate::cli::{RunArgs, SuperviseArgs};
+use crate::output::{self, Progress};
+
+fn engine() -> Result<Engine, i32> {
+    let exe = std::env::current_exe().map_err(|e| {
+        output::error(format!("cannot find the pitroom executable itself: {e}"));
+        exit::REFUSED
+    })?;
+    Ok(Engine {
+        home: super::home(),
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect(),
+        exe,
+    })
+}
+
+pub fn run(args: RunArgs) -> i32 {
+    match build_spec(&args) {
+        Ok(spec) => start(spec, args.bg, args.json),
+        Err(code) => code,
+    }
+}
+
+fn start(spec: RunSpec, background: bool, json: bool) -> i32 {
+    let engine = match engine() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let prepared = match engine.prepare(spec) {
+        Ok(p) => p,
+        Err(e) => {
+            output::error(&e);
+            return e.exit_code();
+        }
+    };
+    for w in &prepared.record.warnings {
+        output::warning(w);
+    }
+    if background {
+        return match engine.spawn_background(prepared) {
+            Ok(record) => {
+                print_started(&record, json);
+                exit::OK
+            }
+            Err(e) => {
+                output::error(&e);
+                e.exit_code()
+            }
+        };
+    }
+    let mut progress = Progress::new(!json);
+    let record = engine.execute(prepared, &mut progress);
+    progress.finish();
+    if json {
+        output::json(&record);
+    } else {
+        print!("{}", report::render(&record, output::stdout_color()));
+    }
+    record.exit_code()
+}
+
+fn print_started(record: &RunRecord, json: bool) {
+    if json {
+        output::json(record);
+    } else {
+        println!("{}", record.id);
+        eprintln!(
+            "pitroom: started run {id} in the background; follow it with: pitroom wait {id}   (or: pitroom status {id})",
+            id = record.id
+        );
+    }
+}
+
+/// Turns flags, environment and config into a run specification.
+fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
+    if let Some(t) = &args.timeout {
+        if let Err(why) = parse_duration(t) {
+            output::error(format!("-t {why}"));
+            return Err(exit::USAGE);
+        }
+    }
+    let mut flags = FlagValues::default();
+    if let Some(w) = &args.worker {
+        flags.set("worker", "-W", w);
+    }
+    if let Some(m) = &args.model {
+        flags.set("model", "-m", m);
+    }
+    if let Some(t) = &args.timeout {
+        flags.set("timeout", "-t", t);
+    }
+    if args.web {
+        flags.set("web", "--web", "true");
+    }
+    let config = Config::load(&super::env_lookup, &flags).map_err(|e| {
+        output::error(e);
+        exit::REFUSED
+    })?;
+    for w in &config.warnings {
+        output::warning(w);
+    }
+    let task = read_task(args)?;
+    let parent = match &args.continue_run {
+        Some(given) => Some(load_parent(given)?),
+        None => None,
+    };
+    let requested_mode = if args.write {
+        Some(Mode::Write)
+    } else if args.isolate {
+        Some(Mode::Isolate)
+    } else if args.read {
+        Some(Mode::Read)
+    } else {
+        None
+    };
+    let (mode, backend, model, effort, dir) = match &parent {
+        Some(p) => {
+            if requested_mode.is_some_and(|m| m != p.spec.mode) {
+                output::error(format!(
+                    "a follow-up keeps the rules of run {}: it is a {} run",
+                    p.id,
+                    p.spec.mode.as_str()
+                ));
+                return Err(exit::USAGE);
+            }
+            (
+                p.spec.mode,
+                p.spec.backend.clone(),
+                args.model.clone().or_else(|| p.spec.model.clone()),
+                args.effort.clone().or_else(|| p.spec.effort.clone()),
+                p.spec.dir.clone(),
+            )
+        }
+        None => {
+            let target = resolve_target(&config)?;
+            let dir = resolve_dir(args.dir.as_ref())?;
+            (
+                requested_mode.unwrap_or(Mode::Read),
+                target.backend,
+                target.model,
+                args.effort.clone().or(target.effort),
+                dir,
+            )
+        }
+    };
+    Ok(RunSpec {
+        task,
+        mode,
+        backend,
+        model,
+        effort,
+        web: config.flag("web"),
+        dir,
+        timeout_secs: config
+            .duration("timeout")
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(1800.0),
+        watchdog_secs: config
+            .duration("watchdog")
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(60.0),
+        background: args.bg,
+        allow_non_git: args.allow_non_git,
+        parent: parent.map(|p| p.id),
+        primary: config.text("primary").unwrap_or_else(|| "sonnet".into()),
+        price: config.text("price"),
+    })
+}
+
+/// The worker target with its model: flag > environment > file, and the per-backend default
+/// model from `models` last (none means the CLI's own default).
+fn resolve_target(config: &Config) -> Result<Target, i32> {
+    let worker = config.text("worker").unwrap_or_else(|| "opencode".into());
+    let mut target = Target::parse(&worker, "opencode").map_err(|e| {
+        output::error(e);
+        exit::USAGE
+    })?;
+    let model = config.text("model");
+    let worker_is_flag = matches!(config.source("worker"), Source::Flag(_));
+    target.model = match config.source("model") {
+        Source::Flag(_) => model,
+        _ if worker_is_flag && target.model.is_some() => target.model,
+        _ if model.is_some() => model,
+        _ => target
+            .model
+            .or_else(|| config.map_value("models", &target.backend)),
+    };
+    Ok(target)
+}
+
+fn resolve_dir(given: Option<&PathBuf>) -> Result<PathBuf, i32> {
+    let dir = match given {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            output::error(format!("cannot read the current directory: {e}"));
+            exit::REFUSED
+        })?,
+    };
+    dir.canonicalize().map_err(|e| {
+        output::error(format!(
+            "{}: {e}; pass an existing directory with -d",
+            dir.display()
+        ));
+        exit::USAGE
+    })
+}
+
+fn load_parent(given: &str) -> Result<RunRecord, i32> {
+    let home = super::home();
+    let id = home.resolve(Some(given)).map_err(|e| {
+        output::error(e);
+        exit::USAGE
+    })?;
+    let parent = home.load_settled(&id).map_err(|e| {
+        output::error(e);
+        exit::REFUSED
+    })?;
+    if parent.state.is_active() {
+        output::error(format!(
+            "run {id} is still running; wait for it first: pitroom wait {id}"
+        ));
+        return Err(exit::REFUSED);
+    }
+    if parent.session.is_none() {
+        output::error(format!(
+            "run {id} has no worker session to continue (the worker never started one)"
+        ));
+        return Err(exit::REFUSED);
+    }
+    Ok(parent)
+}
+
+/// The task from argv, `--task-file`, or stdin when it is exactly `-`.
+fn read_task(args: &RunArgs) -> Result<String, i32> {
+    let task = if let Some(file) = &args.task_file {
+        std::fs::read_to_string(file).map_err(|e| {
+            output::error(format!("--task-file {}: {e}", file.display()));
+            exit::USAGE
+        })?
+    } else if args.task.len() == 1 && args.task[0] == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| {
+            output::error(format!("reading the task from stdin: {e}"));
+            exit::USAGE
+        })?;
+        text
+    } else {
+        args.task.join(" ")
+    };
+    if task.trim().is_empty() {
+        output::error(
+            "the task is empty; give it as an argument, with --task-file, or as - to read stdin",
+        );
+        return Err(exit::USAGE);
+    }
+    Ok(task)
+}
+
+/// `pitroom __supervise ID`: carries out a run prepared by `run --bg`.
+pub fn supervise(args: SuperviseArgs) -> i32 {
+    let engine = match engine() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let record = match engine.home.load(&args.id) {
+        Ok(r) => r,
+        Err(e) => {
+            output::error(e);
+            return exit::REFUSED;
+        }
+    };
+    // SAFETY: the descriptor was handed down by `run --bg` for exactly this purpose.
+    let lock = args
+        .lock_fd
+        .map(|fd| unsafe { WriterLock::from_raw_fd(fd) });
+    let record = engine.execute(Prepared { record, lock }, &mut Silent);
+    record.exit_code()
+}
