@@ -388,7 +388,11 @@ impl Engine {
                     }
                 };
                 let copy = pitroom_git::ensure_read_copy(&repo, &base, &self.home.snapshots())?;
-                let workdir = copy.join(&relative);
+                let workdir = if relative.as_os_str().is_empty() {
+                    copy.clone()
+                } else {
+                    copy.join(&relative)
+                };
                 if !workdir.is_dir() {
                     std::fs::create_dir_all(&workdir)
                         .map_err(io("creating the work dir in the read copy"))?;
@@ -702,13 +706,17 @@ struct Stream {
 impl Stream {
     fn absorb(&mut self, events: Vec<WorkerEvent>, record: &mut RunRecord) {
         self.lines += 1;
+        // The clock for "no progress" starts with the first event.
+        self.last_progress.get_or_insert_with(Instant::now);
         for event in events {
+            // Progress is judged per step: text repeats inside the endless loop, so only a
+            // step with a finish reason or a tool call counts.
             if event.is_empty_step() {
                 self.empty_streak += 1;
                 self.empty_steps_total += 1;
-            } else if !matches!(
+            } else if matches!(
                 event,
-                WorkerEvent::Session { .. } | WorkerEvent::StepStarted
+                WorkerEvent::StepFinished { .. } | WorkerEvent::ToolCall { .. }
             ) {
                 self.empty_streak = 0;
                 self.last_progress = Some(Instant::now());
@@ -762,7 +770,7 @@ impl Stream {
     /// Several empty steps in a row and nothing useful for `limit`: the endless loop.
     fn stalled(&self, limit: Duration) -> bool {
         self.empty_streak >= EMPTY_STEP_STREAK
-            && self.last_progress.is_none_or(|t| t.elapsed() >= limit)
+            && self.last_progress.is_some_and(|t| t.elapsed() >= limit)
     }
 
     /// The answer: the text of the last message that said anything (earlier narration dropped).
@@ -961,7 +969,14 @@ mod tests {
         }
         assert!(s.stalled(Duration::ZERO));
         assert!(!s.stalled(Duration::from_secs(3600)));
-        s.absorb(vec![text("m", "real progress")], &mut r);
+        s.absorb(vec![text("m", "partial again")], &mut r);
+        assert!(s.stalled(Duration::ZERO), "repeated text is no progress");
+        let done = WorkerEvent::StepFinished {
+            reason: Some("stop".into()),
+            usage: None,
+            cost: None,
+        };
+        s.absorb(vec![done], &mut r);
         assert!(!s.stalled(Duration::ZERO));
     }
 

@@ -106,13 +106,12 @@ pub enum WorkerEvent {
 }
 
 impl WorkerEvent {
-    /// A finished step with neither a finish reason nor usage: the shape of OpenCode's endless
-    /// retry loop on replies without a finish reason.
+    /// A finished step without a finish reason: the shape of OpenCode's endless retry loop on
+    /// replies that carry none (it calls the model again, forever, whatever the usage).
     pub fn is_empty_step(&self) -> bool {
         match self {
-            WorkerEvent::StepFinished { reason, usage, .. } => {
-                let no_reason = reason.as_deref().is_none_or(|r| r == "unknown");
-                no_reason && usage.is_none_or(|u| u.is_zero())
+            WorkerEvent::StepFinished { reason, .. } => {
+                reason.as_deref().is_none_or(|r| r.is_empty() || r == "unknown")
             }
             _ => false,
         }

@@ -240,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn a_step_without_reason_or_tokens_is_empty() {
+    fn a_step_without_a_finish_reason_is_empty() {
         let e = only(
             r#"{"type":"step_finish","part":{"reason":"unknown","tokens":{"input":0,"output":0,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0}}"#,
         );

@@ -1,0 +1,101 @@
+//! Shared helpers for the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use pitroom_testkit::TestEnv;
+use serde_json::Value;
+
+pub const PITROOM: &str = env!("CARGO_BIN_EXE_pitroom");
+
+/// The fake worker binary, built alongside the tests.
+pub fn fake_worker() -> PathBuf {
+    let dir = Path::new(PITROOM).parent().expect("bin dir");
+    dir.join("pitroom-fake-worker")
+}
+
+/// A test environment whose OpenCode is the fake worker running `script`.
+pub fn fake_env(script: Value) -> TestEnv {
+    let mut env = TestEnv::new(Path::new(PITROOM));
+    env.set("PITROOM_OPENCODE_BIN", fake_worker().display().to_string());
+    env.set("PITROOM_FAKE_SCRIPT", script.to_string());
+    env
+}
+
+/// The run record printed by `--json`, or the latest one on disk.
+pub fn record(env: &TestEnv, dir: &Path) -> Value {
+    let out = env.run(dir, &["show", "--json"]);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("show --json: {e}: {}", String::from_utf8_lossy(&out.stdout))
+    })
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Polls `check` until it holds or `limit` passes.
+pub fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    check()
+}
+
+/// Pids of processes whose command line contains `needle`.
+pub fn processes_with_cmdline(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(needle) && !is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Pids of processes whose environment mentions `needle` (the test's own state dir).
+pub fn processes_with_env(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() as i32 {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&raw).contains(needle) && !is_zombie(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| t.rfind(')').and_then(|i| t.get(i + 2..i + 3).map(|s| s == "Z")))
+        .unwrap_or(true)
+}

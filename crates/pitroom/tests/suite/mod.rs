@@ -1,0 +1,4 @@
+mod cli;
+mod common;
+mod kill;
+mod opencode_e2e;

@@ -1,0 +1,232 @@
+//! End-to-end tests on the real `opencode` binary (the pinned version, installed from npm by
+//! the test kit) against the scripted fake chat-completions server.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use pitroom_testkit::repo::{dirty_repo, fingerprint};
+use pitroom_testkit::{real_cli, FakeOpenAi, TestEnv};
+use serde_json::{json, Value};
+
+use super::common::{code, record, text, PITROOM};
+
+/// A repository, a fake model server and a real OpenCode configured (through the user's own
+/// global OpenCode config file) to talk to it.
+pub struct World {
+    pub env: TestEnv,
+    pub server: FakeOpenAi,
+    pub repo: PathBuf,
+}
+
+pub fn script() -> Value {
+    json!({
+        "aux": {"text": "Fake title"},
+        "scenarios": {
+            "default": [
+                {"tool_calls": [{"name": "read", "arguments": {"filePath": "{{workdir}}/calc.py"}}],
+                 "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "cached_tokens": 200, "reasoning_tokens": 7}},
+                {"text": "SUMMARY: divide() has no zero check: calc.py:7\nDETAILS: see {{workdir}}/calc.py:5-7\nFILES CHANGED: none",
+                 "usage": {"prompt_tokens": 1500, "completion_tokens": 30, "cached_tokens": 1000}}
+            ],
+            "edit": [
+                {"tool_calls": [
+                    {"name": "edit", "arguments": {"filePath": "{{workdir}}/calc.py", "oldString": "    return a / b", "newString": "    if b == 0:\n        raise ZeroDivisionError(\"b is zero\")\n    return a / b"}},
+                    {"name": "write", "arguments": {"filePath": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}
+                ]},
+                {"tool_calls": [
+                    {"name": "edit", "arguments": {"filePath": "{{workdir}}/README.md", "oldString": "user edit in progress", "newString": "user edit in progress\nworker line"}}
+                ]},
+                {"text": "SUMMARY: added a zero check\nFILES CHANGED: calc.py, README.md, new file é.txt"}
+            ],
+            "bashwrite": [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo sneaky > sneaky.txt", "description": "write a file"}}]},
+                {"text": "SUMMARY: wrote a file through the shell"}
+            ],
+            "err404": [{"error": 404}],
+            "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
+            "nofinish": [{"text": "partial", "finish_reason": null}],
+            "hang": [{"hang": true}],
+            "bgkill": [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "nohup sleep 313.7 >/dev/null 2>&1 &\necho started", "description": "start a background job"}}]},
+                {"hang": true}
+            ]
+        }
+    })
+}
+
+impl World {
+    pub fn new() -> World {
+        let opencode = real_cli::opencode().expect("the pinned OpenCode CLI installs from npm");
+        let server = FakeOpenAi::start(script()).expect("fake server starts");
+        let mut env = TestEnv::new(Path::new(PITROOM));
+        env.set("PITROOM_OPENCODE_BIN", opencode.display().to_string());
+        let config = json!({
+            "model": "fake/fake-model",
+            "provider": {"fake": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Fake",
+                "options": {"baseURL": server.base_url(), "apiKey": "sk-fake", "timeout": 30000},
+                "models": {"fake-model": {"name": "Fake Model", "tool_call": true,
+                    "cost": {"input": 1, "output": 2, "cache_read": 0.5, "cache_write": 1.25},
+                    "limit": {"context": 100000, "output": 4096}}}
+            }}
+        });
+        let dir = env.root.join("xdg-config/opencode");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        std::fs::write(dir.join("opencode.json"), config.to_string()).expect("config");
+        let repo = dirty_repo(&env, "repo");
+        World { env, server, repo }
+    }
+
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        self.env.run(&self.repo, args)
+    }
+}
+
+#[test]
+fn read_question_is_answered_with_citations_in_project_paths() {
+    let w = World::new();
+    let before = fingerprint(&w.repo);
+    let out = w.run(&["Where can divide fail?", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("pitroom ✔ done · read"), "{stdout}");
+    assert!(stdout.contains("calc.py:7"), "{stdout}");
+    let r = record(&w.env, &w.repo);
+    let answer = r["answer"].as_str().expect("answer");
+    let project = w.repo.canonicalize().expect("canonical").display().to_string();
+    assert!(answer.contains(&format!("{project}/calc.py:5-7")), "copy path rewritten: {answer}");
+    assert!(!answer.contains("snapshots"), "{answer}");
+    // Usage as OpenCode reported it: 800+43+7+200 then 500+30+1000.
+    assert_eq!(r["tally"]["usage"]["input"], 1300);
+    assert_eq!(r["tally"]["usage"]["cache_read"], 1200);
+    assert_eq!(r["tally"]["steps"], 2);
+    assert_eq!(r["tally"]["tool_calls"], 1);
+    assert!(r["session"].as_str().is_some_and(|s| s.starts_with("ses_")));
+    assert!(r["receipt"]["cost"].as_f64().is_some_and(|c| c > 0.0));
+    assert_eq!(fingerprint(&w.repo), before, "the user's tree is untouched");
+    // The worker ran in the read copy, with the mode's permission profile.
+    let body = &w.server.chat_requests()[0]["body"];
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"read") && !tools.contains(&"edit") && !tools.contains(&"write"), "{tools:?}");
+    assert!(!tools.contains(&"webfetch") && !tools.contains(&"task"), "{tools:?}");
+}
+
+#[test]
+fn write_run_in_a_dirty_tree_records_only_the_workers_edits_and_reverts_byte_exact() {
+    let w = World::new();
+    let before = fingerprint(&w.repo);
+    let index_before = std::fs::read(w.repo.join(".git/index")).expect("index");
+    let out = w.run(&["-w", "fix divide scenario:edit", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r = record(&w.env, &w.repo);
+    let changed: Vec<&str> = r["changes"].as_array().expect("changes").iter().filter_map(|c| c["path"].as_str()).collect();
+    assert_eq!(changed, vec!["README.md", "calc.py", "new file é.txt"], "{r:#}");
+    let patch = std::fs::read_to_string(w.env.state.join("runs").join(r["id"].as_str().unwrap()).join("changes.patch")).expect("patch");
+    assert!(patch.contains("+worker line"), "{patch}");
+    assert!(!patch.contains("+user edit in progress"), "the user's own edit is not the worker's: {patch}");
+    assert!(!patch.contains("todo list"), "untracked user files stay out: {patch}");
+    assert_ne!(fingerprint(&w.repo), before);
+
+    let out = w.run(&["revert"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(fingerprint(&w.repo), before, "every file byte-identical after revert");
+    assert_eq!(std::fs::read(w.repo.join(".git/index")).expect("index"), index_before, "the index is untouched");
+    let out = w.run(&["revert"]);
+    assert_eq!(code(&out), 3, "a second revert is refused: {}", text(&out));
+}
+
+#[test]
+fn edit_attempted_in_read_mode_is_denied_and_the_tree_is_unchanged() {
+    let w = World::new();
+    let before = fingerprint(&w.repo);
+    let out = w.run(&["try to fix divide scenario:edit", "-t", "90s"]);
+    let r = record(&w.env, &w.repo);
+    assert!(r["tally"]["denied_calls"].as_u64().unwrap_or(0) >= 1, "{r:#}\n{}", text(&out));
+    assert_eq!(r["read_only_violation"], false);
+    assert!(r["changes"].as_array().is_some_and(|c| c.is_empty()));
+    assert_eq!(fingerprint(&w.repo), before);
+}
+
+#[test]
+fn write_through_an_allowed_shell_command_in_read_mode_is_a_violation() {
+    let w = World::new();
+    let before = fingerprint(&w.repo);
+    let out = w.run(&["look around scenario:bashwrite", "-t", "90s"]);
+    assert_eq!(code(&out), 5, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("READ-ONLY VIOLATION"), "{stdout}");
+    assert!(stdout.contains("sneaky.txt"), "{stdout}");
+    assert_eq!(fingerprint(&w.repo), before, "the user's tree never saw the write");
+    // The spoiled copy is gone, so the next read run gets a clean one.
+    let r = record(&w.env, &w.repo);
+    assert!(!Path::new(r["copy"].as_str().expect("copy")).exists());
+}
+
+#[test]
+fn unknown_model_is_classified_as_model_unavailable() {
+    let w = World::new();
+    let out = w.run(&["anything scenario:err404", "-t", "90s"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let r = record(&w.env, &w.repo);
+    assert_eq!(r["state"], "failed");
+    assert_eq!(r["failure"], "model_unavailable", "{r:#}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hint: model unavailable"));
+}
+
+#[test]
+fn rate_limit_is_classified_as_rate_limited() {
+    let w = World::new();
+    let out = w.run(&["anything scenario:err429", "-t", "90s"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let r = record(&w.env, &w.repo);
+    assert_eq!(r["failure"], "rate_limited", "{r:#}");
+    assert!(r["error"].as_str().is_some_and(|e| e.to_lowercase().contains("rate limit")), "{r:#}");
+}
+
+#[test]
+fn reply_without_finish_reason_is_stopped_by_the_watchdog() {
+    let mut w = World::new();
+    w.env.set("PITROOM_WATCHDOG", "3s");
+    let started = Instant::now();
+    let out = w.run(&["loop scenario:nofinish", "-t", "120s"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(100), "the watchdog, not the timeout, ended it");
+    let r = record(&w.env, &w.repo);
+    assert!(r["error"].as_str().is_some_and(|e| e.contains("no progress")), "{r:#}");
+}
+
+#[test]
+fn timeout_stops_the_worker_and_exits_4() {
+    let w = World::new();
+    let started = Instant::now();
+    let out = w.run(&["wait forever scenario:hang", "-t", "6s"]);
+    assert_eq!(code(&out), 4, "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(40));
+    let r = record(&w.env, &w.repo);
+    assert_eq!(r["state"], "timeout");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--continue"));
+}
+
+#[test]
+fn follow_up_resumes_the_same_opencode_session() {
+    let w = World::new();
+    let out = w.run(&["Where can divide fail?", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let first = record(&w.env, &w.repo);
+    let out = w.run(&["run", "--continue", "last", "And add?", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let second = record(&w.env, &w.repo);
+    assert_ne!(first["id"], second["id"]);
+    assert_eq!(first["session"], second["session"]);
+    assert_eq!(first["copy"], second["copy"], "the follow-up reads the same snapshot");
+    // The model saw the whole conversation again.
+    let last = w.server.chat_requests().last().cloned().expect("requests");
+    let roles: Vec<&str> = last["body"]["messages"].as_array().expect("messages").iter().filter_map(|m| m["role"].as_str()).collect();
+    assert!(roles.iter().filter(|r| **r == "user").count() >= 2, "{roles:?}");
+}
