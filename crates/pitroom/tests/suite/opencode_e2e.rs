@@ -42,6 +42,12 @@ pub fn script() -> Value {
                 {"tool_calls": [{"name": "bash", "arguments": {"command": "echo sneaky > sneaky.txt", "description": "write a file"}}]},
                 {"text": "SUMMARY: wrote a file through the shell"}
             ],
+            "gitdeny": [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "git commit -am sneaky", "description": "commit"}}]},
+                {"text": "SUMMARY: could not commit"}
+            ],
+            "malformed": [{"raw_stream": ["data: {not valid json\n\n", "data: [DONE]\n\n"]}],
+            "err500": [{"error": 500, "headers": {"retry-after": "0"}}],
             "err404": [{"error": 404}],
             "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
             "nofinish": [{"text": "partial", "finish_reason": null}],
@@ -229,4 +235,46 @@ fn follow_up_resumes_the_same_opencode_session() {
     let last = w.server.chat_requests().last().cloned().expect("requests");
     let roles: Vec<&str> = last["body"]["messages"].as_array().expect("messages").iter().filter_map(|m| m["role"].as_str()).collect();
     assert!(roles.iter().filter(|r| **r == "user").count() >= 2, "{roles:?}");
+}
+
+/// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
+/// `cargo test -p pitroom --test all -- --ignored record_opencode_fixtures`.
+#[test]
+#[ignore = "records fixtures; run by hand when the pinned OpenCode changes"]
+fn record_opencode_fixtures() {
+    let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/opencode");
+    std::fs::create_dir_all(&out_dir).expect("fixture dir");
+    let cases: &[(&str, &[&str])] = &[
+        ("read", &["Where can divide fail?"]),
+        ("write-edit", &["-w", "fix divide scenario:edit"]),
+        ("read-edit-denied", &["try to fix divide scenario:edit"]),
+        ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
+        ("bash-write", &["look scenario:bashwrite"]),
+        ("err404", &["x scenario:err404"]),
+        ("err429", &["x scenario:err429"]),
+        ("err500", &["x scenario:err500"]),
+        ("malformed-sse", &["x scenario:malformed"]),
+        ("unknown-model", &["-m", "fake/nonexistent", "x"]),
+        ("no-finish-reason", &["x scenario:nofinish"]),
+    ];
+    let mut w = World::new();
+    w.env.set("PITROOM_WATCHDOG", "2s");
+    for (name, args) in cases {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-t", "60s"]);
+        let _ = w.run(&all);
+        let r = record(&w.env, &w.repo);
+        let run_dir = w.env.state.join("runs").join(r["id"].as_str().expect("id"));
+        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+        // Absolute temp paths make fixtures noisy; the parser does not depend on them.
+        let root = w.env.root.display().to_string();
+        std::fs::write(out_dir.join(format!("{name}.jsonl")), events.replace(&root, "$ROOT")).expect("write");
+        let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
+        let kept: String = stderr
+            .lines()
+            .filter(|l| l.contains("ERROR") || l.starts_with("Error") || l.contains("permission"))
+            .map(|l| format!("{}\n", l.replace(&root, "$ROOT")))
+            .collect();
+        std::fs::write(out_dir.join(format!("{name}.stderr.txt")), kept).expect("write");
+    }
 }
