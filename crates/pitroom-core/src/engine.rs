@@ -448,7 +448,7 @@ impl Engine {
         let mut last_saved = Instant::now();
         let mut requested: Option<Ending> = None;
         let exit_code = loop {
-            match lines.recv_timeout(Duration::from_millis(20)) {
+            match lines.recv_timeout(Duration::from_millis(50)) {
                 Ok(line) => {
                     let _ = events_file.write_all(&line);
                     let _ = events_file.write_all(b"\n");
@@ -461,26 +461,28 @@ impl Engine {
                     }
                     continue;
                 }
-                Err(mpsc::RecvTimeoutError::Timeout)
-                | Err(mpsc::RecvTimeoutError::Disconnected) => {}
+                // The keeper holds the pipe too: once it closes, the keeper is exiting.
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    break keeper.wait_bounded(GRACE + Duration::from_secs(5));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             if let Some(code) = keeper.try_wait() {
                 break code;
             }
-            if requested.is_none() {
-                requested = if stop.load(Ordering::SeqCst) {
-                    Some(Ending::Stopped)
-                } else if started.elapsed() >= timeout {
-                    Some(Ending::TimedOut)
-                } else if stream.stalled(watchdog) {
-                    Some(Ending::Stalled)
-                } else {
-                    None
-                };
-                if requested.is_some() {
-                    keeper.request_stop();
-                    break keeper.wait_bounded(GRACE + Duration::from_secs(5));
-                }
+            let wanted = if stop.load(Ordering::SeqCst) {
+                Some(Ending::Stopped)
+            } else if started.elapsed() >= timeout {
+                Some(Ending::TimedOut)
+            } else if stream.stalled(watchdog) {
+                Some(Ending::Stalled)
+            } else {
+                None
+            };
+            if wanted.is_some() {
+                requested = wanted;
+                keeper.request_stop();
+                break keeper.wait_bounded(GRACE + Duration::from_secs(5));
             }
             if last_saved.elapsed() >= PROGRESS_EVERY {
                 observer.progress(record);
@@ -554,6 +556,12 @@ impl Engine {
         record.after_tree = Some(after.tree.clone());
         let changes = pitroom_git::diff_trees(&git_dir, &base, &after.tree)?;
         if changes.is_empty() {
+            if tree.copy.is_some() {
+                // The copy's own index was written while its files were checked out, so git
+                // sees every entry as racily clean and re-hashes all of them; the fresh index
+                // of this unchanged snapshot makes the next run's check a stat walk.
+                let _ = std::fs::rename(&after.index, &seed);
+            }
             return Ok(());
         }
         std::fs::write(run_dir.join("changes.patch"), &changes.patch)

@@ -6,11 +6,9 @@ use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
@@ -181,8 +179,7 @@ pub fn keeper_main(argv: &[OsString]) -> i32 {
         eprintln!("pitroom: internal keeper invoked with bad arguments");
         return 2;
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    if become_guardian(&args, &stop).is_err() {
+    if become_guardian(&args).is_err() {
         return STOPPED_EXIT;
     }
     let worker = match start_worker(&args) {
@@ -198,27 +195,36 @@ pub fn keeper_main(argv: &[OsString]) -> i32 {
             return 127;
         }
     };
-    supervise(worker, &args, &stop)
+    supervise(worker, &args)
+}
+
+/// The signals the keeper waits for instead of handling: a child's exit, and the three ways
+/// to be told to stop (its supervisor's TERM, the parent-death signal, a hang-up).
+fn waited_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGCHLD, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    set
 }
 
 /// Makes this process the subreaper of everything the worker starts, and arranges to notice
 /// the supervisor's death three ways: the parent-death signal, the lifeline pipe reaching EOF,
 /// and the parent pid changing.
-fn become_guardian(args: &KeeperArgs, stop: &Arc<AtomicBool>) -> Result<(), ()> {
+fn become_guardian(args: &KeeperArgs) -> Result<(), ()> {
     let _ = nix::sys::prctl::set_child_subreaper(true);
+    // Blocked before any thread starts, so every thread inherits the mask and the signals
+    // stay pending for `sigtimedwait`. The worker gets a clean mask from `Command`.
+    waited_signals().thread_block().map_err(|_| ())?;
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
-    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        let _ = signal_hook::flag::register(signal, Arc::clone(stop));
-    }
     if nix::unistd::getppid().as_raw() != args.parent {
         return Err(());
     }
-    let lifeline_stop = Arc::clone(stop);
-    std::thread::spawn(move || {
+    std::thread::spawn(|| {
         let mut sink = [0u8; 64];
         let mut stdin = std::io::stdin();
         while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-        lifeline_stop.store(true, Ordering::SeqCst);
+        let _ = kill(nix::unistd::getpid(), Signal::SIGTERM);
     });
     Ok(())
 }
@@ -245,7 +251,8 @@ fn start_worker(args: &KeeperArgs) -> std::io::Result<Child> {
     cmd.spawn()
 }
 
-fn supervise(worker: i32, args: &KeeperArgs, stop: &AtomicBool) -> i32 {
+fn supervise(worker: i32, args: &KeeperArgs) -> i32 {
+    let signals = waited_signals();
     loop {
         for (pid, status) in reap_children() {
             if pid == worker {
@@ -254,12 +261,29 @@ fn supervise(worker: i32, args: &KeeperArgs, stop: &AtomicBool) -> i32 {
                 return status_code(status);
             }
         }
-        if stop.load(Ordering::SeqCst) || nix::unistd::getppid().as_raw() != args.parent {
+        if nix::unistd::getppid().as_raw() != args.parent {
             terminate_descendants(args.grace);
             return STOPPED_EXIT;
         }
-        std::thread::sleep(Duration::from_millis(15));
+        match wait_for_signal(&signals, Duration::from_millis(250)) {
+            Some(libc::SIGCHLD) | None => {}
+            Some(_) => {
+                terminate_descendants(args.grace);
+                return STOPPED_EXIT;
+            }
+        }
     }
+}
+
+/// Waits for one of `signals` (blocked in this thread) for at most `limit`.
+fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> {
+    let timeout = libc::timespec {
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_nsec: limit.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: a valid signal set and timeout; the siginfo out-parameter may be null.
+    let signo = unsafe { libc::sigtimedwait(signals.as_ref(), std::ptr::null_mut(), &timeout) };
+    (signo > 0).then_some(signo)
 }
 
 fn status_code(status: WaitStatus) -> i32 {

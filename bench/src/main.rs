@@ -1,0 +1,128 @@
+//! `cargo run --release -p pitroom-bench [-- FILES]`: on a generated repository (10,000 files by
+//! default) with a dirty tree, measures Pitroom's own overhead around a no-op worker and the
+//! cost of one snapshot, each as a ratio to `git status` on the same tree in the same run, and
+//! Pitroom's peak memory while it supervises a run. Prints medians; asserts nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 9;
+
+fn main() {
+    let files: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
+    let pitroom = target.join("pitroom");
+    let worker = target.join("pitroom-fake-worker");
+    if !pitroom.is_file() || !worker.is_file() {
+        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
+        std::process::exit(2);
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let repo = tmp.path().join("repo");
+    let state = tmp.path().join("state");
+    generate_repo(&repo, files);
+
+    let git_status = median(|| run_ok(Command::new("git").args(["status", "--porcelain"]).current_dir(&repo)));
+
+    let index = repo.join(".git/index");
+    let snap_index = tmp.path().join("snap.index");
+    let snapshot = median(|| {
+        let t = Instant::now();
+        pitroom_git::snapshot(&repo.join(".git"), &repo, &index, &snap_index).expect("snapshot");
+        t.elapsed()
+    });
+
+    let script = serde_json::json!([{"text": "SUMMARY: nothing to do"}, {"step": {"input": 10, "output": 1}}]).to_string();
+    let prompt = tmp.path().join("prompt.txt");
+    std::fs::write(&prompt, "task").expect("prompt");
+    let worker_alone = median(|| {
+        let stdin = std::fs::File::open(&prompt).expect("prompt");
+        run_ok(Command::new(&worker).env("PITROOM_FAKE_SCRIPT", &script).stdin(stdin).stdout(Stdio::null()).current_dir(&repo))
+    });
+    let pitroom_cmd = |args: &[&str]| {
+        let mut c = Command::new(&pitroom);
+        c.args(args)
+            .current_dir(&repo)
+            .env("PITROOM_HOME", &state)
+            .env("PITROOM_CONFIG", tmp.path().join("none.toml"))
+            .env("PITROOM_OPENCODE_BIN", &worker)
+            .env("PITROOM_FAKE_SCRIPT", &script)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    };
+    let cold_read = time(&mut pitroom_cmd(&["read the code"]));
+    let read = median(|| run_ok(&mut pitroom_cmd(&["read the code"])));
+    let write = median(|| run_ok(&mut pitroom_cmd(&["-w", "change nothing"])));
+    let version = median(|| run_ok(Command::new(&pitroom).arg("--version").stdout(Stdio::null())));
+    let peak_kb = last_record_peak(&pitroom, &state, tmp.path());
+
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let ratio = |d: Duration| ms(d) / ms(git_status);
+    let over = |d: Duration| d.saturating_sub(worker_alone);
+    println!("repository: {files} files, dirty (50 modified, 50 untracked); medians of {ROUNDS} runs");
+    println!("git status --porcelain            {:8.1} ms   (baseline 1.00×)", ms(git_status));
+    println!("one snapshot (throwaway index)    {:8.1} ms   {:5.2}× git status", ms(snapshot), ratio(snapshot));
+    println!("no-op worker alone                {:8.1} ms", ms(worker_alone));
+    println!("read run overhead, warm copy      {:8.1} ms   {:5.2}× git status", ms(over(read)), ratio(over(read)));
+    println!("read run overhead, first run      {:8.1} ms   {:5.2}× git status  (builds the shared read copy)", ms(over(cold_read)), ratio(over(cold_read)));
+    println!("write run overhead                {:8.1} ms   {:5.2}× git status", ms(over(write)), ratio(over(write)));
+    println!("pitroom --version                 {:8.1} ms", ms(version));
+    match peak_kb {
+        Some(kb) => println!("pitroom peak memory during a run  {:8.1} MiB (supervisor VmHWM)", kb as f64 / 1024.0),
+        None => println!("pitroom peak memory during a run  n/a"),
+    }
+}
+
+fn generate_repo(repo: &Path, files: usize) {
+    std::fs::create_dir_all(repo).expect("repo dir");
+    run_ok(Command::new("git").args(["init", "-q"]).current_dir(repo));
+    for i in 0..files {
+        let dir = repo.join(format!("src/mod{:03}", i % 100));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let body = format!("// file {i}\npub fn f{i}() -> usize {{\n    {i}\n}}\n").repeat(8);
+        std::fs::write(dir.join(format!("file{i:05}.rs")), body).expect("file");
+    }
+    run_ok(Command::new("git").args(["add", "-A"]).current_dir(repo));
+    run_ok(
+        Command::new("git")
+            .args(["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "init"])
+            .current_dir(repo),
+    );
+    for i in 0..50 {
+        let path = repo.join(format!("src/mod{:03}/file{:05}.rs", i % 100, i));
+        std::fs::write(&path, format!("// edited {i}\n")).expect("edit");
+        std::fs::write(repo.join(format!("src/untracked{i}.rs")), "// new\n").expect("new");
+    }
+}
+
+fn time(cmd: &mut Command) -> Duration {
+    run_ok(cmd)
+}
+
+fn run_ok(cmd: &mut Command) -> Duration {
+    let t = Instant::now();
+    let status = cmd.status().expect("command runs");
+    let elapsed = t.elapsed();
+    assert!(status.success(), "{cmd:?} failed");
+    elapsed
+}
+
+fn median(mut f: impl FnMut() -> Duration) -> Duration {
+    let _warm = f();
+    let mut samples: Vec<Duration> = (0..ROUNDS).map(|_| f()).collect();
+    samples.sort();
+    samples[ROUNDS / 2]
+}
+
+fn last_record_peak(pitroom: &Path, state: &Path, tmp: &Path) -> Option<u64> {
+    let out = Command::new(pitroom)
+        .args(["show", "--json"])
+        .env("PITROOM_HOME", state)
+        .env("PITROOM_CONFIG", tmp.join("none.toml"))
+        .output()
+        .ok()?;
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    record["supervisor_peak_kb"].as_u64()
+}
