@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 const ROUNDS: usize = 9;
 
 fn main() {
-    let files: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let files: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000);
     let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
     let pitroom = target.join("pitroom");
     let worker = target.join("pitroom-fake-worker");
@@ -23,7 +26,14 @@ fn main() {
     let state = tmp.path().join("state");
     generate_repo(&repo, files);
 
-    let git_status = median(|| run_ok(Command::new("git").args(["status", "--porcelain"]).current_dir(&repo)));
+    let git_status = median(|| {
+        let mut status = Command::new("git");
+        status
+            .args(["status", "--porcelain"])
+            .current_dir(&repo)
+            .stdout(Stdio::null());
+        run_ok(&mut status)
+    });
 
     let index = repo.join(".git/index");
     let snap_index = tmp.path().join("snap.index");
@@ -38,7 +48,13 @@ fn main() {
     std::fs::write(&prompt, "task").expect("prompt");
     let worker_alone = median(|| {
         let stdin = std::fs::File::open(&prompt).expect("prompt");
-        run_ok(Command::new(&worker).env("PITROOM_FAKE_SCRIPT", &script).stdin(stdin).stdout(Stdio::null()).current_dir(&repo))
+        run_ok(
+            Command::new(&worker)
+                .env("PITROOM_FAKE_SCRIPT", &script)
+                .stdin(stdin)
+                .stdout(Stdio::null())
+                .current_dir(&repo),
+        )
     });
     let pitroom_cmd = |args: &[&str]| {
         let mut c = Command::new(&pitroom);
@@ -54,23 +70,68 @@ fn main() {
     };
     let cold_read = time(&mut pitroom_cmd(&["read the code"]));
     let read = median(|| run_ok(&mut pitroom_cmd(&["read the code"])));
+    let mut edit = 0;
+    let read_after_edit = median(|| {
+        // The primary agent edits a file between two read runs: a new tree, a recycled copy.
+        edit += 1;
+        std::fs::write(
+            repo.join("src/mod099/file00099.rs"),
+            format!("// edit {edit}\n"),
+        )
+        .expect("edit");
+        run_ok(&mut pitroom_cmd(&["read the code"]))
+    });
     let write = median(|| run_ok(&mut pitroom_cmd(&["-w", "change nothing"])));
-    let version = median(|| run_ok(Command::new(&pitroom).arg("--version").stdout(Stdio::null())));
+    let version = median(|| {
+        run_ok(
+            Command::new(&pitroom)
+                .arg("--version")
+                .stdout(Stdio::null()),
+        )
+    });
     let peak_kb = last_record_peak(&pitroom, &state, tmp.path());
 
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let ratio = |d: Duration| ms(d) / ms(git_status);
     let over = |d: Duration| d.saturating_sub(worker_alone);
-    println!("repository: {files} files, dirty (50 modified, 50 untracked); medians of {ROUNDS} runs");
-    println!("git status --porcelain            {:8.1} ms   (baseline 1.00×)", ms(git_status));
-    println!("one snapshot (throwaway index)    {:8.1} ms   {:5.2}× git status", ms(snapshot), ratio(snapshot));
-    println!("no-op worker alone                {:8.1} ms", ms(worker_alone));
-    println!("read run overhead, warm copy      {:8.1} ms   {:5.2}× git status", ms(over(read)), ratio(over(read)));
+    println!(
+        "repository: {files} files, dirty (50 modified, 50 untracked); medians of {ROUNDS} runs"
+    );
+    println!(
+        "git status --porcelain            {:8.1} ms   (baseline 1.00×)",
+        ms(git_status)
+    );
+    println!(
+        "one snapshot (throwaway index)    {:8.1} ms   {:5.2}× git status",
+        ms(snapshot),
+        ratio(snapshot)
+    );
+    println!(
+        "no-op worker alone                {:8.1} ms",
+        ms(worker_alone)
+    );
+    println!(
+        "read run overhead, warm copy      {:8.1} ms   {:5.2}× git status",
+        ms(over(read)),
+        ratio(over(read))
+    );
     println!("read run overhead, first run      {:8.1} ms   {:5.2}× git status  (builds the shared read copy)", ms(over(cold_read)), ratio(over(cold_read)));
-    println!("write run overhead                {:8.1} ms   {:5.2}× git status", ms(over(write)), ratio(over(write)));
+    println!(
+        "read run overhead, after an edit  {:8.1} ms   {:5.2}× git status  (recycles an idle copy)",
+        ms(over(read_after_edit)),
+        ratio(over(read_after_edit))
+    );
+    println!(
+        "write run overhead                {:8.1} ms   {:5.2}× git status",
+        ms(over(write)),
+        ratio(over(write))
+    );
     println!("pitroom --version                 {:8.1} ms", ms(version));
     match peak_kb {
-        Some(kb) => println!("pitroom peak memory during a run  {:8.1} MiB (supervisor VmHWM)", kb as f64 / 1024.0),
+        Some(kb) => println!(
+            "pitroom peak memory during a run  {:8.1} MiB (supervisor VmHWM)",
+            kb as f64 / 1024.0
+        ),
         None => println!("pitroom peak memory during a run  n/a"),
     }
 }
@@ -87,7 +148,15 @@ fn generate_repo(repo: &Path, files: usize) {
     run_ok(Command::new("git").args(["add", "-A"]).current_dir(repo));
     run_ok(
         Command::new("git")
-            .args(["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "init"])
+            .args([
+                "-c",
+                "user.name=b",
+                "-c",
+                "user.email=b@b",
+                "commit",
+                "-qm",
+                "init",
+            ])
             .current_dir(repo),
     );
     for i in 0..50 {

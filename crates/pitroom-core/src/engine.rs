@@ -273,6 +273,12 @@ impl Engine {
         }
         record.supervisor_peak_kb = own_peak_kb();
         let _ = std::fs::remove_dir_all(run_dir.join("scratch"));
+        if record.copy.is_some() {
+            pitroom_git::prune_read_copies(
+                &self.home.snapshots(),
+                pitroom_git::KeepPolicy::default(),
+            );
+        }
         for index in ["base.index", "after.index"] {
             let _ = std::fs::remove_file(run_dir.join(index));
         }
@@ -366,6 +372,7 @@ impl Engine {
                 workdir: dir,
                 repo: None,
                 copy: None,
+                _lease: None,
             });
         };
         let relative = dir
@@ -387,7 +394,8 @@ impl Engine {
                         .tree
                     }
                 };
-                let copy = pitroom_git::ensure_read_copy(&repo, &base, &self.home.snapshots())?;
+                let lease = pitroom_git::ensure_read_copy(&repo, &base, &self.home.snapshots())?;
+                let copy = lease.dir.clone();
                 let workdir = if relative.as_os_str().is_empty() {
                     copy.clone()
                 } else {
@@ -404,6 +412,7 @@ impl Engine {
                     workdir,
                     repo: Some(repo),
                     copy: Some(copy),
+                    _lease: Some(lease),
                 })
             }
             Mode::Write | Mode::Isolate => {
@@ -419,6 +428,7 @@ impl Engine {
                     workdir: dir,
                     repo: Some(repo),
                     copy: None,
+                    _lease: None,
                 })
             }
         }
@@ -695,6 +705,8 @@ struct TreeSetup {
     workdir: PathBuf,
     repo: Option<Repo>,
     copy: Option<PathBuf>,
+    /// Keeps the read copy from being recycled or pruned while the run uses it.
+    _lease: Option<pitroom_git::CopyLease>,
 }
 
 /// What the supervisor learned from the event stream.

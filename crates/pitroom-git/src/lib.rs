@@ -11,7 +11,7 @@ mod repo;
 mod snapshot;
 
 pub use command::{Git, GitError};
-pub use copy::ensure_read_copy;
+pub use copy::{ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy};
 pub use diff::{diff_trees, reverse_apply, ChangeStatus, Changes, FileChange, ReverseCheck};
 pub use repo::Repo;
 pub use snapshot::{snapshot, Snapshot};

@@ -202,7 +202,12 @@ pub fn keeper_main(argv: &[OsString]) -> i32 {
 /// to be told to stop (its supervisor's TERM, the parent-death signal, a hang-up).
 fn waited_signals() -> SigSet {
     let mut set = SigSet::empty();
-    for signal in [Signal::SIGCHLD, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+    for signal in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
         set.add(signal);
     }
     set

@@ -110,9 +110,9 @@ impl WorkerEvent {
     /// replies that carry none (it calls the model again, forever, whatever the usage).
     pub fn is_empty_step(&self) -> bool {
         match self {
-            WorkerEvent::StepFinished { reason, .. } => {
-                reason.as_deref().is_none_or(|r| r.is_empty() || r == "unknown")
-            }
+            WorkerEvent::StepFinished { reason, .. } => reason
+                .as_deref()
+                .is_none_or(|r| r.is_empty() || r == "unknown"),
             _ => false,
         }
     }

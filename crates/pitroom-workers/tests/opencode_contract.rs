@@ -11,12 +11,16 @@ use pitroom_workers::{Adapter, FailureEvidence, FailureKind, ToolOutcome, Usage,
 fn fixture(name: &str) -> (String, String) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode");
     let events = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).expect("fixture");
-    let stderr = std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
+    let stderr =
+        std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
     (events, stderr)
 }
 
 fn parse(stream: &str) -> Vec<WorkerEvent> {
-    stream.lines().flat_map(|l| OpenCode.parse_line(l)).collect()
+    stream
+        .lines()
+        .flat_map(|l| OpenCode.parse_line(l))
+        .collect()
 }
 
 /// What a run's events add up to.
@@ -47,7 +51,9 @@ fn summarize(events: &[WorkerEvent]) -> Summary {
             }
             WorkerEvent::ToolCall { name, outcome, .. } => s.tools.push((name.clone(), *outcome)),
             WorkerEvent::Text { text, .. } => s.texts.push(text.clone()),
-            WorkerEvent::Error { message, status, .. } => s.errors.push((message.clone(), *status)),
+            WorkerEvent::Error {
+                message, status, ..
+            } => s.errors.push((message.clone(), *status)),
             WorkerEvent::StepStarted => {}
         }
     }
@@ -124,13 +130,21 @@ fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
         .filter(|(_, o)| *o == ToolOutcome::Denied)
         .map(|(n, _)| n.as_str())
         .collect();
-    assert!(denied.contains(&"edit") && denied.contains(&"write"), "{:?}", s.tools);
+    assert!(
+        denied.contains(&"edit") && denied.contains(&"write"),
+        "{:?}",
+        s.tools
+    );
 }
 
 #[test]
 fn a_denied_git_commit_is_counted_as_denied() {
     let s = summarize(&parse(&fixture("bash-git-denied").0));
-    assert!(s.tools.contains(&("bash".to_string(), ToolOutcome::Denied)), "{:?}", s.tools);
+    assert!(
+        s.tools.contains(&("bash".to_string(), ToolOutcome::Denied)),
+        "{:?}",
+        s.tools
+    );
 }
 
 #[test]
@@ -179,7 +193,8 @@ fn a_torn_last_line_loses_only_that_line() {
             continue;
         };
         let torn = format!("{}\n{}", before.join("\n"), &last[..last.len() / 2]);
-        let expected: Vec<WorkerEvent> = before.iter().flat_map(|l| OpenCode.parse_line(l)).collect();
+        let expected: Vec<WorkerEvent> =
+            before.iter().flat_map(|l| OpenCode.parse_line(l)).collect();
         assert_eq!(parse(&torn), expected, "{name}");
     }
 }

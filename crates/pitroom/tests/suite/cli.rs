@@ -18,42 +18,69 @@ fn answer(text: &str) -> Value {
 }
 
 fn recorded_invocation(env: &TestEnv) -> Value {
-    let raw = std::fs::read_to_string(env.root.join("invocation.json")).expect("the fake worker recorded its invocation");
+    let raw = std::fs::read_to_string(env.root.join("invocation.json"))
+        .expect("the fake worker recorded its invocation");
     serde_json::from_str(&raw).expect("json")
 }
 
 #[test]
 fn bare_task_runs_a_read_worker_with_the_prompt_on_a_closed_stdin() {
     let mut env = fake_env(answer("SUMMARY: fine"));
-    env.set("PITROOM_FAKE_RECORD", env.root.join("invocation.json").display().to_string());
+    env.set(
+        "PITROOM_FAKE_RECORD",
+        env.root.join("invocation.json").display().to_string(),
+    );
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["Which files read the cookie?"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let inv = recorded_invocation(&env);
     let prompt = inv["prompt"].as_str().expect("prompt");
-    assert!(prompt.contains("TASK:\nWhich files read the cookie?"), "{prompt}");
+    assert!(
+        prompt.contains("TASK:\nWhich files read the cookie?"),
+        "{prompt}"
+    );
     assert!(prompt.contains("READ-ONLY"), "{prompt}");
-    let args: Vec<&str> = inv["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let args: Vec<&str> = inv["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     for expected in ["run", "--format", "json", "pitroom-read", "--title"] {
         assert!(args.contains(&expected), "{args:?}");
     }
     assert!(
-        !args.iter().any(|a| a.contains("TASK:") || *a == "Which files read the cookie?"),
+        !args
+            .iter()
+            .any(|a| a.contains("TASK:") || *a == "Which files read the cookie?"),
         "the prompt goes on stdin, not in the arguments: {args:?}"
     );
     let envs = &inv["env"];
     assert_eq!(envs["PITROOM_ACTIVE"], "1");
     assert_eq!(envs["OPENCODE_DISABLE_AUTOUPDATE"], "1");
     assert_eq!(envs["OPENCODE_DISABLE_MODELS_FETCH"], "1");
-    let config: Value = serde_json::from_str(envs["OPENCODE_CONFIG_CONTENT"].as_str().unwrap()).unwrap();
+    let config: Value =
+        serde_json::from_str(envs["OPENCODE_CONFIG_CONTENT"].as_str().unwrap()).unwrap();
     assert_eq!(config["permission"]["edit"], "deny");
     assert_eq!(config["permission"]["webfetch"], "deny");
     let state = env.state.display().to_string();
-    for var in ["XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "TMPDIR"] {
-        assert!(envs[var].as_str().is_some_and(|v| v.starts_with(&state)), "{var} = {}", envs[var]);
+    for var in [
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+        "TMPDIR",
+    ] {
+        assert!(
+            envs[var].as_str().is_some_and(|v| v.starts_with(&state)),
+            "{var} = {}",
+            envs[var]
+        );
     }
     let cwd = inv["cwd"].as_str().unwrap();
-    assert!(cwd.starts_with(&format!("{state}/snapshots/")), "read runs read a copy: {cwd}");
+    assert!(
+        cwd.starts_with(&format!("{state}/snapshots/")),
+        "read runs read a copy: {cwd}"
+    );
     assert_eq!(envs["PWD"].as_str(), Some(cwd));
 }
 
@@ -64,14 +91,19 @@ fn read_copy_holds_the_users_uncommitted_and_untracked_work() {
     assert_eq!(code(&env.run(&repo, &["look"])), 0);
     let r = record(&env, &repo);
     let copy = Path::new(r["copy"].as_str().unwrap());
-    assert_eq!(std::fs::read_to_string(copy.join("README.md")).unwrap(), "# demo\n\nuser edit in progress\n");
+    assert_eq!(
+        std::fs::read_to_string(copy.join("README.md")).unwrap(),
+        "# demo\n\nuser edit in progress\n"
+    );
     assert!(copy.join("notes/todo list é.txt").is_file());
     assert!(!repo.join(".pitroom").exists());
 }
 
 #[test]
 fn a_write_in_read_mode_is_a_violation_and_the_users_tree_is_untouched() {
-    let env = fake_env(json!([{"write": {"path": "evil.txt", "content": "x"}}, {"text": "SUMMARY: nothing changed, honest"}]));
+    let env = fake_env(
+        json!([{"write": {"path": "evil.txt", "content": "x"}}, {"text": "SUMMARY: nothing changed, honest"}]),
+    );
     let repo = dirty_repo(&env, "repo");
     let before = fingerprint(&repo);
     let out = env.run(&repo, &["look"]);
@@ -95,14 +127,26 @@ fn write_run_patch_excludes_user_work_and_revert_is_byte_exact() {
     let out = env.run(&repo, &["-w", "edit"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r = record(&env, &repo);
-    let paths: Vec<&str> = r["changes"].as_array().unwrap().iter().filter_map(|c| c["path"].as_str()).collect();
+    let paths: Vec<&str> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
     assert_eq!(paths, vec!["README.md", "dir with space/ñew.txt"]);
-    assert_eq!(r["unreported"], json!(["dir with space/ñew.txt"]), "flags files the worker never reported");
+    assert_eq!(
+        r["unreported"],
+        json!(["dir with space/ñew.txt"]),
+        "flags files the worker never reported"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("(not reported by the worker)"), "{stdout}");
     let patch = env.run(&repo, &["show", "--patch"]);
     let patch = String::from_utf8_lossy(&patch.stdout);
-    assert!(patch.contains("+worker") && !patch.contains("+user edit"), "{patch}");
+    assert!(
+        patch.contains("+worker") && !patch.contains("+user edit"),
+        "{patch}"
+    );
 
     let out = env.run(&repo, &["revert"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -111,15 +155,25 @@ fn write_run_patch_excludes_user_work_and_revert_is_byte_exact() {
 
 #[test]
 fn revert_is_refused_without_changes_when_files_changed_since() {
-    let env = fake_env(json!([{"write": {"path": "calc.py", "content": "worker version\n"}}, {"text": "done"}]));
+    let env = fake_env(
+        json!([{"write": {"path": "calc.py", "content": "worker version\n"}}, {"text": "done"}]),
+    );
     let repo = dirty_repo(&env, "repo");
     assert_eq!(code(&env.run(&repo, &["-w", "edit"])), 0);
     write(&repo, "calc.py", "the user changed it again\n");
     let before = fingerprint(&repo);
     let out = env.run(&repo, &["revert"]);
     assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("changed since the run"), "{}", text(&out));
-    assert_eq!(fingerprint(&repo), before, "a refused revert changes nothing");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("changed since the run"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        fingerprint(&repo),
+        before,
+        "a refused revert changes nothing"
+    );
 }
 
 #[test]
@@ -130,7 +184,11 @@ fn a_second_write_run_in_the_same_repository_is_refused() {
     assert_eq!(code(&first), 0, "{}", text(&first));
     let second = env.run(&repo, &["-w", "another edit"]);
     assert_eq!(code(&second), 3, "{}", text(&second));
-    assert!(String::from_utf8_lossy(&second.stderr).contains("another write run"), "{}", text(&second));
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another write run"),
+        "{}",
+        text(&second)
+    );
     let read = env.run(&repo, &["a read run is fine"]);
     assert_eq!(code(&read), 0, "{}", text(&read));
     let id = String::from_utf8_lossy(&first.stdout).trim().to_string();
@@ -139,12 +197,17 @@ fn a_second_write_run_in_the_same_repository_is_refused() {
 
 #[test]
 fn background_run_prints_its_id_and_wait_follows_it() {
-    let env = fake_env(json!([{"sleep_ms": 1500}, {"step": {"input": 10, "output": 1}}, {"text": "SUMMARY: bg answer"}]));
+    let env = fake_env(
+        json!([{"sleep_ms": 1500}, {"step": {"input": 10, "output": 1}}, {"text": "SUMMARY: bg answer"}]),
+    );
     let dir = env.dir("plain");
     let started = Instant::now();
     let out = env.run(&dir, &["--bg", "background task"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(started.elapsed() < Duration::from_secs(1), "--bg returns at once");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "--bg returns at once"
+    );
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let status = env.run(&dir, &["status", &id]);
     assert_eq!(code(&status), 75, "{}", text(&status));
@@ -166,14 +229,17 @@ fn a_run_whose_supervisor_died_shows_as_failed_not_running() {
     let pid = {
         let mut pid = None;
         eventually(Duration::from_secs(10), || {
-            let r: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap_or_default()).unwrap_or(Value::Null);
+            let r: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap_or_default())
+                .unwrap_or(Value::Null);
             pid = r["pid"].as_i64().filter(|_| r["state"] == "running");
             pid.is_some()
         });
         pid.expect("the supervisor recorded its pid")
     };
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL).expect("kill");
-    assert!(eventually(Duration::from_secs(5), || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_err()));
+    assert!(eventually(Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_err()
+    }));
     let status = env.run(&dir, &["status", &id, "--json"]);
     let r: Value = serde_json::from_slice(&status.stdout).expect("json");
     assert_eq!(r["state"], "failed", "{r:#}");
@@ -198,12 +264,22 @@ fn timeout_ends_the_worker_keeps_the_record_and_exits_4() {
 fn sigterm_stops_the_run_and_records_stopped() {
     let env = fake_env(json!([{"sleep_ms": 60000}]));
     let dir = env.dir("plain");
-    let child = env.pitroom(&dir, &["slow"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = env
+        .pitroom(&dir, &["slow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let runs = env.state.join("runs");
     assert!(eventually(Duration::from_secs(10), || {
-        std::fs::read_dir(&runs).into_iter().flatten().flatten().any(|e| {
-            std::fs::read_to_string(e.path().join("record.json")).is_ok_and(|t| t.contains("\"running\""))
-        })
+        std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read_to_string(e.path().join("record.json"))
+                    .is_ok_and(|t| t.contains("\"running\""))
+            })
     }));
     std::thread::sleep(Duration::from_millis(300));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
@@ -235,7 +311,9 @@ fn worker_that_prints_nothing_and_exits_zero_is_failed_not_done() {
 
 #[test]
 fn worker_error_event_is_reported_and_classified() {
-    let env = fake_env(json!([{"error": {"name": "APIError", "data": {"message": "Rate limit reached for requests", "statusCode": 429}}}, {"exit": 1}]));
+    let env = fake_env(
+        json!([{"error": {"name": "APIError", "data": {"message": "Rate limit reached for requests", "statusCode": 429}}}, {"exit": 1}]),
+    );
     let dir = env.dir("plain");
     let out = env.run(&dir, &["x"]);
     assert_eq!(code(&out), 1);
@@ -258,7 +336,10 @@ fn watchdog_ends_a_worker_stuck_in_empty_steps() {
     let out = env.run(&dir, &["x", "-t", "60s"]);
     assert_eq!(code(&out), 1, "{}", text(&out));
     assert!(started.elapsed() < Duration::from_secs(20));
-    assert!(record(&env, &dir)["error"].as_str().unwrap().contains("no progress"));
+    assert!(record(&env, &dir)["error"]
+        .as_str()
+        .unwrap()
+        .contains("no progress"));
 }
 
 #[test]
@@ -266,11 +347,22 @@ fn follow_up_passes_the_session_and_keeps_the_mode() {
     let mut env = fake_env(answer("first"));
     let dir = env.dir("plain");
     assert_eq!(code(&env.run(&dir, &["first"])), 0);
-    env.set("PITROOM_FAKE_RECORD", env.root.join("invocation.json").display().to_string());
+    env.set(
+        "PITROOM_FAKE_RECORD",
+        env.root.join("invocation.json").display().to_string(),
+    );
     let out = env.run(&dir, &["run", "--continue", "last", "second"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let args: Vec<String> = recorded_invocation(&env)["args"].as_array().unwrap().iter().filter_map(|a| a.as_str().map(str::to_string)).collect();
-    let at = args.iter().position(|a| a == "--session").expect("--session");
+    let args: Vec<String> = recorded_invocation(&env)["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect();
+    let at = args
+        .iter()
+        .position(|a| a == "--session")
+        .expect("--session");
     assert_eq!(args[at + 1], "ses_fake0001");
     let out = env.run(&dir, &["run", "--continue", "last", "-w", "third"]);
     assert_eq!(code(&out), 2, "a follow-up keeps the mode: {}", text(&out));
@@ -279,17 +371,36 @@ fn follow_up_passes_the_session_and_keeps_the_mode() {
 #[test]
 fn task_comes_from_stdin_only_with_a_dash_and_from_a_task_file() {
     let mut env = fake_env(json!([{"echo_prompt": true}]));
-    env.set("PITROOM_FAKE_RECORD", env.root.join("invocation.json").display().to_string());
+    env.set(
+        "PITROOM_FAKE_RECORD",
+        env.root.join("invocation.json").display().to_string(),
+    );
     let dir = env.dir("plain");
-    let mut child = env.pitroom(&dir, &["run", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(b"task from stdin").unwrap();
+    let mut child = env
+        .pitroom(&dir, &["run", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"task from stdin")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(recorded_invocation(&env)["prompt"].as_str().unwrap().contains("task from stdin"));
+    assert!(recorded_invocation(&env)["prompt"]
+        .as_str()
+        .unwrap()
+        .contains("task from stdin"));
     std::fs::write(env.root.join("task.md"), "task from a file").unwrap();
     let file = env.root.join("task.md").display().to_string();
     assert_eq!(code(&env.run(&dir, &["run", "--task-file", &file])), 0);
-    assert!(recorded_invocation(&env)["prompt"].as_str().unwrap().contains("task from a file"));
+    assert!(recorded_invocation(&env)["prompt"]
+        .as_str()
+        .unwrap()
+        .contains("task from a file"));
 }
 
 #[test]
@@ -347,19 +458,42 @@ fn unparsable_config_file_is_refused_with_its_path() {
 #[test]
 fn config_shows_each_value_with_its_source() {
     let mut env = fake_env(answer("x"));
-    std::fs::write(env.root.join("pitroom.toml"), "timeout = \"10m\"\ncolour = 1\n").unwrap();
+    std::fs::write(
+        env.root.join("pitroom.toml"),
+        "timeout = \"10m\"\ncolour = 1\n",
+    )
+    .unwrap();
     env.set("PITROOM_PRIMARY", "opus");
     let dir = env.dir("plain");
     let out = env.run(&dir, &["config"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().any(|l| l.starts_with("timeout") && l.contains("600s") && l.contains("pitroom.toml")), "{stdout}");
-    assert!(stdout.lines().any(|l| l.starts_with("primary") && l.contains("opus") && l.contains("env PITROOM_PRIMARY")), "{stdout}");
-    assert!(stdout.lines().any(|l| l.starts_with("worker") && l.contains("(default)")), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("timeout") && l.contains("600s") && l.contains("pitroom.toml")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("primary")
+            && l.contains("opus")
+            && l.contains("env PITROOM_PRIMARY")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("worker") && l.contains("(default)")),
+        "{stdout}"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `colour`"));
     let json_out = env.run(&dir, &["config", "--json"]);
     let v: Value = serde_json::from_slice(&json_out.stdout).unwrap();
-    assert!(v["entries"].as_array().unwrap().iter().any(|e| e["key"] == "timeout" && e["source"]["kind"] == "file"));
+    assert!(v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["key"] == "timeout" && e["source"]["kind"] == "file"));
 }
 
 #[test]

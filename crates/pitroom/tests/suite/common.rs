@@ -26,9 +26,8 @@ pub fn fake_env(script: Value) -> TestEnv {
 /// The run record printed by `--json`, or the latest one on disk.
 pub fn record(env: &TestEnv, dir: &Path) -> Value {
     let out = env.run(dir, &["show", "--json"]);
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("show --json: {e}: {}", String::from_utf8_lossy(&out.stdout))
-    })
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("show --json: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 pub fn code(out: &Output) -> i32 {
@@ -59,7 +58,11 @@ pub fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 pub fn processes_with_cmdline(needle: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -77,7 +80,11 @@ pub fn processes_with_cmdline(needle: &str) -> Vec<i32> {
 pub fn processes_with_env(needle: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         if pid == std::process::id() as i32 {
@@ -96,6 +103,9 @@ pub fn processes_with_env(needle: &str) -> Vec<i32> {
 fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|t| t.rfind(')').and_then(|i| t.get(i + 2..i + 3).map(|s| s == "Z")))
+        .and_then(|t| {
+            t.rfind(')')
+                .and_then(|i| t.get(i + 2..i + 3).map(|s| s == "Z"))
+        })
         .unwrap_or(true)
 }

@@ -11,22 +11,36 @@ use serde_json::json;
 use super::common::{eventually, fake_env, processes_with_cmdline, processes_with_env};
 use super::opencode_e2e::World;
 
-fn sigkill_leaves_no_survivor(env: &pitroom_testkit::TestEnv, dir: &Path, marker: &str, args: &[&str], started: impl Fn() -> bool) {
+fn sigkill_leaves_no_survivor(
+    env: &pitroom_testkit::TestEnv,
+    dir: &Path,
+    marker: &str,
+    args: &[&str],
+    started: impl Fn() -> bool,
+) {
     let mut child = env
         .pitroom(dir, args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("pitroom starts");
-    assert!(eventually(Duration::from_secs(60), || started() && !processes_with_cmdline(marker).is_empty()),
-        "the background job started (else this test proves nothing)");
+    assert!(
+        eventually(Duration::from_secs(60), || started()
+            && !processes_with_cmdline(marker).is_empty()),
+        "the background job started (else this test proves nothing)"
+    );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("kill");
     let _ = child.wait();
     let state = env.state.display().to_string();
     let clean = eventually(Duration::from_secs(15), || {
         processes_with_cmdline(marker).is_empty() && processes_with_env(&state).is_empty()
     });
-    assert!(clean, "survivors: marker {:?}, env {:?}", processes_with_cmdline(marker), processes_with_env(&state));
+    assert!(
+        clean,
+        "survivors: marker {:?}, env {:?}",
+        processes_with_cmdline(marker),
+        processes_with_env(&state)
+    );
 }
 
 #[test]
@@ -45,7 +59,11 @@ fn sigkill_of_pitroom_leaves_no_fake_worker_or_background_job() {
 fn sigkill_of_pitroom_leaves_no_real_opencode_or_its_shell_job() {
     let w = World::new();
     let server = &w.server;
-    sigkill_leaves_no_survivor(&w.env, &w.repo, "sleep 313.7", &["start a job scenario:bgkill", "-t", "120s"], || {
-        server.chat_requests().len() >= 2
-    });
+    sigkill_leaves_no_survivor(
+        &w.env,
+        &w.repo,
+        "sleep 313.7",
+        &["start a job scenario:bgkill", "-t", "120s"],
+        || server.chat_requests().len() >= 2,
+    );
 }

@@ -100,8 +100,16 @@ fn read_question_is_answered_with_citations_in_project_paths() {
     assert!(stdout.contains("calc.py:7"), "{stdout}");
     let r = record(&w.env, &w.repo);
     let answer = r["answer"].as_str().expect("answer");
-    let project = w.repo.canonicalize().expect("canonical").display().to_string();
-    assert!(answer.contains(&format!("{project}/calc.py:5-7")), "copy path rewritten: {answer}");
+    let project = w
+        .repo
+        .canonicalize()
+        .expect("canonical")
+        .display()
+        .to_string();
+    assert!(
+        answer.contains(&format!("{project}/calc.py:5-7")),
+        "copy path rewritten: {answer}"
+    );
     assert!(!answer.contains("snapshots"), "{answer}");
     // Usage as OpenCode reported it: 800+43+7+200 then 500+30+1000.
     assert_eq!(r["tally"]["usage"]["input"], 1300);
@@ -119,8 +127,14 @@ fn read_question_is_answered_with_citations_in_project_paths() {
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert!(tools.contains(&"read") && !tools.contains(&"edit") && !tools.contains(&"write"), "{tools:?}");
-    assert!(!tools.contains(&"webfetch") && !tools.contains(&"task"), "{tools:?}");
+    assert!(
+        tools.contains(&"read") && !tools.contains(&"edit") && !tools.contains(&"write"),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&"webfetch") && !tools.contains(&"task"),
+        "{tools:?}"
+    );
 }
 
 #[test]
@@ -131,18 +145,48 @@ fn write_run_in_a_dirty_tree_records_only_the_workers_edits_and_reverts_byte_exa
     let out = w.run(&["-w", "fix divide scenario:edit", "-t", "90s"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r = record(&w.env, &w.repo);
-    let changed: Vec<&str> = r["changes"].as_array().expect("changes").iter().filter_map(|c| c["path"].as_str()).collect();
-    assert_eq!(changed, vec!["README.md", "calc.py", "new file é.txt"], "{r:#}");
-    let patch = std::fs::read_to_string(w.env.state.join("runs").join(r["id"].as_str().unwrap()).join("changes.patch")).expect("patch");
+    let changed: Vec<&str> = r["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
+    assert_eq!(
+        changed,
+        vec!["README.md", "calc.py", "new file é.txt"],
+        "{r:#}"
+    );
+    let patch = std::fs::read_to_string(
+        w.env
+            .state
+            .join("runs")
+            .join(r["id"].as_str().unwrap())
+            .join("changes.patch"),
+    )
+    .expect("patch");
     assert!(patch.contains("+worker line"), "{patch}");
-    assert!(!patch.contains("+user edit in progress"), "the user's own edit is not the worker's: {patch}");
-    assert!(!patch.contains("todo list"), "untracked user files stay out: {patch}");
+    assert!(
+        !patch.contains("+user edit in progress"),
+        "the user's own edit is not the worker's: {patch}"
+    );
+    assert!(
+        !patch.contains("todo list"),
+        "untracked user files stay out: {patch}"
+    );
     assert_ne!(fingerprint(&w.repo), before);
 
     let out = w.run(&["revert"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert_eq!(fingerprint(&w.repo), before, "every file byte-identical after revert");
-    assert_eq!(std::fs::read(w.repo.join(".git/index")).expect("index"), index_before, "the index is untouched");
+    assert_eq!(
+        fingerprint(&w.repo),
+        before,
+        "every file byte-identical after revert"
+    );
+    assert_eq!(
+        std::fs::read(w.repo.join(".git/index")).expect("index"),
+        index_before,
+        "the index is untouched"
+    );
     let out = w.run(&["revert"]);
     assert_eq!(code(&out), 3, "a second revert is refused: {}", text(&out));
 }
@@ -153,7 +197,11 @@ fn edit_attempted_in_read_mode_is_denied_and_the_tree_is_unchanged() {
     let before = fingerprint(&w.repo);
     let out = w.run(&["try to fix divide scenario:edit", "-t", "90s"]);
     let r = record(&w.env, &w.repo);
-    assert!(r["tally"]["denied_calls"].as_u64().unwrap_or(0) >= 1, "{r:#}\n{}", text(&out));
+    assert!(
+        r["tally"]["denied_calls"].as_u64().unwrap_or(0) >= 1,
+        "{r:#}\n{}",
+        text(&out)
+    );
     assert_eq!(r["read_only_violation"], false);
     assert!(r["changes"].as_array().is_some_and(|c| c.is_empty()));
     assert_eq!(fingerprint(&w.repo), before);
@@ -168,7 +216,11 @@ fn write_through_an_allowed_shell_command_in_read_mode_is_a_violation() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("READ-ONLY VIOLATION"), "{stdout}");
     assert!(stdout.contains("sneaky.txt"), "{stdout}");
-    assert_eq!(fingerprint(&w.repo), before, "the user's tree never saw the write");
+    assert_eq!(
+        fingerprint(&w.repo),
+        before,
+        "the user's tree never saw the write"
+    );
     // The spoiled copy is gone, so the next read run gets a clean one.
     let r = record(&w.env, &w.repo);
     assert!(!Path::new(r["copy"].as_str().expect("copy")).exists());
@@ -192,7 +244,12 @@ fn rate_limit_is_classified_as_rate_limited() {
     assert_eq!(code(&out), 1, "{}", text(&out));
     let r = record(&w.env, &w.repo);
     assert_eq!(r["failure"], "rate_limited", "{r:#}");
-    assert!(r["error"].as_str().is_some_and(|e| e.to_lowercase().contains("rate limit")), "{r:#}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.to_lowercase().contains("rate limit")),
+        "{r:#}"
+    );
 }
 
 #[test]
@@ -202,9 +259,17 @@ fn reply_without_finish_reason_is_stopped_by_the_watchdog() {
     let started = Instant::now();
     let out = w.run(&["loop scenario:nofinish", "-t", "120s"]);
     assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(started.elapsed() < Duration::from_secs(100), "the watchdog, not the timeout, ended it");
+    assert!(
+        started.elapsed() < Duration::from_secs(100),
+        "the watchdog, not the timeout, ended it"
+    );
     let r = record(&w.env, &w.repo);
-    assert!(r["error"].as_str().is_some_and(|e| e.contains("no progress")), "{r:#}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no progress")),
+        "{r:#}"
+    );
 }
 
 #[test]
@@ -230,11 +295,22 @@ fn follow_up_resumes_the_same_opencode_session() {
     let second = record(&w.env, &w.repo);
     assert_ne!(first["id"], second["id"]);
     assert_eq!(first["session"], second["session"]);
-    assert_eq!(first["copy"], second["copy"], "the follow-up reads the same snapshot");
+    assert_eq!(
+        first["copy"], second["copy"],
+        "the follow-up reads the same snapshot"
+    );
     // The model saw the whole conversation again.
     let last = w.server.chat_requests().last().cloned().expect("requests");
-    let roles: Vec<&str> = last["body"]["messages"].as_array().expect("messages").iter().filter_map(|m| m["role"].as_str()).collect();
-    assert!(roles.iter().filter(|r| **r == "user").count() >= 2, "{roles:?}");
+    let roles: Vec<&str> = last["body"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert!(
+        roles.iter().filter(|r| **r == "user").count() >= 2,
+        "{roles:?}"
+    );
 }
 
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
@@ -242,7 +318,8 @@ fn follow_up_resumes_the_same_opencode_session() {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned OpenCode changes"]
 fn record_opencode_fixtures() {
-    let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/opencode");
+    let out_dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/opencode");
     std::fs::create_dir_all(&out_dir).expect("fixture dir");
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?"]),
@@ -268,7 +345,11 @@ fn record_opencode_fixtures() {
         let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
         // Absolute temp paths make fixtures noisy; the parser does not depend on them.
         let root = w.env.root.display().to_string();
-        std::fs::write(out_dir.join(format!("{name}.jsonl")), events.replace(&root, "$ROOT")).expect("write");
+        std::fs::write(
+            out_dir.join(format!("{name}.jsonl")),
+            events.replace(&root, "$ROOT"),
+        )
+        .expect("write");
         let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
         let kept: String = stderr
             .lines()
