@@ -16,7 +16,7 @@ use pitroom_workers::{
     ToolOutcome, WorkerEvent,
 };
 
-use crate::home::{process_start_time, Home, HomeError, WriterLock};
+use crate::home::{Home, HomeError, WriterLock};
 use crate::record::{ChangedFile, RunRecord, RunSpec, RunState};
 use crate::{prompt, receipt, report};
 
@@ -296,7 +296,7 @@ impl Engine {
         let adapter = self.adapter(&record.spec.backend)?;
         let pid = std::process::id();
         record.pid = Some(pid);
-        record.pid_start = process_start_time(pid);
+        record.pid_start = pitroom_proc::process_start_time(pid as i32);
         record.state = RunState::Running;
         record.started_at = Some(jiff::Timestamp::now().to_string());
         self.save(record)?;

@@ -5,6 +5,8 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use pitroom_proc::{is_running, process_start_time};
+
 use crate::record::{RunRecord, RunState};
 
 #[derive(Debug, thiserror::Error)]
@@ -171,9 +173,10 @@ pub fn supervisor_alive(record: &RunRecord) -> bool {
         // Not yet claimed by a supervisor: a fresh queued record; give it the benefit.
         return record.state == RunState::Queued && fresh(record);
     };
+    let pid = pid as i32;
     match (process_start_time(pid), record.pid_start) {
-        (Some(now), Some(then)) => now == then && !is_zombie(pid),
-        (Some(_), None) => !is_zombie(pid),
+        (Some(now), Some(then)) => now == then && is_running(pid),
+        (Some(_), None) => is_running(pid),
         (None, _) => false,
     }
 }
@@ -184,23 +187,6 @@ fn fresh(record: &RunRecord) -> bool {
         .parse::<jiff::Timestamp>()
         .map(|t| jiff::Timestamp::now().duration_since(t).as_secs() < 30)
         .unwrap_or(false)
-}
-
-/// A process's start time in clock ticks since boot, from `/proc/<pid>/stat`.
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = text.get(text.rfind(')')? + 2..)?;
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|t| {
-            t.rfind(')')
-                .and_then(|i| t.get(i + 2..i + 3).map(|s| s == "Z"))
-        })
-        .unwrap_or(true)
 }
 
 /// The per-repository writer lock: an `flock` the kernel releases when its holder dies, so a

@@ -15,15 +15,29 @@ pub struct ProcId {
     pub start: u64,
 }
 
+/// The fields of `/proc/<pid>/stat` after the command name, which is in parentheses and may
+/// itself contain spaces and parentheses.
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = text.get(text.rfind(')')? + 2..)?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
 /// `(ppid, starttime)` from `/proc/<pid>/stat`.
 fn stat(pid: i32) -> Option<(i32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may contain spaces: split after the last ')'.
-    let rest = &text[text.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ppid = fields.get(1)?.parse().ok()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((ppid, start))
+    let fields = stat_fields(pid)?;
+    Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+/// A process's start time in clock ticks since boot: with the pid, it names one process even
+/// after the pid is reused.
+pub fn process_start_time(pid: i32) -> Option<u64> {
+    stat(pid).map(|(_, start)| start)
+}
+
+/// Whether `pid` is running (exists and is not a zombie waiting to be reaped).
+pub fn is_running(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
 }
 
 /// Every live descendant of `root`, parents before children.
@@ -151,19 +165,7 @@ pub fn terminate_descendants(grace: Duration) -> Vec<(i32, WaitStatus)> {
 
 /// Drops zombies: they are dead and only wait to be reaped.
 fn live(procs: Vec<ProcId>) -> Vec<ProcId> {
-    procs
-        .into_iter()
-        .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{}/stat", p.pid))
-                .ok()
-                .and_then(|t| {
-                    t.rfind(')')
-                        .and_then(|i| t.get(i + 2..i + 3))
-                        .map(|s| s != "Z")
-                })
-                .unwrap_or(false)
-        })
-        .collect()
+    procs.into_iter().filter(|p| is_running(p.pid)).collect()
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@ mod run;
 mod show;
 mod wait;
 
-use pitroom_core::Home;
+use pitroom_core::{exit, Home, RunRecord};
+
+use crate::output;
 
 use crate::cli::{Cli, Command};
 
@@ -31,4 +33,17 @@ pub fn env_lookup(name: &str) -> Option<String> {
 
 pub fn home() -> Home {
     Home::locate(&env_lookup)
+}
+
+/// Resolves a run reference (id, prefix, `last`, or the latest) and loads its settled record;
+/// on failure, prints one line and returns the exit code.
+pub fn load_run(home: &Home, given: Option<&str>) -> Result<RunRecord, i32> {
+    let id = home.resolve(given).map_err(|e| {
+        output::error(e);
+        exit::USAGE
+    })?;
+    home.load_settled(&id).map_err(|e| {
+        output::error(e);
+        exit::REFUSED
+    })
 }

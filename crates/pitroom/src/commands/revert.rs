@@ -8,20 +8,11 @@ use crate::output;
 
 pub fn revert(args: RevertArgs) -> i32 {
     let home = super::home();
-    let id = match home.resolve(args.run.as_deref()) {
-        Ok(id) => id,
-        Err(e) => {
-            output::error(e);
-            return exit::USAGE;
-        }
-    };
-    let mut record = match home.load_settled(&id) {
+    let mut record = match super::load_run(&home, args.run.as_deref()) {
         Ok(r) => r,
-        Err(e) => {
-            output::error(e);
-            return exit::REFUSED;
-        }
+        Err(code) => return code,
     };
+    let id = record.id.clone();
     match revert_run(&home, &mut record) {
         Ok(n) => {
             if args.json {

@@ -9,20 +9,11 @@ use crate::output;
 
 pub fn show(args: ShowArgs) -> i32 {
     let home = super::home();
-    let id = match home.resolve(args.run.as_deref()) {
-        Ok(id) => id,
-        Err(e) => {
-            output::error(e);
-            return exit::USAGE;
-        }
-    };
-    let record = match home.load_settled(&id) {
+    let record = match super::load_run(&home, args.run.as_deref()) {
         Ok(r) => r,
-        Err(e) => {
-            output::error(e);
-            return exit::REFUSED;
-        }
+        Err(code) => return code,
     };
+    let id = record.id.clone();
     let dir = home.run_dir(&id);
     if args.json {
         output::json(&record);

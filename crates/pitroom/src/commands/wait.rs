@@ -3,21 +3,10 @@
 use std::time::{Duration, Instant};
 
 use pitroom_core::duration::parse_duration;
-use pitroom_core::{exit, report, Home, RunRecord};
+use pitroom_core::{exit, report, RunRecord};
 
 use crate::cli::{StatusArgs, WaitArgs};
 use crate::output;
-
-fn load(home: &Home, given: Option<&str>) -> Result<RunRecord, i32> {
-    let id = home.resolve(given).map_err(|e| {
-        output::error(e);
-        exit::USAGE
-    })?;
-    home.load_settled(&id).map_err(|e| {
-        output::error(e);
-        exit::REFUSED
-    })
-}
 
 fn print(record: &RunRecord, json: bool, brief: bool) {
     if json {
@@ -31,7 +20,7 @@ fn print(record: &RunRecord, json: bool, brief: bool) {
 
 pub fn status(args: StatusArgs) -> i32 {
     let home = super::home();
-    match load(&home, args.run.as_deref()) {
+    match super::load_run(&home, args.run.as_deref()) {
         Ok(record) => {
             print(&record, args.json, false);
             record.exit_code()
@@ -51,7 +40,7 @@ pub fn wait(args: WaitArgs) -> i32 {
     let home = super::home();
     let deadline = Instant::now() + limit;
     loop {
-        let record = match load(&home, args.run.as_deref()) {
+        let record = match super::load_run(&home, args.run.as_deref()) {
             Ok(r) => r,
             Err(code) => return code,
         };

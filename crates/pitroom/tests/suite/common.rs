@@ -9,10 +9,9 @@ use serde_json::Value;
 
 pub const PITROOM: &str = env!("CARGO_BIN_EXE_pitroom");
 
-/// The fake worker binary, built alongside the tests.
+/// The fake worker binary (built by the test kit on first use).
 pub fn fake_worker() -> PathBuf {
-    let dir = Path::new(PITROOM).parent().expect("bin dir");
-    dir.join("pitroom-fake-worker")
+    pitroom_testkit::fake_worker_bin()
 }
 
 /// A test environment whose OpenCode is the fake worker running `script`.
@@ -54,58 +53,33 @@ pub fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     check()
 }
 
+/// Pids of live processes whose `/proc/<pid>/<file>` (`cmdline`, `environ`) contains `needle`,
+/// this test process excepted.
+fn processes_where(file: &str, needle: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/{file}")).is_ok_and(|raw| {
+                String::from_utf8_lossy(&raw)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+        })
+        .filter(|pid| pitroom_proc::is_running(*pid))
+        .collect()
+}
+
 /// Pids of processes whose command line contains `needle`.
 pub fn processes_with_cmdline(needle: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if cmdline.contains(needle) && !is_zombie(pid) {
-            found.push(pid);
-        }
-    }
-    found
+    processes_where("cmdline", needle)
 }
 
 /// Pids of processes whose environment mentions `needle` (the test's own state dir).
 pub fn processes_with_env(needle: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() as i32 {
-            continue;
-        }
-        let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&raw).contains(needle) && !is_zombie(pid) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-fn is_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|t| {
-            t.rfind(')')
-                .and_then(|i| t.get(i + 2..i + 3).map(|s| s == "Z"))
-        })
-        .unwrap_or(true)
+    processes_where("environ", needle)
 }
