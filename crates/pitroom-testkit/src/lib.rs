@@ -24,7 +24,14 @@ pub fn fake_worker_bin() -> std::path::PathBuf {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let release = profile_dir.file_name().is_some_and(|n| n == "release");
             let mut cmd = std::process::Command::new(cargo);
-            cmd.args(["build", "--quiet", "-p", "pitroom-testkit", "--bin", "pitroom-fake-worker"]);
+            cmd.args([
+                "build",
+                "--quiet",
+                "-p",
+                "pitroom-testkit",
+                "--bin",
+                "pitroom-fake-worker",
+            ]);
             if release {
                 cmd.arg("--release");
             }
