@@ -524,7 +524,17 @@ impl Engine {
         ending: Ending,
     ) -> Result<(), EngineError> {
         record.tally = stream.tally.clone();
-        record.answer = stream.answer().map(|a| match (&tree.copy, &tree.repo) {
+        let raw_answer = stream.answer();
+        // Citations are checked against the tree the worker saw (its copy, for a read run).
+        if let Some(answer) = &raw_answer {
+            let root = tree
+                .copy
+                .clone()
+                .or_else(|| tree.repo.as_ref().map(|r| r.toplevel.clone()))
+                .unwrap_or_else(|| tree.workdir.clone());
+            record.refs = Some(check_refs(answer, &root, tree));
+        }
+        record.answer = raw_answer.map(|a| match (&tree.copy, &tree.repo) {
             (Some(copy), Some(repo)) => rewrite_paths(&a, copy, &repo.toplevel),
             _ => a,
         });
@@ -889,6 +899,24 @@ fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
             let _ = std::fs::remove_file(link);
             let _ = std::os::unix::fs::symlink(target, link);
         }
+    }
+}
+
+/// Verifies the answer's citations under `root` and words the bad ones in project paths.
+fn check_refs(answer: &str, root: &Path, tree: &TreeSetup) -> crate::record::Refs {
+    let report = crate::citations::verify(answer, root);
+    let bad = report
+        .bad()
+        .take(20)
+        .map(|c| match (&tree.copy, &tree.repo) {
+            (Some(copy), Some(repo)) => rewrite_paths(&c.reason(), copy, &repo.toplevel),
+            _ => c.reason(),
+        })
+        .collect();
+    crate::record::Refs {
+        verified: report.verified,
+        total: report.total,
+        bad,
     }
 }
 

@@ -5,6 +5,7 @@
 //! judge → receipt), the prompt contract and the report. Knows no particular CLI's flags: those
 //! live in `pitroom-workers`.
 
+pub mod citations;
 pub mod config;
 pub mod duration;
 pub mod engine;

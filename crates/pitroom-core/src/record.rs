@@ -79,6 +79,15 @@ pub struct Tally {
     pub cost: Option<f64>,
 }
 
+/// How the answer's `path:line` citations checked out on disk.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Refs {
+    pub verified: u32,
+    pub total: u32,
+    /// One line per citation that did not check out, with the reason.
+    pub bad: Vec<String>,
+}
+
 /// The receipt, as printed and stored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
@@ -132,6 +141,8 @@ pub struct RunRecord {
     #[serde(default)]
     pub warnings: Vec<String>,
     pub receipt: Option<Receipt>,
+    /// Citation check of the answer (PRODUCT.md §10).
+    pub refs: Option<Refs>,
     #[serde(default)]
     pub reverted: bool,
     /// Pitroom's own peak resident memory while supervising, in KiB.
@@ -168,6 +179,7 @@ impl RunRecord {
             last: None,
             warnings: Vec::new(),
             receipt: None,
+            refs: None,
             reverted: false,
             supervisor_peak_kb: None,
         }

@@ -54,6 +54,28 @@ pub fn body(record: &RunRecord, color: bool) -> String {
 /// The full report: body, receipt and next steps.
 pub fn render(record: &RunRecord, color: bool) -> String {
     let mut out = body(record, color);
+    if let Some(refs) = record.refs.as_ref().filter(|r| r.total > 0) {
+        let mut line = format!("── refs: {}/{} verified", refs.verified, refs.total);
+        if !refs.bad.is_empty() {
+            line.push_str(" · bad:");
+        }
+        let _ = writeln!(
+            out,
+            "{}",
+            paint(
+                color,
+                if refs.bad.is_empty() {
+                    green()
+                } else {
+                    yellow()
+                },
+                &line
+            )
+        );
+        for bad in &refs.bad {
+            let _ = writeln!(out, "   {bad}");
+        }
+    }
     if let Some(r) = &record.receipt {
         let _ = writeln!(out, "── receipt: {}", receipt_line(record, r));
     }

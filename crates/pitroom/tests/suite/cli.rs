@@ -531,3 +531,17 @@ fn report_has_no_ansi_when_not_a_terminal_and_json_is_the_record() {
     let ls = env.run(&dir, &["ls"]);
     assert_eq!(String::from_utf8_lossy(&ls.stdout).lines().count(), 2);
 }
+
+#[test]
+fn citations_are_checked_and_bad_ones_listed_with_reasons() {
+    let env = fake_env(answer("SUMMARY: see calc.py:5 and calc.py:999 and `nowhere` in src/lib.rs:1"));
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["where?"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("── refs: 1/3 verified · bad:"), "{stdout}");
+    assert!(stdout.contains("calc.py:999"), "{stdout}");
+    let r = record(&env, &repo);
+    assert_eq!(r["refs"]["verified"], 1);
+    assert_eq!(r["refs"]["bad"].as_array().map(Vec::len), Some(2), "{r:#}");
+}

@@ -111,6 +111,9 @@ fn read_question_is_answered_with_citations_in_project_paths() {
         "copy path rewritten: {answer}"
     );
     assert!(!answer.contains("snapshots"), "{answer}");
+    assert_eq!(r["refs"]["total"], 2, "{r:#}");
+    assert_eq!(r["refs"]["verified"], 2, "{r:#}");
+    assert!(stdout.contains("── refs: 2/2 verified"), "{stdout}");
     // Usage as OpenCode reported it: 800+43+7+200 then 500+30+1000.
     assert_eq!(r["tally"]["usage"]["input"], 1300);
     assert_eq!(r["tally"]["usage"]["cache_read"], 1200);
