@@ -77,6 +77,7 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     ),
     ("price", Kind::Text, Some("PITROOM_PRICE"), None),
     ("link", Kind::TextList, None, None),
+    ("verify_timeout", Kind::Duration, None, Some("15m")),
     ("web", Kind::Bool, None, Some("false")),
     (
         "max_parallel",

@@ -128,11 +128,6 @@ impl Engine {
                 "the task is empty; give it as an argument, with --task-file, or as - to read stdin".into(),
             ));
         }
-        if spec.mode == Mode::Isolate {
-            return Err(EngineError::Refused(
-                "isolate mode (-i) is not available in this version; use -w for in-place edits that `pitroom revert` can undo".into(),
-            ));
-        }
         let adapter = self.adapter(&spec.backend)?;
         if spec.parent.is_some() && !adapter.can_resume() {
             return Err(EngineError::Refused(format!(
@@ -149,6 +144,12 @@ impl Engine {
         // Fail now, not in the background, when the CLI is missing.
         self.probe_invocation(adapter.as_ref(), &spec)?;
         let repo = Repo::discover(&spec.dir)?;
+        if repo.is_none() && spec.mode == Mode::Isolate {
+            return Err(EngineError::Refused(format!(
+                "{} is not in a git repository; isolate mode copies a repository's current state. Use -w --allow-non-git to edit in place",
+                spec.dir.display()
+            )));
+        }
         if repo.is_none() && spec.mode == Mode::Write && !spec.allow_non_git {
             return Err(EngineError::Refused(format!(
                 "{} is not in a git repository, so a write run could not be reverted; pass --allow-non-git to edit it anyway",
@@ -169,6 +170,8 @@ impl Engine {
             _ => None,
         };
         let id = self.home.create_run_dir()?;
+        // Kept for the hint that re-runs the task (apply conflicts, timeouts).
+        let _ = std::fs::write(self.home.run_dir(&id).join("task.md"), &spec.task);
         let mut record = RunRecord::new(id, spec, jiff::Timestamp::now().to_string());
         record.repo = repo.map(|r| r.toplevel);
         if record.repo.is_none() {
@@ -368,70 +371,101 @@ impl Engine {
         let dir = record.spec.dir.clone();
         let Some(repo) = Repo::discover(&dir)? else {
             record.workdir = Some(dir.clone());
-            return Ok(TreeSetup {
-                workdir: dir,
-                repo: None,
-                copy: None,
-                _lease: None,
-            });
+            return Ok(TreeSetup::in_place(dir, None));
         };
         let relative = dir
             .strip_prefix(&repo.toplevel)
             .unwrap_or(Path::new(""))
             .to_path_buf();
+        let base_index = run_dir.join("base.index");
         match record.spec.mode {
             Mode::Read => {
                 // A follow-up reads the very same state as the run it continues.
                 let base = match parent.and_then(|p| p.base_tree.clone()) {
                     Some(tree) => tree,
-                    None => {
-                        pitroom_git::snapshot(
-                            &repo.git_dir,
-                            &repo.toplevel,
-                            &repo.index,
-                            &run_dir.join("base.index"),
-                        )?
-                        .tree
-                    }
+                    None => self.read_snapshot(record, &repo, &base_index)?,
                 };
                 let lease = pitroom_git::ensure_read_copy(&repo, &base, &self.home.snapshots())?;
                 let copy = lease.dir.clone();
-                let workdir = if relative.as_os_str().is_empty() {
-                    copy.clone()
-                } else {
-                    copy.join(&relative)
-                };
-                if !workdir.is_dir() {
-                    std::fs::create_dir_all(&workdir)
-                        .map_err(io("creating the work dir in the read copy"))?;
-                }
                 record.base_tree = Some(base);
-                record.copy = Some(copy.clone());
-                record.workdir = Some(workdir.clone());
-                Ok(TreeSetup {
-                    workdir,
-                    repo: Some(repo),
-                    copy: Some(copy),
-                    _lease: Some(lease),
-                })
+                let mut setup = TreeSetup::in_copy(copy, &relative, repo, false)?;
+                setup._lease = Some(lease);
+                record.copy = setup.copy.clone();
+                record.workdir = Some(setup.workdir.clone());
+                Ok(setup)
             }
-            Mode::Write | Mode::Isolate => {
-                let base = pitroom_git::snapshot(
-                    &repo.git_dir,
-                    &repo.toplevel,
-                    &repo.index,
-                    &run_dir.join("base.index"),
-                )?;
+            Mode::Isolate => {
+                let (base, copy) = match parent {
+                    // A follow-up works on in the same copy; the patch accumulates.
+                    Some(p) => {
+                        let copy = p.copy.clone().filter(|c| c.join(".git").is_dir()).ok_or_else(|| {
+                            EngineError::Refused(format!(
+                                "the isolated copy of run {} is gone (applied or discarded); start a new run",
+                                p.id
+                            ))
+                        })?;
+                        (p.base_tree.clone().unwrap_or_default(), copy)
+                    }
+                    None => {
+                        let base = pitroom_git::snapshot(
+                            &repo.git_dir,
+                            &repo.toplevel,
+                            &repo.index,
+                            &base_index,
+                        )?
+                        .tree;
+                        let copy = self.home.copies().join(&record.id);
+                        pitroom_git::build_copy(&repo, &base, &copy)?;
+                        link_paths(record, &repo.toplevel, &copy);
+                        (base, copy)
+                    }
+                };
+                record.base_tree = Some(base);
+                let setup = TreeSetup::in_copy(copy, &relative, repo, true)?;
+                record.copy = setup.copy.clone();
+                record.workdir = Some(setup.workdir.clone());
+                Ok(setup)
+            }
+            Mode::Write => {
+                let base =
+                    pitroom_git::snapshot(&repo.git_dir, &repo.toplevel, &repo.index, &base_index)?;
                 record.base_tree = Some(base.tree);
                 record.workdir = Some(dir.clone());
-                Ok(TreeSetup {
-                    workdir: dir,
-                    repo: Some(repo),
-                    copy: None,
-                    _lease: None,
-                })
+                Ok(TreeSetup::in_place(dir, Some(repo)))
             }
         }
+    }
+
+    /// The "before" snapshot of a read run: the user's current state minus secret-looking files,
+    /// which never reach the read copy.
+    fn read_snapshot(
+        &self,
+        record: &mut RunRecord,
+        repo: &Repo,
+        index: &Path,
+    ) -> Result<String, EngineError> {
+        let is_secret = |p: &str| crate::secrets::is_secret_path(p);
+        let options = pitroom_git::SnapshotOptions {
+            exclude: &[],
+            drop: Some(&is_secret),
+        };
+        let snap = pitroom_git::snapshot_with(
+            &repo.git_dir,
+            &repo.toplevel,
+            &repo.index,
+            index,
+            &options,
+        )?;
+        if !snap.dropped.is_empty() {
+            let shown: Vec<&str> = snap.dropped.iter().take(5).map(String::as_str).collect();
+            record.warnings.push(format!(
+                "{} secret-looking file(s) kept out of the worker's copy: {}{}",
+                snap.dropped.len(),
+                shown.join(", "),
+                if snap.dropped.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        Ok(snap.tree)
     }
 
     /// Runs the keeper and streams the worker's events until it ends, is stopped, times out or
@@ -543,6 +577,9 @@ impl Engine {
             std::fs::write(run_dir.join("answer.md"), answer).map_err(io("writing answer.md"))?;
         }
         self.judge(record, run_dir, adapter, stream, ending);
+        if record.state == RunState::Done {
+            self.run_verify(record, run_dir, tree);
+        }
         let primary = receipt::resolve_primary(&record.spec.primary, record.spec.price.as_deref());
         if let Some(w) = primary.1 {
             record.warnings.push(w);
@@ -550,6 +587,102 @@ impl Engine {
         let body = report::body(record, false);
         record.receipt = Some(receipt::receipt(&record.tally, &body, &primary.0));
         Ok(())
+    }
+
+    /// Runs `--verify` in the worker's directory with a time limit, through a keeper so nothing
+    /// it starts survives. A failure fails the run (exit 6); the output is kept in verify.log.
+    fn run_verify(&self, record: &mut RunRecord, run_dir: &Path, tree: &TreeSetup) {
+        let Some(command) = record.spec.verify.clone() else {
+            return;
+        };
+        let log_path = run_dir.join("verify.log");
+        let mut env: Vec<(OsString, OsString)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect();
+        env.push(("PITROOM_ACTIVE".into(), "1".into()));
+        let spec = KeeperSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), format!("exec 2>&1\n{command}").into()],
+            cwd: tree.workdir.clone(),
+            stdin_file: None,
+            stderr_file: log_path.clone(),
+            env,
+            grace: GRACE,
+        };
+        let limit = Duration::from_secs_f64(record.spec.verify_timeout_secs);
+        let started = Instant::now();
+        let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        let mut timed_out = false;
+        let code = match spawn_keeper(&self.exe, &spec) {
+            Ok(mut keeper) => {
+                let lines = read_lines(keeper.stdout.take());
+                let mut log = File::create(&log_path).ok();
+                let mut keep = |line: Vec<u8>| {
+                    if let Some(f) = log.as_mut() {
+                        let _ = f.write_all(&line);
+                        let _ = f.write_all(b"\n");
+                    }
+                    tail.push_back(String::from_utf8_lossy(&line).into_owned());
+                    if tail.len() > 25 {
+                        tail.pop_front();
+                    }
+                };
+                let code = loop {
+                    match lines.recv_timeout(Duration::from_millis(50)) {
+                        Ok(line) => {
+                            keep(line);
+                            continue;
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => {
+                            break keeper.wait_bounded(GRACE + Duration::from_secs(5))
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    }
+                    if let Some(code) = keeper.try_wait() {
+                        break code;
+                    }
+                    if started.elapsed() >= limit {
+                        timed_out = true;
+                        keeper.request_stop();
+                        break keeper.wait_bounded(GRACE + Duration::from_secs(5));
+                    }
+                };
+                let drain_until = Instant::now() + Duration::from_secs(1);
+                while let Ok(line) =
+                    lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+                {
+                    keep(line);
+                }
+                Some(code)
+            }
+            Err(e) => {
+                tail.push_back(e.to_string());
+                None
+            }
+        };
+        let passed = !timed_out && code == Some(0);
+        let outcome = crate::record::VerifyOutcome {
+            command: command.clone(),
+            passed,
+            exit_code: code.filter(|_| !timed_out),
+            timed_out,
+            duration_ms: started.elapsed().as_millis() as u64,
+            tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
+        };
+        if !passed {
+            record.state = RunState::Failed;
+            record.error = Some(match (timed_out, code) {
+                (true, _) => format!(
+                    "--verify timed out after {}: {command}",
+                    crate::duration::format_duration(limit)
+                ),
+                (false, Some(c)) => format!("--verify failed (exit {c}): {command}"),
+                (false, None) => format!("--verify could not run: {command}"),
+            });
+        }
+        record.verify = Some(outcome);
     }
 
     fn capture_changes(
@@ -571,17 +704,27 @@ impl Engine {
             ),
             (None, None) => return Ok(()),
         };
-        let after =
-            pitroom_git::snapshot(&git_dir, &work_tree, &seed, &run_dir.join("after.index"))?;
+        let options = pitroom_git::SnapshotOptions {
+            exclude: &record.spec.link,
+            drop: None,
+        };
+        let after = pitroom_git::snapshot_with(
+            &git_dir,
+            &work_tree,
+            &seed,
+            &run_dir.join("after.index"),
+            &options,
+        )?;
         record.after_tree = Some(after.tree.clone());
-        let changes = pitroom_git::diff_trees(&git_dir, &base, &after.tree)?;
+        // An isolated patch is applied later: a move must stay a move, not a deletion to allow.
+        let changes = pitroom_git::diff_trees(&git_dir, &base, &after.tree, tree.isolated)?;
+        if tree.copy.is_some() {
+            // The copy's own index was written while its files were checked out, so git sees
+            // every entry as racily clean and re-hashes them all; the fresh index of this
+            // snapshot makes the next check a stat walk.
+            let _ = std::fs::rename(&after.index, &seed);
+        }
         if changes.is_empty() {
-            if tree.copy.is_some() {
-                // The copy's own index was written while its files were checked out, so git
-                // sees every entry as racily clean and re-hashes all of them; the fresh index
-                // of this unchanged snapshot makes the next run's check a stat walk.
-                let _ = std::fs::rename(&after.index, &seed);
-            }
             return Ok(());
         }
         std::fs::write(run_dir.join("changes.patch"), &changes.patch)
@@ -592,6 +735,7 @@ impl Engine {
             .map(|f| ChangedFile {
                 status: f.status.letter(),
                 path: f.path.clone(),
+                old_path: f.old_path.clone(),
                 added: f.added,
                 deleted: f.deleted,
             })
@@ -607,7 +751,7 @@ impl Engine {
             .map(|c| c.path.clone())
             .filter(|p| !reported.contains(p))
             .collect();
-        if let Some(copy) = &tree.copy {
+        if let (Some(copy), false) = (&tree.copy, tree.isolated) {
             // Whatever the events claim, the tree says the worker wrote. The shared copy is
             // spoiled for other runs: remove it so the next run builds a clean one.
             record.read_only_violation = true;
@@ -714,9 +858,88 @@ pub const SUPERVISE_SUBCOMMAND: &str = "__supervise";
 struct TreeSetup {
     workdir: PathBuf,
     repo: Option<Repo>,
+    /// The copy the worker runs in (a read copy, or an isolated copy).
     copy: Option<PathBuf>,
-    /// Keeps the read copy from being recycled or pruned while the run uses it.
+    isolated: bool,
+    /// Keeps a read copy from being recycled or pruned while the run uses it.
     _lease: Option<pitroom_git::CopyLease>,
+}
+
+impl TreeSetup {
+    fn in_place(dir: PathBuf, repo: Option<Repo>) -> TreeSetup {
+        TreeSetup {
+            workdir: dir,
+            repo,
+            copy: None,
+            isolated: false,
+            _lease: None,
+        }
+    }
+
+    /// The worker runs in the same sub-directory of `copy` that the user asked for.
+    fn in_copy(
+        copy: PathBuf,
+        relative: &Path,
+        repo: Repo,
+        isolated: bool,
+    ) -> Result<TreeSetup, EngineError> {
+        let workdir = if relative.as_os_str().is_empty() {
+            copy.clone()
+        } else {
+            copy.join(relative)
+        };
+        if !workdir.is_dir() {
+            std::fs::create_dir_all(&workdir).map_err(io("creating the work dir in the copy"))?;
+        }
+        Ok(TreeSetup {
+            workdir,
+            repo: Some(repo),
+            copy: Some(copy),
+            isolated,
+            _lease: None,
+        })
+    }
+}
+
+/// Makes `--link`ed paths (ignored dependency or build folders) available in an isolated copy
+/// as copies of their own — copy-on-write where the file system can (`cp --reflink=auto`) — so
+/// the worker can never write into the user's originals.
+fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) {
+    for rel in record.spec.link.clone() {
+        let source = top.join(&rel);
+        let dest = copy.join(&rel);
+        if !source.exists() {
+            record
+                .warnings
+                .push(format!("--link {rel}: not found in the project; skipped"));
+            continue;
+        }
+        if dest.exists() {
+            record.warnings.push(format!(
+                "--link {rel}: tracked by git, so the copy has it already"
+            ));
+            continue;
+        }
+        if let Some(parent) = dest.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let copied = std::process::Command::new("cp")
+            .args(["-a", "--reflink=auto"])
+            .arg(&source)
+            .arg(&dest)
+            .stdin(std::process::Stdio::null())
+            .output();
+        match copied {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => record.warnings.push(format!(
+                "--link {rel}: copy failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => record
+                .warnings
+                .push(format!("--link {rel}: could not run cp: {e}")),
+        }
+    }
 }
 
 /// What the supervisor learned from the event stream.
@@ -985,6 +1208,10 @@ mod tests {
             parent: None,
             primary: "sonnet".into(),
             price: None,
+            group: None,
+            link: Vec::new(),
+            verify: None,
+            verify_timeout_secs: 60.0,
         };
         RunRecord::new("x".into(), spec, "now".into())
     }

@@ -64,6 +64,11 @@ impl Home {
         self.run_dir(id).join("record.json")
     }
 
+    /// Isolated copies, one per isolate run.
+    pub fn copies(&self) -> PathBuf {
+        self.root.join("copies")
+    }
+
     pub fn snapshots(&self) -> PathBuf {
         self.root.join("snapshots")
     }

@@ -11,11 +11,13 @@ pub mod duration;
 pub mod engine;
 pub mod exit;
 pub mod home;
+pub mod isolate;
 pub mod prompt;
 pub mod receipt;
 pub mod record;
 pub mod report;
 pub mod revert;
+pub mod secrets;
 pub mod target;
 
 pub use engine::{Engine, EngineError, Observer, Prepared, Silent, SUPERVISE_SUBCOMMAND};

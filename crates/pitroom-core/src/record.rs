@@ -42,6 +42,9 @@ impl RunState {
 pub struct ChangedFile {
     pub status: char,
     pub path: String,
+    /// Where a renamed file came from.
+    #[serde(default)]
+    pub old_path: Option<String>,
     pub added: Option<u64>,
     pub deleted: Option<u64>,
 }
@@ -65,6 +68,34 @@ pub struct RunSpec {
     pub parent: Option<String>,
     pub primary: String,
     pub price: Option<String>,
+    /// A group the run belongs to (`-g`), for `apply -g`.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Isolate: ignored paths made available in the copy (`--link`).
+    #[serde(default)]
+    pub link: Vec<String>,
+    /// A command run after the worker (`--verify`); its failure fails the run (exit 6).
+    #[serde(default)]
+    pub verify: Option<String>,
+    #[serde(default = "default_verify_timeout")]
+    pub verify_timeout_secs: f64,
+}
+
+fn default_verify_timeout() -> f64 {
+    900.0
+}
+
+/// The outcome of `--verify`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerifyOutcome {
+    pub command: String,
+    pub passed: bool,
+    /// The command's exit code; `None` when it was stopped at its time limit.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    /// The last lines of its output (all of it is in verify.log).
+    pub tail: String,
 }
 
 /// Counters the receipt is computed from.
@@ -145,6 +176,13 @@ pub struct RunRecord {
     pub refs: Option<Refs>,
     #[serde(default)]
     pub reverted: bool,
+    /// Isolate: the patch was applied to the user's tree.
+    #[serde(default)]
+    pub applied: bool,
+    /// Isolate: the copy was discarded (the patch is kept).
+    #[serde(default)]
+    pub discarded: bool,
+    pub verify: Option<VerifyOutcome>,
     /// Pitroom's own peak resident memory while supervising, in KiB.
     pub supervisor_peak_kb: Option<u64>,
 }
@@ -181,6 +219,9 @@ impl RunRecord {
             receipt: None,
             refs: None,
             reverted: false,
+            applied: false,
+            discarded: false,
+            verify: None,
             supervisor_peak_kb: None,
         }
     }
@@ -192,8 +233,14 @@ impl RunRecord {
             RunState::Done => crate::exit::OK,
             RunState::Timeout => crate::exit::TIMEOUT,
             RunState::Failed if self.read_only_violation => crate::exit::READ_ONLY_VIOLATION,
+            RunState::Failed if self.verify_failed() => crate::exit::VERIFY_FAILED,
             RunState::Failed | RunState::Stopped => crate::exit::FAILED,
         }
+    }
+
+    /// Whether `--verify` ran and failed.
+    pub fn verify_failed(&self) -> bool {
+        self.verify.as_ref().is_some_and(|v| !v.passed)
     }
 
     pub fn read(path: &Path) -> std::io::Result<RunRecord> {

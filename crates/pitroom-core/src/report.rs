@@ -76,6 +76,29 @@ pub fn render(record: &RunRecord, color: bool) -> String {
             let _ = writeln!(out, "   {bad}");
         }
     }
+    if let Some(v) = &record.verify {
+        let took = format_duration(Duration::from_millis(v.duration_ms));
+        let verdict = match (v.passed, v.timed_out, v.exit_code) {
+            (true, ..) => format!("✔ passed in {took}"),
+            (false, true, _) => format!("✘ timed out after {took}"),
+            (false, false, Some(c)) => format!("✘ failed (exit {c}) in {took}"),
+            (false, false, None) => "✘ could not run".to_string(),
+        };
+        let _ = writeln!(out, "── verify: {verdict}: {}", v.command);
+        if !v.passed {
+            for line in v
+                .tail
+                .lines()
+                .rev()
+                .take(10)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                let _ = writeln!(out, "   | {line}");
+            }
+        }
+    }
     if let Some(r) = &record.receipt {
         let _ = writeln!(out, "── receipt: {}", receipt_line(record, r));
     }
@@ -113,6 +136,8 @@ fn header(record: &RunRecord, color: bool) -> String {
     };
     let state = if record.read_only_violation {
         "failed · READ-ONLY VIOLATION".to_string()
+    } else if record.verify_failed() {
+        "failed · verify failed".to_string()
     } else {
         record.state.as_str().to_string()
     };
@@ -154,6 +179,12 @@ fn changes(out: &mut String, record: &RunRecord, color: bool) {
     let deleted: u64 = record.changes.iter().filter_map(|c| c.deleted).sum();
     let place = if record.read_only_violation {
         "made in a read-only run — discarded, your tree is untouched"
+    } else if record.spec.mode == pitroom_workers::Mode::Isolate {
+        if record.applied {
+            "applied to your working tree"
+        } else {
+            "in the isolated copy, NOT applied yet"
+        }
     } else {
         "in your working tree"
     };
@@ -169,9 +200,14 @@ fn changes(out: &mut String, record: &RunRecord, color: bool) {
         } else {
             ""
         };
+        let from = c
+            .old_path
+            .as_deref()
+            .map(|o| format!("{o} → "))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "   {} {}{mark}",
+            "   {} {from}{}{mark}",
             paint(color, status_style(c.status), &c.status.to_string()),
             c.path
         );
@@ -227,8 +263,24 @@ fn hints(out: &mut String, record: &RunRecord) {
     }
     if !record.changes.is_empty() && !record.read_only_violation {
         let _ = writeln!(out, "── review: pitroom show --patch {id}");
-        if record.spec.mode == pitroom_workers::Mode::Write && !record.reverted {
-            let _ = writeln!(out, "── undo: pitroom revert {id}");
+        match record.spec.mode {
+            pitroom_workers::Mode::Write if !record.reverted => {
+                let _ = writeln!(out, "── undo: pitroom revert {id}");
+            }
+            pitroom_workers::Mode::Isolate if !record.applied => {
+                let deletes = record.changes.iter().filter(|c| c.status == 'D').count();
+                let flag = if deletes > 0 { " --allow-delete" } else { "" };
+                let note = if deletes > 0 {
+                    format!("   (it deletes {deletes} file(s))")
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "── land it: pitroom apply {id}{flag}{note}   · drop it: pitroom discard {id}"
+                );
+            }
+            _ => {}
         }
     }
     if record.session.is_some() {
@@ -329,6 +381,10 @@ mod tests {
             parent: None,
             primary: "sonnet".into(),
             price: None,
+            group: None,
+            link: Vec::new(),
+            verify: None,
+            verify_timeout_secs: 60.0,
         };
         let mut r = RunRecord::new(
             "20260930-003902-3270".into(),
@@ -405,6 +461,7 @@ mod tests {
         let mut r = record(RunState::Done);
         r.spec.mode = Mode::Write;
         r.changes = vec![ChangedFile {
+            old_path: None,
             status: 'M',
             path: "src/a b.rs".into(),
             added: Some(2),

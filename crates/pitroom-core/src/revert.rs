@@ -1,6 +1,6 @@
 //! `revert`: undo exactly a write run's edits, checked first, all or nothing.
 
-use pitroom_git::ReverseCheck;
+use pitroom_git::{ApplyCheck, Direction};
 use pitroom_workers::Mode;
 
 use crate::home::Home;
@@ -50,9 +50,9 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError>
             "run {id} changed nothing; nothing to revert"
         )));
     }
-    match pitroom_git::reverse_apply(&repo, &patch, false)? {
-        ReverseCheck::Clean => {}
-        ReverseCheck::Conflict(why) => {
+    match pitroom_git::apply_patch(&repo, &patch, Direction::Reverse, false)? {
+        ApplyCheck::Clean => {}
+        ApplyCheck::Conflict { detail: why, .. } => {
             return Err(RevertError::Conflict(format!(
                 "run {id} cannot be reverted: its files changed since the run, so nothing was touched.\n{why}\nInspect the patch with: pitroom show --patch {id}"
             )))

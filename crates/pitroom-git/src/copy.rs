@@ -142,6 +142,13 @@ fn build_new(repo: &Repo, tree: &str, root: &Path) -> Result<Option<CopyLease>, 
     }))
 }
 
+/// Builds a copy of `tree` at `dir`: its own repository borrowing `repo`'s objects read-only
+/// (alternates), the tree checked out, HEAD detached at the user's HEAD. Nothing is written
+/// into `repo`.
+pub fn build_copy(repo: &Repo, tree: &str, dir: &Path) -> Result<(), GitError> {
+    build(repo, tree, dir)
+}
+
 fn build(repo: &Repo, tree: &str, dir: &Path) -> Result<(), GitError> {
     std::fs::create_dir_all(dir)?;
     Git::in_dir(dir).run(["init", "--quiet", "--template="])?;

@@ -11,10 +11,10 @@ mod repo;
 mod snapshot;
 
 pub use command::{Git, GitError};
-pub use copy::{ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy};
-pub use diff::{diff_trees, reverse_apply, ChangeStatus, Changes, FileChange, ReverseCheck};
+pub use copy::{build_copy, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy};
+pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
 pub use repo::Repo;
-pub use snapshot::{snapshot, Snapshot};
+pub use snapshot::{snapshot, snapshot_with, Snapshot, SnapshotOptions};
 
 /// The id of git's empty tree.
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";

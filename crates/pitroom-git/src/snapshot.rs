@@ -10,6 +10,17 @@ use crate::command::{line, Git, GitError};
 pub struct Snapshot {
     pub tree: String,
     pub index: PathBuf,
+    /// Files the snapshot's `drop` rule left out.
+    pub dropped: Vec<String>,
+}
+
+/// What a snapshot leaves out.
+#[derive(Default)]
+pub struct SnapshotOptions<'a> {
+    /// Paths (relative to the work tree's top) never staged: linked dependency folders.
+    pub exclude: &'a [String],
+    /// Files dropped after staging when this says so: secret-looking files kept out of read copies.
+    pub drop: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 /// Snapshots `work_tree` of the repository at `git_dir`: copies `seed_index` (the real index,
@@ -22,6 +33,23 @@ pub fn snapshot(
     seed_index: &Path,
     out_index: &Path,
 ) -> Result<Snapshot, GitError> {
+    snapshot_with(
+        git_dir,
+        work_tree,
+        seed_index,
+        out_index,
+        &SnapshotOptions::default(),
+    )
+}
+
+/// [`snapshot`] with exclusions. Returns the snapshot and the paths `drop` removed.
+pub fn snapshot_with(
+    git_dir: &Path,
+    work_tree: &Path,
+    seed_index: &Path,
+    out_index: &Path,
+    options: &SnapshotOptions<'_>,
+) -> Result<Snapshot, GitError> {
     let _ = std::fs::remove_file(out_index);
     let git = Git::for_repo(git_dir, work_tree).with_index(out_index);
     if seed_index.is_file() {
@@ -29,7 +57,43 @@ pub fn snapshot(
     } else {
         git.run(["read-tree", "--empty"])?;
     }
-    git.run(["add", "-A", "--", ":/"])?;
+    let mut add = vec!["add".to_string(), "-A".into(), "--".into(), ":/".into()];
+    // Naming an ignored path, even to exclude it, makes `add` fail; ignored paths are left out
+    // anyway, so only the others need excluding.
+    let ignored = ignored_paths(&git, options.exclude)?;
+    add.extend(
+        options
+            .exclude
+            .iter()
+            .filter(|p| !ignored.contains(p))
+            .map(|p| format!(":(top,literal,exclude){p}")),
+    );
+    git.run(&add)?;
+    let mut dropped = Vec::new();
+    if let Some(drop) = options.drop {
+        // Listing the staged index is cheap (no work-tree scan); only matches are removed.
+        let listed = git.run(["ls-files", "-z", "--cached"])?;
+        dropped = listed
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .filter(|p| drop(p))
+            .collect();
+        if !dropped.is_empty() {
+            let mut input = Vec::new();
+            for p in &dropped {
+                input.extend_from_slice(p.as_bytes());
+                input.push(0);
+            }
+            let out = git.output(
+                ["update-index", "--force-remove", "-z", "--stdin"],
+                Some(&input),
+            )?;
+            if out.code != 0 {
+                return Err(out.into_error());
+            }
+        }
+    }
     // `add -A` has just written every blob the index names, so the per-blob existence check
     // of a plain `write-tree` is pure cost (half of its time on a 10k-file tree).
     let tree = line(&git.run(["write-tree", "--missing-ok"])?);
@@ -37,7 +101,34 @@ pub fn snapshot(
     Ok(Snapshot {
         tree,
         index: out_index.to_path_buf(),
+        dropped,
     })
+}
+
+/// Which of `paths` git ignores in this work tree.
+fn ignored_paths(git: &Git, paths: &[String]) -> Result<Vec<String>, GitError> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut input = Vec::new();
+    for p in paths {
+        input.extend_from_slice(p.as_bytes());
+        input.push(0);
+    }
+    // Exit 1 means "none ignored"; only 128 is an error.
+    let out = git.output(
+        ["check-ignore", "-z", "--stdin", "--no-index"],
+        Some(&input),
+    )?;
+    if out.code > 1 {
+        return Err(out.into_error());
+    }
+    Ok(out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).trim_end_matches('/').to_string())
+        .collect())
 }
 
 fn lock_path(index: &Path) -> PathBuf {

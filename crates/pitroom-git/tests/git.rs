@@ -6,8 +6,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use pitroom_git::{
-    diff_trees, ensure_read_copy, prune_read_copies, reverse_apply, snapshot, ChangeStatus,
-    KeepPolicy, Repo, ReverseCheck,
+    apply_patch, diff_trees, ensure_read_copy, prune_read_copies, snapshot, ApplyCheck,
+    ChangeStatus, Direction, KeepPolicy, Repo,
 };
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -122,7 +122,7 @@ fn diff_and_reverse_apply_round_trip_byte_for_byte() {
     std::fs::set_permissions(top.join("crlf.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::os::unix::fs::symlink("a.txt", top.join("link")).unwrap();
     let after = snap(&repo, "a.index", tmp.path());
-    let changes = diff_trees(&repo.git_dir, &before, &after).unwrap();
+    let changes = diff_trees(&repo.git_dir, &before, &after, false).unwrap();
     let statuses: Vec<(char, &str)> = changes
         .files
         .iter()
@@ -146,12 +146,12 @@ fn diff_and_reverse_apply_round_trip_byte_for_byte() {
     let patch = tmp.path().join("p.patch");
     std::fs::write(&patch, &changes.patch).unwrap();
     assert_eq!(
-        reverse_apply(&top, &patch, true).unwrap(),
-        ReverseCheck::Clean
+        apply_patch(&top, &patch, Direction::Reverse, true).unwrap(),
+        ApplyCheck::Clean
     );
     assert_eq!(
-        reverse_apply(&top, &patch, false).unwrap(),
-        ReverseCheck::Clean
+        apply_patch(&top, &patch, Direction::Reverse, false).unwrap(),
+        ApplyCheck::Clean
     );
     for (f, bytes) in files_before {
         assert_eq!(std::fs::read(top.join(&f)).unwrap(), bytes, "{f}");
@@ -183,13 +183,15 @@ fn reverse_apply_refuses_when_the_files_changed_since_and_writes_nothing() {
     let patch = tmp.path().join("p.patch");
     std::fs::write(
         &patch,
-        diff_trees(&repo.git_dir, &before, &after).unwrap().patch,
+        diff_trees(&repo.git_dir, &before, &after, false)
+            .unwrap()
+            .patch,
     )
     .unwrap();
     write(&top, "a.txt", b"user changed it again\n");
-    let result = reverse_apply(&top, &patch, false).unwrap();
+    let result = apply_patch(&top, &patch, Direction::Reverse, false).unwrap();
     assert!(
-        matches!(result, ReverseCheck::Conflict(ref why) if why.contains("a.txt")),
+        matches!(result, ApplyCheck::Conflict { ref files, .. } if files.contains(&"a.txt".to_string())),
         "{result:?}"
     );
     assert_eq!(

@@ -34,7 +34,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start one worker on a task and print its report (foreground unless --bg).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show a run: its report, or its raw events, patch or record.
     Show(ShowArgs),
     /// List recent runs.
@@ -45,6 +45,10 @@ pub enum Command {
     Wait(WaitArgs),
     /// Undo exactly a write run's edits (checked first; refused if the files changed since).
     Revert(RevertArgs),
+    /// Land an isolated run's patch in your tree (checked first, all or nothing).
+    Apply(ApplyArgs),
+    /// Remove an isolated run's copy (its patch is kept).
+    Discard(DiscardArgs),
     /// Print every effective setting and where it came from.
     Config(ConfigArgs),
     #[command(name = "__supervise", hide = true)]
@@ -64,7 +68,7 @@ pub struct RunArgs {
     /// Edit in place; `pitroom revert` undoes exactly the worker's edits.
     #[arg(short = 'w', long, group = "mode")]
     pub write: bool,
-    /// Edit a private copy and hand back a patch (not available in this version).
+    /// Edit a private copy of the current state; `pitroom apply` lands the patch.
     #[arg(short = 'i', long, group = "mode")]
     pub isolate: bool,
     /// Worker target: backend[:model][#effort], e.g. opencode or opencode:provider/model.
@@ -94,6 +98,17 @@ pub struct RunArgs {
     /// Allow a write run outside a git repository (no patch, no revert).
     #[arg(long)]
     pub allow_non_git: bool,
+    /// Put the run in a group (for `apply -g`).
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
+    /// Isolate: make ignored paths (node_modules, target, …) available in the copy, as copies
+    /// the worker cannot write through. Comma-separated.
+    #[arg(long, value_name = "PATHS", value_delimiter = ',')]
+    pub link: Vec<String>,
+    /// A command to run after the worker, in its directory (a build, the tests); if it fails,
+    /// the run fails with exit 6.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
     /// Print the run record as JSON instead of the report.
     #[arg(long)]
     pub json: bool,
@@ -157,6 +172,28 @@ pub struct RevertArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Run id, unique prefix, or `last` (default: the latest run).
+    #[arg(conflicts_with = "group")]
+    pub run: Option<String>,
+    /// Apply deletions too (refused otherwise, listing them).
+    #[arg(long)]
+    pub allow_delete: bool,
+    /// Apply every unapplied isolated run of the group, in start order; stop at the first conflict.
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiscardArgs {
+    pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ConfigArgs {
     #[arg(long)]
     pub json: bool,
@@ -169,24 +206,16 @@ pub struct SuperviseArgs {
     pub lock_fd: Option<i32>,
 }
 
-const COMMANDS: &[&str] = &[
-    "run",
-    "show",
-    "ls",
-    "status",
-    "wait",
-    "revert",
-    "config",
-    "help",
-    "__supervise",
-];
-
 /// A first word that is not a command means `run`: `pitroom "task"`, `pitroom -w "task"`.
 pub fn with_default_command(mut args: Vec<OsString>) -> Vec<OsString> {
+    use clap::CommandFactory;
     let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
-    let leave = args.len() < 2
-        || COMMANDS.contains(&first)
-        || matches!(first, "-h" | "--help" | "-V" | "--version");
+    let is_command = first == "help"
+        || Cli::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == first);
+    let leave =
+        args.len() < 2 || is_command || matches!(first, "-h" | "--help" | "-V" | "--version");
     if !leave {
         args.insert(1, "run".into());
     }
@@ -221,6 +250,8 @@ mod tests {
     #[test]
     fn commands_are_not_tasks() {
         assert!(matches!(parse(&["ls"]).command, Command::Ls(_)));
+        assert!(matches!(parse(&["apply"]).command, Command::Apply(_)));
+        assert!(matches!(parse(&["discard"]).command, Command::Discard(_)));
         assert!(matches!(
             parse(&["wait", "--timeout", "5"]).command,
             Command::Wait(_)

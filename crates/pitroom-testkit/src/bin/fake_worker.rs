@@ -7,6 +7,7 @@
 //! `{"text": "…"}`, `{"tool": "read", "input": {…}, "status": "completed"|"error", "error": "…"}`,
 //! `{"step": {"input": N, "output": N, "cost": X, "reason": "stop"}}`, `{"error": {…}}`,
 //! `{"raw": "line"}`, `{"stderr": "…"}`, `{"write": {"path": "rel", "content": "…"}}`,
+//! `{"remove": "rel"}`, `{"rename": {"from": "a", "to": "b"}}`, `{"chmod": {"path": "a", "mode": 493}}`,
 //! `{"sleep_ms": N}`, `{"spawn_bg": "shell command", "pid_file": "path"}`, `{"exit": N}`,
 //! `{"echo_prompt": true}` (the prompt becomes a text event).
 //! With `$PITROOM_FAKE_RECORD` set, argv and the environment are written there as JSON.
@@ -126,6 +127,20 @@ fn perform(action: &Value, prompt: &str, message: &mut u32) -> Option<i32> {
             let _ = std::fs::create_dir_all(parent);
         }
         let _ = std::fs::write(path, content);
+    } else if let Some(path) = action.get("remove").and_then(Value::as_str) {
+        let _ = std::fs::remove_file(path);
+    } else if let Some(r) = action.get("rename") {
+        let from = r.get("from").and_then(Value::as_str).unwrap_or_default();
+        let to = r.get("to").and_then(Value::as_str).unwrap_or_default();
+        if let Some(parent) = std::path::Path::new(to).parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let _ = std::fs::rename(from, to);
+    } else if let Some(c) = action.get("chmod") {
+        use std::os::unix::fs::PermissionsExt;
+        let path = c.get("path").and_then(Value::as_str).unwrap_or_default();
+        let mode = c.get("mode").and_then(Value::as_u64).unwrap_or(0o644) as u32;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
     } else if let Some(ms) = action.get("sleep_ms").and_then(Value::as_u64) {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     } else if let Some(command) = action.get("spawn_bg").and_then(Value::as_str) {

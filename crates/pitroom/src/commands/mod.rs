@@ -1,5 +1,6 @@
 //! One module per command.
 
+mod apply;
 mod config;
 mod revert;
 mod run;
@@ -15,13 +16,15 @@ use crate::cli::{Cli, Command};
 /// Runs the parsed command and returns the process exit code.
 pub fn dispatch(cli: Cli) -> i32 {
     match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Supervise(args) => run::supervise(args),
         Command::Show(args) => show::show(args),
         Command::Ls(args) => show::ls(args),
         Command::Status(args) => wait::status(args),
         Command::Wait(args) => wait::wait(args),
         Command::Revert(args) => revert::revert(args),
+        Command::Apply(args) => apply::apply(args),
+        Command::Discard(args) => apply::discard(args),
         Command::Config(args) => config::config(args),
     }
 }

@@ -105,6 +105,9 @@ fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
     if args.web {
         flags.set("web", "--web", "true");
     }
+    if !args.link.is_empty() {
+        flags.set("link", "--link", args.link.join(","));
+    }
     let config = Config::load(&super::env_lookup, &flags).map_err(|e| {
         output::error(e);
         exit::REFUSED
@@ -177,6 +180,17 @@ fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
         parent: parent.map(|p| p.id),
         primary: config.text("primary").unwrap_or_else(|| "sonnet".into()),
         price: config.text("price"),
+        group: args.group.clone(),
+        link: if mode == Mode::Isolate {
+            config.list("link")
+        } else {
+            Vec::new()
+        },
+        verify: args.verify.clone(),
+        verify_timeout_secs: config
+            .duration("verify_timeout")
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(900.0),
     })
 }
 

@@ -534,7 +534,9 @@ fn report_has_no_ansi_when_not_a_terminal_and_json_is_the_record() {
 
 #[test]
 fn citations_are_checked_and_bad_ones_listed_with_reasons() {
-    let env = fake_env(answer("SUMMARY: see calc.py:5 and calc.py:999 and `nowhere` in src/lib.rs:1"));
+    let env = fake_env(answer(
+        "SUMMARY: see calc.py:5 and calc.py:999 and `nowhere` in src/lib.rs:1",
+    ));
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["where?"]);
     assert_eq!(code(&out), 0, "{}", text(&out));

@@ -1,4 +1,5 @@
 mod cli;
 mod common;
+mod isolate;
 mod kill;
 mod opencode_e2e;

@@ -1,0 +1,147 @@
+//! `apply` and `discard`: landing an isolated run's patch in the user's tree (checked first,
+//! all or nothing), or dropping its copy while keeping the patch.
+
+use std::path::Path;
+
+use pitroom_git::{ApplyCheck, Direction};
+use pitroom_workers::Mode;
+
+use crate::home::Home;
+use crate::record::RunRecord;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IsolateError {
+    /// Not something apply/discard can do, or deletions not allowed (exit 3).
+    #[error("{0}")]
+    Refused(String),
+    /// The patch does not fit the current tree (exit 1); nothing was changed.
+    #[error("{0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Git(#[from] pitroom_git::GitError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn require_isolated(record: &RunRecord) -> Result<(), IsolateError> {
+    let id = &record.id;
+    if record.spec.mode != Mode::Isolate {
+        return Err(IsolateError::Refused(format!(
+            "run {id} is a {} run, not an isolated one (-i)",
+            record.spec.mode.as_str()
+        )));
+    }
+    if record.state.is_active() {
+        return Err(IsolateError::Refused(format!(
+            "run {id} is still running; wait for it first: pitroom wait {id}"
+        )));
+    }
+    Ok(())
+}
+
+/// Applies run `record`'s patch to its repository's work tree. Deletions need `allow_delete`.
+/// On success the record is marked applied and the copy removed; returns the files changed.
+pub fn apply(
+    home: &Home,
+    record: &mut RunRecord,
+    allow_delete: bool,
+) -> Result<usize, IsolateError> {
+    require_isolated(record)?;
+    let id = record.id.clone();
+    if record.applied {
+        return Err(IsolateError::Refused(format!(
+            "run {id} was already applied"
+        )));
+    }
+    let patch = home.run_dir(&id).join("changes.patch");
+    if record.changes.is_empty() || !patch.is_file() {
+        return Err(IsolateError::Refused(format!(
+            "run {id} changed nothing; nothing to apply"
+        )));
+    }
+    let Some(repo) = record.repo.clone() else {
+        return Err(IsolateError::Refused(format!(
+            "run {id} has no repository on record"
+        )));
+    };
+    let deletions: Vec<&str> = record
+        .changes
+        .iter()
+        .filter(|c| c.status == 'D')
+        .map(|c| c.path.as_str())
+        .collect();
+    if !deletions.is_empty() && !allow_delete {
+        let shown: Vec<&str> = deletions.iter().take(10).copied().collect();
+        return Err(IsolateError::Refused(format!(
+            "run {id} deletes {} file(s); nothing was applied: {}{}\nReview with `pitroom show --patch {id}`, then apply with --allow-delete",
+            deletions.len(),
+            shown.join(", "),
+            if deletions.len() > 10 { ", …" } else { "" }
+        )));
+    }
+    match pitroom_git::apply_patch(&repo, &patch, Direction::Forward, false)? {
+        ApplyCheck::Clean => {}
+        ApplyCheck::Conflict { files, detail } => {
+            let task = home.run_dir(&id).join("task.md");
+            return Err(IsolateError::Conflict(format!(
+                "run {id} does not apply to your current tree; nothing was changed.\nConflicting: {}\n{detail}\nRe-run the task on the current tree: pitroom run -i --task-file {}",
+                if files.is_empty() { "(see below)".to_string() } else { files.join(", ") },
+                task.display()
+            )));
+        }
+    }
+    record.applied = true;
+    record.write(&home.record_path(&id))?;
+    remove_copy(home, record);
+    Ok(record.changes.len())
+}
+
+/// Removes an isolated run's copy and keeps its patch.
+pub fn discard(home: &Home, record: &mut RunRecord) -> Result<(), IsolateError> {
+    require_isolated(record)?;
+    if record.discarded || record.copy.as_deref().is_none_or(|c| !c.exists()) {
+        return Err(IsolateError::Refused(format!(
+            "run {} has no copy left to discard (applied or discarded already)",
+            record.id
+        )));
+    }
+    remove_copy(home, record);
+    record.discarded = true;
+    record.write(&home.record_path(&record.id))?;
+    Ok(())
+}
+
+/// Deletes the copy — only if it really lies inside `$PITROOM_HOME/copies`, whatever the
+/// record says.
+fn remove_copy(home: &Home, record: &RunRecord) {
+    let Some(copy) = record.copy.as_deref() else {
+        return;
+    };
+    if is_inside(copy, &home.copies()) {
+        let _ = std::fs::remove_dir_all(copy);
+    }
+}
+
+fn is_inside(path: &Path, root: &Path) -> bool {
+    match (path.canonicalize(), root.canonicalize()) {
+        (Ok(p), Ok(r)) => p != r && p.starts_with(&r),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_paths_strictly_inside_the_copies_dir_count() {
+        let home = tempfile::tempdir().unwrap();
+        let copies = home.path().join("copies");
+        std::fs::create_dir_all(copies.join("run1")).unwrap();
+        assert!(is_inside(&copies.join("run1"), &copies));
+        assert!(!is_inside(&copies, &copies), "never the root itself");
+        assert!(!is_inside(home.path(), &copies));
+        assert!(!is_inside(&copies.join("run1/../.."), &copies));
+        assert!(!is_inside(Path::new("/"), &copies));
+    }
+}
