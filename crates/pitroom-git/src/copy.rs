@@ -161,11 +161,104 @@ fn build(repo: &Repo, tree: &str, dir: &Path) -> Result<(), GitError> {
     File::create(git_dir.join(LEASE))?;
     let git = Git::for_repo(&git_dir, dir);
     git.run(["read-tree", tree])?;
-    git.run(["checkout-index", "--all", "--force"])?;
+    if !fill_by_cloning(repo, &git, dir, &reflink)? {
+        git.run(["checkout-index", "--all", "--force"])?;
+    }
     if let Some(head) = repo.head_commit()? {
         std::fs::write(git_dir.join("HEAD"), format!("{head}\n"))?;
     }
     Ok(())
+}
+
+/// Fills a copy whose index holds the snapshot tree with copy-on-write clones of the user's own
+/// files, where the file system can clone (btrfs, XFS, …): the blocks are shared, so a copy of a
+/// large project costs metadata only. The clones are then verified against the tree — the index
+/// refresh re-hashes every file — and whatever differs (a file the user changed since the
+/// snapshot, a mode) is checked out from the tree, as is everything that could not be cloned
+/// (symlinks, files gone since). Returns `false`, having written nothing, when the first clone
+/// shows the file system cannot clone; the caller then checks the whole tree out.
+pub(crate) fn fill_by_cloning(
+    repo: &Repo,
+    git: &Git,
+    dir: &Path,
+    clone: &dyn Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<bool, GitError> {
+    let listed = git.run(["ls-files", "-z", "--stage"])?;
+    let mut cloned_any = false;
+    for entry in listed.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        // "MODE OBJECT STAGE\tPATH"
+        let entry = String::from_utf8_lossy(entry);
+        let Some((meta, path)) = entry.split_once('\t') else {
+            continue;
+        };
+        if !(meta.starts_with("100644 ") || meta.starts_with("100755 ")) {
+            continue;
+        }
+        let (src, dst) = (repo.toplevel.join(path), dir.join(path));
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        match clone(&src, &dst) {
+            Ok(()) => cloned_any = true,
+            Err(e) if !cloned_any && cannot_clone(&e) => return Ok(false),
+            // A file gone since the snapshot, or unreadable: checked out below.
+            Err(_) => {}
+        }
+    }
+    if !cloned_any {
+        return Ok(false);
+    }
+    let _ = git.output(["update-index", "-q", "--refresh"], None);
+    // Wrong content or mode (`diff-files`), then whatever is missing (symlinks, files that
+    // could not be cloned): checked out from the tree, with fresh stat data in the index (-u).
+    for listing in [
+        git.run(["diff-files", "--name-only", "-z"])?,
+        git.run(["ls-files", "-z", "--deleted"])?,
+    ] {
+        if listing.is_empty() {
+            continue;
+        }
+        let out = git.output(
+            ["checkout-index", "-u", "--force", "-z", "--stdin"],
+            Some(&listing),
+        )?;
+        if out.code != 0 {
+            return Err(out.into_error());
+        }
+    }
+    Ok(true)
+}
+
+/// Errors that mean "this file system (or this pair of paths) cannot clone at all".
+fn cannot_clone(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::EOPNOTSUPP
+                | libc::EXDEV
+                | libc::EINVAL
+                | libc::ENOTTY
+                | libc::ENOSYS
+                | libc::EPERM
+        )
+    )
+}
+
+/// A copy-on-write clone of `src` at `dst` (`FICLONE`), or an error if the file system cannot.
+fn reflink(src: &Path, dst: &Path) -> std::io::Result<()> {
+    /// `_IOW(0x94, 9, int)` from linux/fs.h.
+    const FICLONE: libc::c_ulong = 0x4004_9409;
+    let source = File::open(src)?;
+    let target = File::create(dst)?;
+    // SAFETY: both descriptors are open files we own; FICLONE takes the source fd as argument.
+    let rc = unsafe { libc::ioctl(target.as_raw_fd(), FICLONE as _, source.as_raw_fd()) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    drop(target);
+    let _ = std::fs::remove_file(dst);
+    Err(err)
 }
 
 /// Removes idle copies beyond `policy` (oldest first) and half-built temp dirs older than a
@@ -263,4 +356,128 @@ fn nanos() -> u128 {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_in(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A committed repository and an empty copy repository whose index holds its tree.
+    fn repo_and_empty_copy(tmp: &Path, files: &[(&str, &str)]) -> (Repo, PathBuf, Git) {
+        let top = tmp.join("repo");
+        for (path, content) in files {
+            let p = top.join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("dirs");
+            std::fs::write(p, content).expect("write");
+        }
+        git_in(&top, &["init", "-q"]);
+        git_in(&top, &["add", "-A"]);
+        git_in(&top, &["commit", "-qm", "c"]);
+        let repo = Repo::discover(&top).expect("git").expect("repo");
+        let tree = Git::for_repo(&repo.git_dir, &top)
+            .run(["rev-parse", "HEAD^{tree}"])
+            .expect("tree");
+        let tree = String::from_utf8_lossy(&tree).trim().to_string();
+        let dir = tmp.join("copy");
+        std::fs::create_dir_all(&dir).expect("dir");
+        Git::in_dir(&dir)
+            .run(["init", "--quiet", "--template="])
+            .expect("init");
+        std::fs::write(
+            dir.join(".git/objects/info/alternates"),
+            format!("{}\n", repo.objects_dir().display()),
+        )
+        .expect("alternates");
+        let git = Git::for_repo(&dir.join(".git"), &dir);
+        git.run(["read-tree", &tree]).expect("read-tree");
+        (repo, dir, git)
+    }
+
+    /// The clone-then-verify path, with plain copies standing in for clones (this machine's file
+    /// system cannot clone): whatever the "clones" got wrong is repaired from the tree.
+    #[test]
+    fn cloned_fill_is_verified_and_repaired_against_the_tree() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path().join("repo");
+        std::fs::create_dir_all(&top).expect("dir");
+        std::os::unix::fs::symlink("same.txt", top.join("link")).expect("symlink");
+        std::fs::write(top.join("run.sh"), "#!/bin/sh\n").expect("w");
+        std::fs::set_permissions(top.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let (repo, dir, git) = repo_and_empty_copy(
+            tmp.path(),
+            &[
+                ("same.txt", "same\n"),
+                ("sub/changed.txt", "snapshot version\n"),
+                ("gone.txt", "gone later\n"),
+            ],
+        );
+        // The user moves on after the snapshot.
+        std::fs::write(top.join("sub/changed.txt"), "edited after the snapshot\n").expect("w");
+        std::fs::remove_file(top.join("gone.txt")).expect("rm");
+        // Plain copies lose the executable bit, as a clone would.
+        let plain_copy = |src: &Path, dst: &Path| std::fs::write(dst, std::fs::read(src)?);
+        assert!(fill_by_cloning(&repo, &git, &dir, &plain_copy).expect("fill"));
+
+        let read = |p: &str| std::fs::read_to_string(dir.join(p)).expect("read");
+        assert_eq!(read("sub/changed.txt"), "snapshot version\n");
+        assert_eq!(read("gone.txt"), "gone later\n");
+        assert_eq!(
+            std::fs::read_link(dir.join("link")).expect("link"),
+            Path::new("same.txt")
+        );
+        let mode = std::fs::metadata(dir.join("run.sh"))
+            .expect("m")
+            .permissions()
+            .mode();
+        assert_ne!(mode & 0o111, 0, "executable bit from the tree");
+        let differs = git.run(["diff-files", "--name-only"]).expect("diff-files");
+        let missing = git.run(["ls-files", "--deleted"]).expect("ls-files");
+        assert!(
+            differs.is_empty() && missing.is_empty(),
+            "the work tree matches its tree"
+        );
+    }
+
+    #[test]
+    fn a_file_system_that_cannot_clone_falls_back_without_writing() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let (repo, dir, git) = repo_and_empty_copy(tmp.path(), &[("a.txt", "a\n")]);
+        let unsupported =
+            |_: &Path, _: &Path| Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        assert!(!fill_by_cloning(&repo, &git, &dir, &unsupported).expect("fill"));
+        assert!(!dir.join("a.txt").exists());
+    }
+
+    #[test]
+    fn reflink_on_this_file_system_either_clones_exactly_or_says_it_cannot() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let src = tmp.path().join("src");
+        std::fs::write(&src, b"bytes\0\xff").expect("w");
+        let dst = tmp.path().join("dst");
+        match reflink(&src, &dst) {
+            Ok(()) => assert_eq!(std::fs::read(&dst).expect("r"), b"bytes\0\xff"),
+            Err(e) => {
+                assert!(cannot_clone(&e), "{e}");
+                assert!(!dst.exists(), "a failed clone leaves nothing behind");
+            }
+        }
+    }
 }

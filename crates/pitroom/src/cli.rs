@@ -13,7 +13,7 @@ Exit codes:
   3   refused, or a setup problem (missing worker CLI, busy repository, bad config)
   4   timeout (what the worker did is kept)
   5   read-only violation (a read run changed files; your tree is untouched)
-  6   --verify failed (reserved: --verify is not available yet)
+  6   --verify failed
   75  still running: call `pitroom wait` again
 
 A bare task means `run`: pitroom \"Which files read the session cookie?\"";

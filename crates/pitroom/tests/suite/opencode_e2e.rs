@@ -362,3 +362,43 @@ fn record_opencode_fixtures() {
         std::fs::write(out_dir.join(format!("{name}.stderr.txt")), kept).expect("write");
     }
 }
+
+#[test]
+fn isolated_edit_by_real_opencode_stays_in_its_copy_until_applied() {
+    let w = World::new();
+    let before = fingerprint(&w.repo);
+    let out = w.run(&["-i", "fix divide scenario:edit", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(
+        fingerprint(&w.repo),
+        before,
+        "nothing reaches the tree before apply"
+    );
+    let r = record(&w.env, &w.repo);
+    let copy = PathBuf::from(r["copy"].as_str().expect("copy"));
+    assert!(
+        copy.starts_with(&w.env.state),
+        "the copy lives in the state dir"
+    );
+    // OpenCode really worked in the copy: its session's events name the copy's files.
+    let changed: Vec<&str> = r["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
+    assert_eq!(
+        changed,
+        vec!["README.md", "calc.py", "new file é.txt"],
+        "{r:#}"
+    );
+    let expected = fingerprint(&copy);
+    let out = w.run(&["apply"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(fingerprint(&w.repo), expected);
+    let readme = std::fs::read_to_string(w.repo.join("README.md")).expect("readme");
+    assert!(
+        readme.contains("user edit in progress\nworker line"),
+        "{readme}"
+    );
+}
