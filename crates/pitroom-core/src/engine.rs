@@ -341,7 +341,7 @@ impl Engine {
             cwd: tree.workdir.clone(),
             stdin_file: Some(prompt_path),
             stderr_file: run_dir.join("stderr.log"),
-            env: worker_env(&self.env, &invocation),
+            env: self.guarded_env(worker_env(&self.env, &invocation), &tree)?,
             grace: GRACE,
         };
         let mut stream = Stream::default();
@@ -359,6 +359,39 @@ impl Engine {
         record.duration_ms = Some(started.elapsed().as_millis() as u64);
         record.ended_at = Some(jiff::Timestamp::now().to_string());
         self.finish(record, run_dir, &tree, adapter.as_ref(), &stream, ending)
+    }
+
+    /// Puts the git guard around the worker's environment: the shim first on `PATH`, the
+    /// hook and push rewrite in git's environment config, the repositories it protects.
+    fn guarded_env(
+        &self,
+        mut env: Vec<(OsString, OsString)>,
+        tree: &TreeSetup,
+    ) -> Result<Vec<(OsString, OsString)>, EngineError> {
+        let links = crate::guard_env::install_links(&self.home, &self.exe)
+            .map_err(io("installing the git guard links"))?;
+        let mut protected: Vec<PathBuf> = Vec::new();
+        if let Some(repo) = &tree.repo {
+            protected.push(repo.git_dir.clone());
+            protected.push(repo.common_dir.clone());
+        }
+        if let Some(copy) = &tree.copy {
+            protected.push(copy.join(".git"));
+        }
+        let current: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        for (k, v) in crate::guard_env::guard_vars(&current, &links, &protected) {
+            env.retain(|(existing, _)| existing.to_str() != Some(k.as_str()));
+            env.push((k.into(), v.into()));
+        }
+        Ok(env)
     }
 
     /// Picks the directory the worker runs in and takes the "before" snapshot.

@@ -10,6 +10,7 @@ pub mod config;
 pub mod duration;
 pub mod engine;
 pub mod exit;
+pub mod guard_env;
 pub mod home;
 pub mod isolate;
 pub mod prompt;

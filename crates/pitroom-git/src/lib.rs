@@ -7,6 +7,7 @@
 mod command;
 mod copy;
 mod diff;
+pub mod guard;
 mod repo;
 mod snapshot;
 

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod guard;
 mod output;
 
 use std::ffi::OsString;
@@ -11,6 +12,12 @@ use clap::Parser;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
+    // Inside a worker this binary is also `git` and git's `reference-transaction` hook.
+    match guard::role(args.first()) {
+        Some("git") => std::process::exit(guard::shim_main(&args[1..])),
+        Some(_) => std::process::exit(guard::hook_main(&args[1..])),
+        None => {}
+    }
     // The keeper starts often and must start fast: no clap, no config.
     if pitroom_proc::is_keeper_invocation(args.get(1).map(OsString::as_os_str)) {
         std::process::exit(pitroom_proc::keeper_main(&args[2..]));

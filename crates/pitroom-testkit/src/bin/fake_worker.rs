@@ -9,7 +9,8 @@
 //! `{"raw": "line"}`, `{"stderr": "…"}`, `{"write": {"path": "rel", "content": "…"}}`,
 //! `{"remove": "rel"}`, `{"rename": {"from": "a", "to": "b"}}`, `{"chmod": {"path": "a", "mode": 493}}`,
 //! `{"sleep_ms": N}`, `{"spawn_bg": "shell command", "pid_file": "path"}`, `{"exit": N}`,
-//! `{"echo_prompt": true}` (the prompt becomes a text event).
+//! `{"echo_prompt": true}` (the prompt becomes a text event), `{"sh": "command"}` (run like
+//! OpenCode's bash tool; reported as a `bash` call with its output and `metadata.exit`).
 //! With `$PITROOM_FAKE_RECORD` set, argv and the environment are written there as JSON.
 
 use std::io::{Read, Write};
@@ -127,6 +128,8 @@ fn perform(action: &Value, prompt: &str, message: &mut u32) -> Option<i32> {
             let _ = std::fs::create_dir_all(parent);
         }
         let _ = std::fs::write(path, content);
+    } else if let Some(command) = action.get("sh").and_then(Value::as_str) {
+        run_shell(command, &msg);
     } else if let Some(path) = action.get("remove").and_then(Value::as_str) {
         let _ = std::fs::remove_file(path);
     } else if let Some(r) = action.get("rename") {
@@ -149,6 +152,32 @@ fn perform(action: &Value, prompt: &str, message: &mut u32) -> Option<i32> {
         return Some(code as i32);
     }
     None
+}
+
+/// Runs a shell command as OpenCode's bash tool does and reports it as a `bash` tool call with
+/// its output and exit code.
+fn run_shell(command: &str, msg: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let (code, output) = match out {
+        Ok(o) => (
+            o.status.code().unwrap_or(-1),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        ),
+        Err(e) => (-1, e.to_string()),
+    };
+    emit(
+        "tool_use",
+        json!({"part": {"type": "tool", "tool": "bash", "messageID": msg, "state": {
+            "status": "completed", "input": {"command": command}, "output": output,
+            "metadata": {"output": output, "exit": code}}}}),
+    );
 }
 
 /// Starts a shell command in its own session, as OpenCode's bash tool does, so a

@@ -1,5 +1,6 @@
 mod cli;
 mod common;
+mod guard;
 mod isolate;
 mod kill;
 mod opencode_e2e;

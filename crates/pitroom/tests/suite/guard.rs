@@ -1,0 +1,143 @@
+//! The attack suite: a worker in write mode, in the user's own dirty tree, tries every way it
+//! can think of to change history, refs, the index or the stash, or to publish. The git guard
+//! (the `git` shim, then git's own environment config) must hold; plain reads must still work.
+
+use std::path::Path;
+
+use pitroom_testkit::repo::dirty_repo;
+use serde_json::{json, Value};
+
+use super::common::{code, fake_env, text};
+
+/// Commands that must succeed through the guard.
+const ALLOWED: &[&str] = &[
+    "git status --short",
+    "git log --oneline -1",
+    "git diff --stat",
+    "git -C . show --stat HEAD",
+    "git branch --list",
+    "git config --get user.name",
+    "git rev-parse HEAD",
+];
+
+/// Commands that must fail, each with its own trick.
+const ATTACKS: &[&str] = &[
+    "git commit -qam sneaky",
+    "git -c alias.ci=commit ci -qam alias",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.ci GIT_CONFIG_VALUE_0=commit git ci -qam env-alias",
+    "sh -c 'git reset -q --hard'",
+    "env git stash",
+    "git checkout -- README.md",
+    "git restore README.md",
+    "git clean -fdq",
+    "git add -A",
+    "git rm -q --cached calc.py",
+    "git branch evil",
+    "git tag evil",
+    "git update-ref refs/heads/evil HEAD",
+    "git push -q origin HEAD:refs/heads/pushed",
+    // Layer 2: the real git, past the shim.
+    "\"$PITROOM_REAL_GIT\" commit -q --allow-empty -m direct",
+    "\"$PITROOM_REAL_GIT\" update-ref refs/heads/direct HEAD",
+    "\"$PITROOM_REAL_GIT\" branch direct",
+    "\"$PITROOM_REAL_GIT\" tag direct",
+    "\"$PITROOM_REAL_GIT\" push -q origin HEAD:refs/heads/pushed",
+];
+
+/// Refs, the index's entries (stage, mode, blob, path), the stash, and the remote's refs.
+fn state_of(
+    env: &pitroom_testkit::TestEnv,
+    repo: &Path,
+    remote: &Path,
+) -> (String, String, String, String) {
+    (
+        env.git(repo, &["for-each-ref", "--format=%(refname) %(objectname)"]),
+        env.git(repo, &["ls-files", "--stage"]),
+        env.git(repo, &["stash", "list"]),
+        env.git(remote, &["for-each-ref"]),
+    )
+}
+
+#[test]
+fn no_git_trick_changes_history_refs_index_stash_or_remote() {
+    let mut script: Vec<Value> = ALLOWED
+        .iter()
+        .chain(ATTACKS)
+        .map(|c| json!({"sh": c}))
+        .collect();
+    script.push(json!({"text": "SUMMARY: tried"}));
+    let env = fake_env(Value::Array(script));
+    let repo = dirty_repo(&env, "repo");
+    let remote = env.dir("remote.git");
+    env.git(&remote, &["init", "-q", "--bare"]);
+    env.git(
+        &repo,
+        &["remote", "add", "origin", &remote.display().to_string()],
+    );
+    let before = state_of(&env, &repo, &remote);
+    let readme = std::fs::read_to_string(repo.join("README.md")).expect("readme");
+
+    let out = env.run(&repo, &["-w", "try everything"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+
+    assert_eq!(
+        state_of(&env, &repo, &remote),
+        before,
+        "refs, index, stash and remote unchanged"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README.md")).expect("readme"),
+        readme
+    );
+    assert!(
+        repo.join("notes/todo list é.txt").exists(),
+        "clean did not run"
+    );
+
+    let events = env.run(&repo, &["show", "--events"]);
+    let calls: Vec<(String, i64, String)> = String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "tool_use")
+        .map(|v| {
+            let state = &v["part"]["state"];
+            (
+                state["input"]["command"].as_str().unwrap_or("").to_string(),
+                state["metadata"]["exit"].as_i64().unwrap_or(-1),
+                state["output"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(calls.len(), ALLOWED.len() + ATTACKS.len());
+    for (command, exit, output) in &calls {
+        if ALLOWED.contains(&command.as_str()) {
+            assert_eq!(*exit, 0, "{command} must work through the guard: {output}");
+        } else {
+            assert_ne!(*exit, 0, "{command} must be refused: {output}");
+        }
+    }
+    let refused = calls
+        .iter()
+        .find(|(c, ..)| c == "git commit -qam sneaky")
+        .expect("commit");
+    assert!(
+        refused.2.contains("The primary agent reviews and commits"),
+        "{}",
+        refused.2
+    );
+}
+
+#[test]
+fn git_outside_the_protected_repository_is_left_alone() {
+    // A worker's own scratch repository (OpenCode keeps one for its snapshots) still works.
+    let env = fake_env(json!([
+        {"sh": "d=$(mktemp -d) && git init -q \"$d\" && cd \"$d\" && echo x > f && git add f && git -c user.name=w -c user.email=w@w commit -qm scratch && git --git-dir \"$d/.git\" --work-tree \"$d\" add -A"},
+        {"text": "done"}
+    ]));
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["-w", "use a scratch repo"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let events =
+        String::from_utf8_lossy(&env.run(&repo, &["show", "--events"]).stdout).into_owned();
+    assert!(events.contains("\"exit\":0"), "{events}");
+}
