@@ -134,7 +134,45 @@ fn main() {
         ),
         None => println!("pitroom peak memory during a run  n/a"),
     }
+    guard_overhead(&pitroom, &repo, tmp.path());
     isolated_copy_vs_worktree(30_000);
+}
+
+/// What the `git` shim adds to one git call: `git rev-parse HEAD` directly and through a link
+/// named `git` to the pitroom binary, guarding the repository (medians of 51).
+fn guard_overhead(pitroom: &Path, repo: &Path, tmp: &Path) {
+    let shim_dir = tmp.join("shim");
+    std::fs::create_dir_all(&shim_dir).expect("shim dir");
+    let _ = std::os::unix::fs::symlink(pitroom, shim_dir.join("git"));
+    let real = Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .expect("git on PATH");
+    let time_of = |program: &Path| {
+        let mut samples: Vec<Duration> = (0..51)
+            .map(|_| {
+                let mut c = Command::new(program);
+                c.args(["rev-parse", "HEAD"])
+                    .current_dir(repo)
+                    .env("PITROOM_REAL_GIT", &real)
+                    .env("PITROOM_PROTECTED", repo.join(".git"))
+                    .stdout(Stdio::null());
+                run_ok(&mut c)
+            })
+            .collect();
+        samples.sort();
+        samples[25]
+    };
+    let direct = time_of(Path::new(&real));
+    let shimmed = time_of(&shim_dir.join("git"));
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "git rev-parse HEAD, direct          {:8.2} ms; through the guard {:8.2} ms (+{:.2} ms)",
+        ms(direct),
+        ms(shimmed),
+        ms(shimmed) - ms(direct)
+    );
 }
 
 /// Creating an isolated copy (its own repository borrowing the user's objects, the snapshot
