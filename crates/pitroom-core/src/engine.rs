@@ -317,6 +317,19 @@ impl Engine {
             None => None,
         };
         let tree = self.prepare_tree(record, run_dir, parent.as_ref())?;
+        if record.spec.mode.may_edit() {
+            let reachable = crate::secrets::secret_files_in(&tree.workdir);
+            if !reachable.is_empty() {
+                record.warnings.push(format!(
+                    "secret-looking files within the worker's reach: {} (their values are redacted from everything Pitroom stores or shows)",
+                    reachable.join(", ")
+                ));
+            }
+        }
+        let mut stream = Stream {
+            redactor: Some(self.redactor(record, &tree)),
+            ..Stream::default()
+        };
         self.save(record)?;
 
         let scratch = run_dir.join("scratch");
@@ -344,7 +357,6 @@ impl Engine {
             env: self.guarded_env(worker_env(&self.env, &invocation), &tree)?,
             grace: GRACE,
         };
-        let mut stream = Stream::default();
         let ending = self.supervise(
             record,
             run_dir,
@@ -359,6 +371,16 @@ impl Engine {
         record.duration_ms = Some(started.elapsed().as_millis() as u64);
         record.ended_at = Some(jiff::Timestamp::now().to_string());
         self.finish(record, run_dir, &tree, adapter.as_ref(), &stream, ending)
+    }
+
+    /// A redactor for this run: well-known key formats, plus the values of the secret-looking
+    /// files at the top of the project and in the worker's directory.
+    fn redactor(&self, record: &RunRecord, tree: &TreeSetup) -> crate::redact::Redactor {
+        let mut dirs: Vec<&Path> = vec![record.spec.dir.as_path(), tree.workdir.as_path()];
+        if let Some(repo) = &tree.repo {
+            dirs.push(repo.toplevel.as_path());
+        }
+        crate::redact::Redactor::for_dirs(&dirs)
     }
 
     /// Puts the git guard around the worker's environment: the shim first on `PATH`, the
@@ -527,10 +549,11 @@ impl Engine {
         let exit_code = loop {
             match lines.recv_timeout(Duration::from_millis(50)) {
                 Ok(line) => {
-                    let _ = events_file.write_all(&line);
+                    let text = String::from_utf8_lossy(&line);
+                    let _ = events_file.write_all(stream.redact(&text).as_bytes());
                     let _ = events_file.write_all(b"\n");
                     let _ = events_file.flush();
-                    stream.absorb(adapter.parse_line(&String::from_utf8_lossy(&line)), record);
+                    stream.absorb(adapter.parse_line(&text), record);
                     if last_saved.elapsed() >= PROGRESS_EVERY {
                         let _ = self.save(record);
                         observer.progress(record);
@@ -572,9 +595,10 @@ impl Engine {
         while let Ok(line) =
             lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
         {
-            let _ = events_file.write_all(&line);
+            let text = String::from_utf8_lossy(&line);
+            let _ = events_file.write_all(stream.redact(&text).as_bytes());
             let _ = events_file.write_all(b"\n");
-            stream.absorb(adapter.parse_line(&String::from_utf8_lossy(&line)), record);
+            stream.absorb(adapter.parse_line(&text), record);
         }
         let _ = events_file.flush();
         Ok(requested.unwrap_or(Ending::Exited(exit_code)))
@@ -602,8 +626,8 @@ impl Engine {
             record.refs = Some(check_refs(answer, &root, tree));
         }
         record.answer = raw_answer.map(|a| match (&tree.copy, &tree.repo) {
-            (Some(copy), Some(repo)) => rewrite_paths(&a, copy, &repo.toplevel),
-            _ => a,
+            (Some(copy), Some(repo)) => stream.redact(&rewrite_paths(&a, copy, &repo.toplevel)),
+            _ => stream.redact(&a),
         });
         self.capture_changes(record, run_dir, tree, stream)?;
         if let Some(answer) = &record.answer {
@@ -612,6 +636,20 @@ impl Engine {
         self.judge(record, run_dir, adapter, stream, ending);
         if record.state == RunState::Done {
             self.run_verify(record, run_dir, tree);
+        }
+        // The keeper wrote stderr.log and verify.log as the processes printed them.
+        for log in ["stderr.log", "verify.log"] {
+            let path = run_dir.join(log);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let clean = stream.redact(&text);
+                if clean != text {
+                    let _ = std::fs::write(&path, clean);
+                }
+            }
+        }
+        record.error = record.error.as_deref().map(|e| stream.redact(e));
+        if let Some(v) = record.verify.as_mut() {
+            v.tail = stream.redact(&v.tail);
         }
         let primary = receipt::resolve_primary(&record.spec.primary, record.spec.price.as_deref());
         if let Some(w) = primary.1 {
@@ -987,9 +1025,18 @@ struct Stream {
     empty_streak: u32,
     empty_steps_total: u32,
     last_progress: Option<Instant>,
+    /// Masks secrets in everything written or shown.
+    redactor: Option<crate::redact::Redactor>,
 }
 
 impl Stream {
+    fn redact(&self, text: &str) -> String {
+        match &self.redactor {
+            Some(r) => r.redact(text),
+            None => text.to_string(),
+        }
+    }
+
     fn absorb(&mut self, events: Vec<WorkerEvent>, record: &mut RunRecord) {
         self.lines += 1;
         // The clock for "no progress" starts with the first event.
@@ -1042,7 +1089,7 @@ impl Stream {
                         ToolOutcome::Failed => " (failed)",
                         ToolOutcome::Ok => "",
                     };
-                    record.last = Some(format!("{name} {summary}{mark}"));
+                    record.last = Some(self.redact(&format!("{name} {summary}{mark}")));
                 }
                 WorkerEvent::Text { message, text } => {
                     self.texts.push((message, text));

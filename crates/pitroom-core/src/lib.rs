@@ -16,6 +16,7 @@ pub mod isolate;
 pub mod prompt;
 pub mod receipt;
 pub mod record;
+pub mod redact;
 pub mod report;
 pub mod revert;
 pub mod secrets;

@@ -43,6 +43,20 @@ pub fn is_secret_path(path: &str) -> bool {
         || suffixes.iter().any(|s| name.ends_with(s))
 }
 
+/// Secret-looking files directly inside `dir`, by name.
+pub fn secret_files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|name| is_secret_path(name))
+        .collect();
+    found.sort();
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

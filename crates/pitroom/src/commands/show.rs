@@ -24,6 +24,13 @@ pub fn show(args: ShowArgs) -> i32 {
             "changes.patch"
         };
         match std::fs::read(dir.join(file)) {
+            Ok(bytes) if args.patch => {
+                // The stored patch stays exact (apply and revert need it); what is shown is not.
+                let dirs: Vec<&std::path::Path> = record.repo.iter().map(|p| p.as_path()).collect();
+                let redactor = pitroom_core::redact::Redactor::for_dirs(&dirs);
+                let shown = redactor.redact(&String::from_utf8_lossy(&bytes));
+                let _ = std::io::stdout().write_all(shown.as_bytes());
+            }
             Ok(bytes) => {
                 let _ = std::io::stdout().write_all(&bytes);
             }

@@ -141,3 +141,44 @@ fn git_outside_the_protected_repository_is_left_alone() {
         String::from_utf8_lossy(&env.run(&repo, &["show", "--events"]).stdout).into_owned();
     assert!(events.contains("\"exit\":0"), "{events}");
 }
+
+#[test]
+fn secrets_are_redacted_in_events_answers_logs_and_shown_patches() {
+    let secret = "hunter2-correct-horse-battery";
+    let env = fake_env(json!([
+        {"sh": "cat .env; echo token sk-proj-abcdefghijklmnopqrstuvwxyz012345 >&2"},
+        {"write": {"path": "config.txt", "content": format!("password = {secret}\n")}},
+        {"stderr": format!("debug: using {secret}")},
+        {"text": format!("SUMMARY: the password is {secret}")}
+    ]));
+    let repo = dirty_repo(&env, "repo");
+    pitroom_testkit::repo::write(&repo, ".env", &format!("DB_PASSWORD={secret}\n"));
+    let out = env.run(&repo, &["-w", "leak it"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains(secret),
+        "report: {}",
+        text(&out)
+    );
+    let run_dir = {
+        let r: Value =
+            serde_json::from_slice(&env.run(&repo, &["show", "--json"]).stdout).expect("json");
+        env.state.join("runs").join(r["id"].as_str().expect("id"))
+    };
+    for file in ["events.jsonl", "answer.md", "stderr.log", "record.json"] {
+        let content = std::fs::read_to_string(run_dir.join(file)).unwrap_or_default();
+        assert!(
+            !content.contains(secret),
+            "{file} leaks the secret: {content}"
+        );
+        assert!(
+            !content.contains("sk-proj-abcdefghij"),
+            "{file} leaks the key"
+        );
+    }
+    let shown = env.run(&repo, &["show", "--patch"]);
+    assert!(!String::from_utf8_lossy(&shown.stdout).contains(secret));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("[REDACTED]"));
+    // The stored patch stays exact, so revert still restores the tree.
+    assert_eq!(code(&env.run(&repo, &["revert"])), 0);
+}
