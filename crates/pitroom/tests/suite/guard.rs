@@ -23,18 +23,47 @@ const ALLOWED: &[&str] = &[
 /// Commands that must fail, each with its own trick.
 const ATTACKS: &[&str] = &[
     "git commit -qam sneaky",
+    "git commit -q --amend -m amended",
+    "sh -c 'git commit -qam via-sh'",
     "git -c alias.ci=commit ci -qam alias",
+    "git -c alias.x='!git commit -qam shell-alias' x",
     "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.ci GIT_CONFIG_VALUE_0=commit git ci -qam env-alias",
+    "GIT_CONFIG_PARAMETERS=\"'alias.ci=commit'\" git ci -qam params-alias",
+    "python3 -c \"import subprocess,sys; sys.exit(subprocess.run(['git','commit','-qam','py']).returncode)\"",
     "sh -c 'git reset -q --hard'",
+    "env git reset -q --soft HEAD~1",
     "env git stash",
+    "git stash push -q",
+    "git stash drop",
     "git checkout -- README.md",
+    "git checkout -q -b other",
+    "git switch -q -c other",
     "git restore README.md",
     "git clean -fdq",
     "git add -A",
     "git rm -q --cached calc.py",
+    "git mv calc.py calc2.py",
+    "git update-index --assume-unchanged calc.py",
+    "git read-tree HEAD",
+    "git apply --index /dev/null",
     "git branch evil",
+    "git --git-dir=.git branch -D main",
     "git tag evil",
+    "git tag -d nothing",
     "git update-ref refs/heads/evil HEAD",
+    "git symbolic-ref HEAD refs/heads/elsewhere",
+    "git reflog expire --expire=now --all",
+    "git notes add -m note",
+    "git cherry-pick HEAD",
+    "git revert --no-edit HEAD",
+    "git merge -q HEAD",
+    "git rebase -q HEAD",
+    "git worktree add -q ../wt",
+    "git gc -q --prune=now",
+    "git config core.hooksPath /tmp",
+    "git remote add evil /tmp/evil.git",
+    "git remote set-url origin /tmp/evil.git",
+    "git fetch -q origin",
     "git push -q origin HEAD:refs/heads/pushed",
     // Layer 2: the real git, past the shim.
     "\"$PITROOM_REAL_GIT\" commit -q --allow-empty -m direct",
@@ -44,18 +73,24 @@ const ATTACKS: &[&str] = &[
     "\"$PITROOM_REAL_GIT\" push -q origin HEAD:refs/heads/pushed",
 ];
 
-/// Refs, the index's entries (stage, mode, blob, path), the stash, and the remote's refs.
-fn state_of(
-    env: &pitroom_testkit::TestEnv,
-    repo: &Path,
-    remote: &Path,
-) -> (String, String, String, String) {
-    (
+/// HEAD, every ref, the index's entries (stage, mode, blob, path), the stash, `.git/config`, the
+/// hooks, and the remote's refs.
+fn state_of(env: &pitroom_testkit::TestEnv, repo: &Path, remote: &Path) -> Vec<String> {
+    let hooks: Vec<String> = std::fs::read_dir(repo.join(".git/hooks"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    vec![
+        std::fs::read_to_string(repo.join(".git/HEAD")).expect("HEAD"),
         env.git(repo, &["for-each-ref", "--format=%(refname) %(objectname)"]),
         env.git(repo, &["ls-files", "--stage"]),
         env.git(repo, &["stash", "list"]),
+        std::fs::read_to_string(repo.join(".git/config")).expect("config"),
+        hooks.join(","),
         env.git(remote, &["for-each-ref"]),
-    )
+    ]
 }
 
 #[test]

@@ -48,6 +48,10 @@ pub fn script() -> Value {
             ],
             "malformed": [{"raw_stream": ["data: {not valid json\n\n", "data: [DONE]\n\n"]}],
             "err500": [{"error": 500, "headers": {"retry-after": "0"}}],
+            "attack": [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "sh -c 'git reset -q --soft HEAD~1'; \"$PITROOM_REAL_GIT\" update-ref refs/heads/evil HEAD; \"$PITROOM_REAL_GIT\" commit -q --allow-empty -m direct; git status --short | head -3", "description": "try to rewrite history"}}]},
+                {"text": "SUMMARY: tried"}
+            ],
             "err404": [{"error": 404}],
             "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
             "nofinish": [{"text": "partial", "finish_reason": null}],
@@ -400,5 +404,38 @@ fn isolated_edit_by_real_opencode_stays_in_its_copy_until_applied() {
     assert!(
         readme.contains("user edit in progress\nworker line"),
         "{readme}"
+    );
+}
+
+#[test]
+fn git_guard_holds_under_real_opencode_in_write_mode() {
+    let w = World::new();
+    let refs_before = w.env.git(
+        &w.repo,
+        &["for-each-ref", "--format=%(refname) %(objectname)"],
+    );
+    let head_before = std::fs::read_to_string(w.repo.join(".git/HEAD")).expect("HEAD");
+    let out = w.run(&["-w", "rewrite history scenario:attack", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(
+        w.env.git(
+            &w.repo,
+            &["for-each-ref", "--format=%(refname) %(objectname)"]
+        ),
+        refs_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.repo.join(".git/HEAD")).expect("HEAD"),
+        head_before
+    );
+    let events = w.run(&["show", "--events"]);
+    let events = String::from_utf8_lossy(&events.stdout);
+    assert!(
+        events.contains("blocked inside a Pitroom worker"),
+        "the shim answered: {events}"
+    );
+    assert!(
+        events.contains("ref update refused"),
+        "the hook answered: {events}"
     );
 }
