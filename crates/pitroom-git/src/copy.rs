@@ -363,19 +363,7 @@ mod tests {
     use super::*;
 
     fn git_in(dir: &Path, args: &[&str]) {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .expect("git");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        pitroom_testkit::repo::git_ok(dir, args);
     }
 
     /// A committed repository and an empty copy repository whose index holds its tree.

@@ -80,14 +80,9 @@ pub fn snapshot_with(
             .filter(|p| drop(p))
             .collect();
         if !dropped.is_empty() {
-            let mut input = Vec::new();
-            for p in &dropped {
-                input.extend_from_slice(p.as_bytes());
-                input.push(0);
-            }
             let out = git.output(
                 ["update-index", "--force-remove", "-z", "--stdin"],
-                Some(&input),
+                Some(&nul_joined(&dropped)),
             )?;
             if out.code != 0 {
                 return Err(out.into_error());
@@ -105,20 +100,23 @@ pub fn snapshot_with(
     })
 }
 
+/// Paths as git's `-z --stdin` reads them: each followed by a NUL.
+fn nul_joined(paths: &[String]) -> Vec<u8> {
+    paths
+        .iter()
+        .flat_map(|p| p.as_bytes().iter().copied().chain(std::iter::once(0)))
+        .collect()
+}
+
 /// Which of `paths` git ignores in this work tree.
 fn ignored_paths(git: &Git, paths: &[String]) -> Result<Vec<String>, GitError> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let mut input = Vec::new();
-    for p in paths {
-        input.extend_from_slice(p.as_bytes());
-        input.push(0);
-    }
     // Exit 1 means "none ignored"; only 128 is an error.
     let out = git.output(
         ["check-ignore", "-z", "--stdin", "--no-index"],
-        Some(&input),
+        Some(&nul_joined(paths)),
     )?;
     if out.code > 1 {
         return Err(out.into_error());

@@ -4,7 +4,6 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use pitroom_git::{apply_patch, build_copy, diff_trees, snapshot, ApplyCheck, Direction, Repo};
 use pitroom_testkit::repo::fingerprint;
@@ -132,27 +131,8 @@ fn perform(root: &Path, op: &Op) {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "core.autocrlf=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+fn git(dir: &Path, args: &[&str]) -> String {
+    pitroom_testkit::repo::git_ok(dir, args)
 }
 
 /// A repository with `initial` committed and `dirty` applied on top, the worker's copy of its
