@@ -2,7 +2,6 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use pitroom_git::{
