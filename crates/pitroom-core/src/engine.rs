@@ -373,6 +373,73 @@ impl Engine {
         self.finish(record, run_dir, &tree, adapter.as_ref(), &stream, ending)
     }
 
+    /// The models `backend` offers, as its CLI lists them (with the user's own providers).
+    pub fn list_models(
+        &self,
+        backend: &str,
+    ) -> Result<Vec<pitroom_workers::ModelInfo>, EngineError> {
+        let adapter = self.adapter(backend)?;
+        let scratch = self
+            .home
+            .root
+            .join("scratch")
+            .join(format!("models-{}", std::process::id()));
+        let cwd = std::env::current_dir().map_err(io("reading the current directory"))?;
+        let spec = RunSpec {
+            task: String::new(),
+            mode: Mode::Read,
+            backend: backend.to_string(),
+            model: None,
+            effort: None,
+            web: false,
+            dir: cwd.clone(),
+            timeout_secs: 60.0,
+            watchdog_secs: 60.0,
+            background: false,
+            allow_non_git: true,
+            parent: None,
+            primary: String::new(),
+            price: None,
+            group: None,
+            link: Vec::new(),
+            verify: None,
+            verify_timeout_secs: 60.0,
+        };
+        let req = self.invocation_request(&spec, &cwd, &scratch, None);
+        let invocation = adapter
+            .models_invocation(&req)
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
+        prepare_dirs(&req.dirs, &invocation.links);
+        let keeper_spec = KeeperSpec {
+            program: invocation.program.clone(),
+            args: invocation.args.clone(),
+            cwd,
+            stdin_file: None,
+            stderr_file: scratch.join("stderr.log"),
+            env: worker_env(&self.env, &invocation),
+            grace: GRACE,
+        };
+        let mut models = Vec::new();
+        // A CLI may answer with nothing while its model catalogue loads: ask twice.
+        for _ in 0..2 {
+            let mut keeper = spawn_keeper(&self.exe, &keeper_spec)
+                .map_err(|e| EngineError::Refused(e.to_string()))?;
+            let lines = read_lines(keeper.stdout.take());
+            let _ = keeper.wait_bounded(Duration::from_secs(60));
+            // The pipe closes with the keeper; what it held is still in the channel.
+            let mut stdout = Vec::new();
+            while let Ok(line) = lines.recv_timeout(Duration::from_secs(2)) {
+                stdout.push(String::from_utf8_lossy(&line).into_owned());
+            }
+            models = adapter.parse_models(&stdout.join("\n"));
+            if !models.is_empty() {
+                break;
+            }
+        }
+        let _ = std::fs::remove_dir_all(&scratch);
+        Ok(models)
+    }
+
     /// A redactor for this run: well-known key formats, plus the values of the secret-looking
     /// files at the top of the project and in the worker's directory.
     fn redactor(&self, record: &RunRecord, tree: &TreeSetup) -> crate::redact::Redactor {

@@ -49,6 +49,8 @@ pub enum Command {
     Apply(ApplyArgs),
     /// Remove an isolated run's copy (its patch is kept).
     Discard(DiscardArgs),
+    /// The models a worker offers (as its CLI lists them, with your own providers).
+    Models(ModelsArgs),
     /// Print every effective setting and where it came from.
     Config(ConfigArgs),
     #[command(name = "__supervise", hide = true)]
@@ -189,6 +191,14 @@ pub struct ApplyArgs {
 #[derive(Debug, Args)]
 pub struct DiscardArgs {
     pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// The worker backend (default: the configured one).
+    pub worker: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -26,6 +26,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Apply(args) => apply::apply(args),
         Command::Discard(args) => apply::discard(args),
         Command::Config(args) => config::config(args),
+        Command::Models(args) => run::models(args),
     }
 }
 

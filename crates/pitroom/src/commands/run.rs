@@ -10,7 +10,7 @@ use pitroom_core::target::Target;
 use pitroom_core::{exit, report, Engine, Prepared, RunRecord, RunSpec, Silent};
 use pitroom_workers::Mode;
 
-use crate::cli::{RunArgs, SuperviseArgs};
+use crate::cli::{ModelsArgs, RunArgs, SuperviseArgs};
 use crate::output::{self, Progress};
 
 fn engine() -> Result<Engine, i32> {
@@ -302,4 +302,51 @@ pub fn supervise(args: SuperviseArgs) -> i32 {
         .map(|fd| unsafe { WriterLock::from_raw_fd(fd) });
     let record = engine.execute(Prepared { record, lock }, &mut Silent);
     record.exit_code()
+}
+
+/// `pitroom models [worker]`: what the worker's CLI offers.
+pub fn models(args: ModelsArgs) -> i32 {
+    let config = match Config::load(&super::env_lookup, &FlagValues::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            output::error(e);
+            return exit::REFUSED;
+        }
+    };
+    let worker = args
+        .worker
+        .or_else(|| config.text("worker"))
+        .unwrap_or_else(|| "opencode".into());
+    let backend = match Target::parse(&worker, "opencode") {
+        Ok(t) => t.backend,
+        Err(e) => {
+            output::error(e);
+            return exit::USAGE;
+        }
+    };
+    let engine = match engine() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    match engine.list_models(&backend) {
+        Ok(models) => {
+            if args.json {
+                output::json(&serde_json::json!({"worker": backend, "models": models}));
+            } else {
+                println!(
+                    "{backend}: {} model{}",
+                    models.len(),
+                    if models.len() == 1 { "" } else { "s" }
+                );
+                for m in &models {
+                    println!("  {}", m.id);
+                }
+            }
+            exit::OK
+        }
+        Err(e) => {
+            output::error(&e);
+            e.exit_code()
+        }
+    }
 }

@@ -439,3 +439,19 @@ fn git_guard_holds_under_real_opencode_in_write_mode() {
         "the hook answered: {events}"
     );
 }
+
+#[test]
+fn models_lists_the_users_own_providers_through_the_real_cli() {
+    let w = World::new();
+    let out = w.run(&["models", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let ids: Vec<&str> = v["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"fake/fake-model"), "{ids:?}");
+    assert_eq!(v["worker"], "opencode");
+}
