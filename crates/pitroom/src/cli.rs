@@ -49,6 +49,8 @@ pub enum Command {
     Apply(ApplyArgs),
     /// Remove an isolated run's copy (its patch is kept).
     Discard(DiscardArgs),
+    /// Check the set-up: git, the state dir, the worker CLIs, and which safety layers hold.
+    Doctor(DoctorArgs),
     /// The models a worker offers (as its CLI lists them, with your own providers).
     Models(ModelsArgs),
     /// Print every effective setting and where it came from.
@@ -191,6 +193,12 @@ pub struct ApplyArgs {
 #[derive(Debug, Args)]
 pub struct DiscardArgs {
     pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 }

@@ -2,6 +2,7 @@
 
 mod apply;
 mod config;
+mod doctor;
 mod revert;
 mod run;
 mod show;
@@ -27,6 +28,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Discard(args) => apply::discard(args),
         Command::Config(args) => config::config(args),
         Command::Models(args) => run::models(args),
+        Command::Doctor(args) => doctor::doctor(args),
     }
 }
 

@@ -547,3 +547,40 @@ fn citations_are_checked_and_bad_ones_listed_with_reasons() {
     assert_eq!(r["refs"]["verified"], 1);
     assert_eq!(r["refs"]["bad"].as_array().map(Vec::len), Some(2), "{r:#}");
 }
+
+#[test]
+fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
+    let env = fake_env(answer("x"));
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["doctor", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let check = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} check: {v:#}"))
+    };
+    assert_eq!(check("git guard")["ok"], true, "{v:#}");
+    assert_eq!(check("opencode")["ok"], true, "{v:#}");
+    assert_eq!(check("codex")["detail"], "no adapter yet");
+    assert!(
+        env.state.join("bin/git").exists(),
+        "doctor installs the guard links"
+    );
+
+    let mut broken = fake_env(answer("x"));
+    broken.set("PITROOM_HOME", "/dev/null/pitroom");
+    broken.set("PITROOM_OPENCODE_BIN", "/nonexistent/opencode");
+    let out = broken.run(&dir, &["doctor"]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("✘ state dir"), "{stdout}");
+    assert!(
+        stdout.contains("· opencode") && stdout.contains("PITROOM_OPENCODE_BIN"),
+        "{stdout}"
+    );
+}

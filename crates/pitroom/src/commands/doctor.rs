@@ -1,0 +1,252 @@
+//! `pitroom doctor`: is everything a run needs here, and which safety layers hold.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use pitroom_core::config::{Config, FlagValues};
+use pitroom_core::exit;
+use pitroom_workers::{adapter_for, find_binary, KNOWN_BACKENDS};
+use serde_json::{json, Value};
+
+use crate::cli::DoctorArgs;
+use crate::output;
+
+/// One line of the check-up.
+struct Check {
+    name: String,
+    ok: bool,
+    /// Whether a failure stops runs (else it is a warning).
+    essential: bool,
+    detail: String,
+}
+
+pub fn doctor(args: DoctorArgs) -> i32 {
+    let mut checks = Vec::new();
+    checks.push(config_check());
+    checks.push(state_check());
+    let git = version_of(Path::new("git"), &["--version"]);
+    checks.push(Check {
+        name: "git".into(),
+        ok: git.is_some(),
+        essential: true,
+        detail: git.unwrap_or_else(|| "not found on PATH; install git".into()),
+    });
+    checks.push(guard_check());
+    checks.push(landlock_check());
+    let rg = version_of(Path::new("rg"), &["--version"]);
+    checks.push(Check {
+        name: "ripgrep".into(),
+        ok: rg.is_some(),
+        essential: false,
+        detail: rg.unwrap_or_else(|| {
+            "not found: OpenCode's grep/glob tools need `rg` on PATH (else it tries to download one)".into()
+        }),
+    });
+    for backend in KNOWN_BACKENDS {
+        checks.push(worker_check(backend));
+    }
+    let healthy = checks.iter().all(|c| c.ok || !c.essential);
+    if args.json {
+        let list: Vec<Value> = checks
+            .iter()
+            .map(|c| json!({"check": c.name, "ok": c.ok, "essential": c.essential, "detail": c.detail}))
+            .collect();
+        output::json(&json!({"healthy": healthy, "checks": list}));
+    } else {
+        for c in &checks {
+            let mark = match (c.ok, c.essential) {
+                (true, _) => "✔",
+                (false, true) => "✘",
+                (false, false) => "·",
+            };
+            println!("{mark} {:<12} {}", c.name, c.detail);
+        }
+    }
+    if healthy {
+        exit::OK
+    } else {
+        exit::REFUSED
+    }
+}
+
+fn config_check() -> Check {
+    match Config::load(&super::env_lookup, &FlagValues::default()) {
+        Ok(c) => Check {
+            name: "config".into(),
+            ok: c.warnings.is_empty(),
+            essential: false,
+            detail: match (&c.file, c.warnings.first()) {
+                (_, Some(w)) => w.clone(),
+                (Some(f), None) => f.display().to_string(),
+                (None, None) => "no config file (defaults)".into(),
+            },
+        },
+        Err(e) => Check {
+            name: "config".into(),
+            ok: false,
+            essential: true,
+            detail: e.to_string(),
+        },
+    }
+}
+
+fn state_check() -> Check {
+    let home = super::home();
+    let probe = home.root.join(".doctor-probe");
+    let writable = std::fs::create_dir_all(&home.root)
+        .and_then(|_| std::fs::write(&probe, b"ok"))
+        .and_then(|_| std::fs::remove_file(&probe));
+    Check {
+        name: "state dir".into(),
+        ok: writable.is_ok(),
+        essential: true,
+        detail: match writable {
+            Ok(()) => home.root.display().to_string(),
+            Err(e) => format!(
+                "{} is not writable: {e}; set PITROOM_HOME",
+                home.root.display()
+            ),
+        },
+    }
+}
+
+/// Layers 1 and 2 of the git guard: the links, and a git new enough for `GIT_CONFIG_COUNT`
+/// (2.31) and the `reference-transaction` hook (2.28).
+fn guard_check() -> Check {
+    let home = super::home();
+    let installed = std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|exe| {
+            pitroom_core::guard_env::install_links(&home, &exe).map_err(|e| e.to_string())
+        });
+    let git_ok = version_of(Path::new("git"), &["--version"])
+        .and_then(|v| parse_version(&v))
+        .is_some_and(|(major, minor)| (major, minor) >= (2, 31));
+    let (ok, detail) = match (installed, git_ok) {
+        (Ok(links), true) => (
+            true,
+            format!(
+                "layer 1 (git shim in {}) and layer 2 (reference-transaction hook, push rewrite) ready",
+                links.shim_dir.display()
+            ),
+        ),
+        (Ok(_), false) => (false, "git 2.31 or newer is needed for layer 2 (GIT_CONFIG_COUNT)".into()),
+        (Err(e), _) => (false, format!("could not install the guard links: {e}")),
+    };
+    Check {
+        name: "git guard".into(),
+        ok,
+        essential: true,
+        detail,
+    }
+}
+
+/// Layer 3: whether the kernel offers Landlock (Pitroom does not use it yet).
+fn landlock_check() -> Check {
+    // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) returns the ABI version.
+    // SAFETY: a query with a null attribute pointer, as the kernel documents.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    Check {
+        name: "landlock".into(),
+        ok: false,
+        essential: false,
+        detail: if abi > 0 {
+            format!("the kernel offers Landlock ABI {abi}; layer 3 is not built yet, so .git is protected by layers 1–2 only")
+        } else {
+            "not offered by this kernel; layer 3 is not built yet".into()
+        },
+    }
+}
+
+fn worker_check(backend: &str) -> Check {
+    let Some(_adapter) = adapter_for(backend) else {
+        return Check {
+            name: backend.into(),
+            ok: false,
+            essential: false,
+            detail: "no adapter yet".into(),
+        };
+    };
+    let lookup = |k: &str| std::env::var(k).ok();
+    match find_binary(backend, backend, &lookup) {
+        Ok(path) => {
+            let version =
+                version_of(&path, &["--version"]).unwrap_or_else(|| "version unknown".into());
+            Check {
+                name: backend.into(),
+                ok: true,
+                essential: false,
+                detail: format!("{} ({version})", path.display()),
+            }
+        }
+        Err(e) => Check {
+            name: backend.into(),
+            ok: false,
+            essential: false,
+            detail: e.to_string(),
+        },
+    }
+}
+
+/// The first line a program prints for `args`, within 10 seconds.
+fn version_of(program: &Path, args: &[&str]) -> Option<String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+}
+
+/// `(major, minor)` from "git version 2.47.3".
+fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let v = text
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut parts = v.split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_versions_are_read() {
+        assert_eq!(parse_version("git version 2.47.3"), Some((2, 47)));
+        assert_eq!(
+            parse_version("git version 2.39.5 (Apple Git-154)"),
+            Some((2, 39))
+        );
+        assert_eq!(parse_version("nonsense"), None);
+    }
+}
