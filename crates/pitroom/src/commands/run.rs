@@ -46,10 +46,11 @@ fn start(spec: RunSpec, background: bool, json: bool) -> i32 {
             return e.exit_code();
         }
     };
-    for w in &prepared.record.warnings {
-        output::warning(w);
-    }
     if background {
+        // No report will follow: say now what the report would have said.
+        for w in &prepared.record.warnings {
+            output::warning(w);
+        }
         return match engine.spawn_background(prepared) {
             Ok(record) => {
                 print_started(&record, json);

@@ -502,7 +502,7 @@ fn read_outside_git_runs_in_place_with_a_warning() {
     let dir = env.dir("plain");
     let out = env.run(&dir, &["x"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a git repository"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("warning: not a git repository"));
     let out = env.run(&dir, &["-w", "--allow-non-git", "edit"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
 }
