@@ -297,6 +297,14 @@ impl Engine {
         observer: &mut dyn Observer,
     ) -> Result<(), EngineError> {
         let adapter = self.adapter(&record.spec.backend)?;
+        // Signals are caught before the pid is published: a `pitroom stop` that reads the pid
+        // must find a process that turns SIGTERM into a clean stop, not one it kills outright.
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+        }
+        // Orphans of the worker tree come back to us if the keeper itself dies.
+        let _ = nix::sys::prctl::set_child_subreaper(true);
         let pid = std::process::id();
         record.pid = Some(pid);
         record.pid_start = pitroom_proc::process_start_time(pid as i32);
@@ -304,12 +312,9 @@ impl Engine {
         record.started_at = Some(jiff::Timestamp::now().to_string());
         self.save(record)?;
         let started = Instant::now();
-
-        // Orphans of the worker tree come back to us if the keeper itself dies.
-        let _ = nix::sys::prctl::set_child_subreaper(true);
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+        // A `pitroom stop` that raced the start left a note instead of a signal.
+        if run_dir.join(STOP_REQUESTED).exists() {
+            stop.store(true, Ordering::SeqCst);
         }
 
         let parent = match &record.spec.parent {
@@ -637,7 +642,7 @@ impl Engine {
             if let Some(code) = keeper.try_wait() {
                 break code;
             }
-            let wanted = if stop.load(Ordering::SeqCst) {
+            let wanted = if stop.load(Ordering::SeqCst) || run_dir.join(STOP_REQUESTED).exists() {
                 Some(Ending::Stopped)
             } else if started.elapsed() >= timeout {
                 Some(Ending::TimedOut)
@@ -989,6 +994,10 @@ impl Engine {
         }
     }
 }
+
+/// The file `pitroom stop` leaves in a run's directory: a stop that races the run's start (before
+/// its supervisor can take a signal) is not lost.
+pub const STOP_REQUESTED: &str = "stop-requested";
 
 /// The internal subcommand that runs a background supervisor.
 pub const SUPERVISE_SUBCOMMAND: &str = "__supervise";

@@ -22,6 +22,8 @@ pub mod revert;
 pub mod secrets;
 pub mod target;
 
-pub use engine::{Engine, EngineError, Observer, Prepared, Silent, SUPERVISE_SUBCOMMAND};
+pub use engine::{
+    Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,
+};
 pub use home::{Home, HomeError};
 pub use record::{RunRecord, RunSpec, RunState};

@@ -14,7 +14,9 @@ pub use keeper::{
     is_keeper_invocation, keeper_main, spawn_keeper, KeeperHandle, KeeperSpec, SpawnError,
     KEEPER_SUBCOMMAND,
 };
-pub use tree::{descendants, is_running, process_start_time, terminate_descendants};
+pub use tree::{
+    descendants, is_running, process_start_time, terminate_descendants, terminate_exact,
+};
 
 /// Exit code the keeper uses when it stopped the worker on request.
 pub const STOPPED_EXIT: i32 = 143;

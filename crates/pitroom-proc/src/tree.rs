@@ -100,6 +100,12 @@ fn signal_exact(proc: ProcId, signal: Signal) {
     unsafe { libc::close(fd) };
 }
 
+/// Sends SIGTERM to the process `pid` only if it is still the one that started at `start`
+/// (through a pidfd, so a reused pid is never hit).
+pub fn terminate_exact(pid: i32, start: u64) {
+    signal_exact(ProcId { pid, start }, Signal::SIGTERM);
+}
+
 /// Reaps every exited child of this process without blocking; returns `(pid, status)` pairs.
 pub(crate) fn reap_children() -> Vec<(i32, WaitStatus)> {
     let mut reaped = Vec::new();

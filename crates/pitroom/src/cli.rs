@@ -45,6 +45,8 @@ pub enum Command {
     Wait(WaitArgs),
     /// Undo exactly a write run's edits (checked first; refused if the files changed since).
     Revert(RevertArgs),
+    /// Stop a running or queued run (its worker's whole process tree ends; what it did is kept).
+    Stop(StopArgs),
     /// Land an isolated run's patch in your tree (checked first, all or nothing).
     Apply(ApplyArgs),
     /// Remove an isolated run's copy (its patch is kept).
@@ -192,6 +194,13 @@ pub struct ApplyArgs {
 
 #[derive(Debug, Args)]
 pub struct DiscardArgs {
+    pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
     pub run: Option<String>,
     #[arg(long)]
     pub json: bool,

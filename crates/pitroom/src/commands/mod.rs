@@ -23,6 +23,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Ls(args) => show::ls(args),
         Command::Status(args) => wait::status(args),
         Command::Wait(args) => wait::wait(args),
+        Command::Stop(args) => wait::stop(args),
         Command::Revert(args) => revert::revert(args),
         Command::Apply(args) => apply::apply(args),
         Command::Discard(args) => apply::discard(args),

@@ -584,3 +584,53 @@ fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
         "{stdout}"
     );
 }
+
+#[test]
+fn stop_ends_a_background_run_and_everything_it_started() {
+    let marker = "sleep 283.9";
+    let env = fake_env(json!([
+        {"spawn_bg": format!("{marker}; true")},
+        {"step": {"input": 5, "output": 1}},
+        {"sleep_ms": 60000}
+    ]));
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["--bg", "long job"]);
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        eventually(Duration::from_secs(15), || {
+            !super::common::processes_with_cmdline(marker).is_empty()
+        }),
+        "the job started"
+    );
+    let out = env.run(&dir, &["stop", &id]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("stopped"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            super::common::processes_with_cmdline(marker).is_empty()
+        }),
+        "no survivor"
+    );
+    assert_eq!(record(&env, &dir)["state"], "stopped");
+    assert_eq!(
+        code(&env.run(&dir, &["stop", &id])),
+        3,
+        "a finished run cannot be stopped"
+    );
+}
+
+#[test]
+fn a_stop_that_races_the_start_is_not_lost() {
+    let env = fake_env(json!([{"sleep_ms": 60000}]));
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["--bg", "long job"]);
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // Immediately: the supervisor may not have claimed the run yet.
+    let out = env.run(&dir, &["stop", &id]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(record(&env, &dir)["state"], "stopped");
+}
