@@ -83,12 +83,16 @@ enum Ending {
     TimedOut,
     /// The watchdog saw no progress: OpenCode's endless loop on replies without a finish reason.
     Stalled,
+    /// The CLI kept retrying a failing model call; the last error it reported.
+    RetriesExhausted,
 }
 
 /// Consecutive empty steps before the watchdog considers the worker looping.
 const EMPTY_STEP_STREAK: u32 = 3;
 /// How long descendants get between TERM and KILL.
 const GRACE: Duration = Duration::from_secs(3);
+/// Failed model calls a CLI may retry before Pitroom stops it (OpenCode retries a 429 for ~75 s).
+const RETRY_CAP: u32 = 3;
 /// How often the record is rewritten with progress while a run goes on.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -618,6 +622,7 @@ impl Engine {
         let started = Instant::now();
         let mut last_saved = Instant::now();
         let mut requested: Option<Ending> = None;
+        let mut stderr_tail = FileTail::new(run_dir.join("stderr.log"));
         let exit_code = loop {
             match lines.recv_timeout(Duration::from_millis(50)) {
                 Ok(line) => {
@@ -642,12 +647,20 @@ impl Engine {
             if let Some(code) = keeper.try_wait() {
                 break code;
             }
+            stderr_tail.poll(|line| {
+                if let Some(error) = adapter.retry_signal(line) {
+                    stream.retry_errors += 1;
+                    stream.last_retry_error = Some(error);
+                }
+            });
             let wanted = if stop.load(Ordering::SeqCst) || run_dir.join(STOP_REQUESTED).exists() {
                 Some(Ending::Stopped)
             } else if started.elapsed() >= timeout {
                 Some(Ending::TimedOut)
             } else if stream.stalled(watchdog) {
                 Some(Ending::Stalled)
+            } else if stream.retry_errors >= RETRY_CAP {
+                Some(Ending::RetriesExhausted)
             } else {
                 None
             };
@@ -940,6 +953,29 @@ impl Engine {
                 record.failure = Some(pitroom_workers::FailureKind::Other);
                 return;
             }
+            Ending::RetriesExhausted => {
+                let error = stream
+                    .last_retry_error
+                    .clone()
+                    .unwrap_or_else(|| "model call failed".into());
+                let events = [WorkerEvent::Error {
+                    message: error.clone(),
+                    status: None,
+                    retry_after: None,
+                }];
+                let evidence = FailureEvidence {
+                    events: &events,
+                    stderr_tail: &stderr,
+                    exit_code: None,
+                };
+                record.state = RunState::Failed;
+                record.failure = Some(adapter.classify(&evidence));
+                record.error = Some(format!(
+                    "{error} — the worker kept retrying ({} failed attempts); Pitroom stopped it so the failure surfaces now",
+                    stream.retry_errors
+                ));
+                return;
+            }
             Ending::Exited(code) => record.worker_exit = Some(code),
         }
         if record.read_only_violation {
@@ -1103,6 +1139,9 @@ struct Stream {
     last_progress: Option<Instant>,
     /// Masks secrets in everything written or shown.
     redactor: Option<crate::redact::Redactor>,
+    /// Failed model calls the CLI reported retrying since the last progress.
+    retry_errors: u32,
+    last_retry_error: Option<String>,
 }
 
 impl Stream {
@@ -1128,6 +1167,7 @@ impl Stream {
                 WorkerEvent::StepFinished { .. } | WorkerEvent::ToolCall { .. }
             ) {
                 self.empty_streak = 0;
+                self.retry_errors = 0;
                 self.last_progress = Some(Instant::now());
             }
             match event {
@@ -1203,6 +1243,49 @@ impl Stream {
             WorkerEvent::Error { message, .. } => Some(message.as_str()),
             _ => None,
         })
+    }
+}
+
+/// Follows a file another process appends to (the worker's stderr.log), line by line.
+struct FileTail {
+    path: PathBuf,
+    offset: u64,
+    partial: String,
+}
+
+impl FileTail {
+    fn new(path: PathBuf) -> FileTail {
+        FileTail {
+            path,
+            offset: 0,
+            partial: String::new(),
+        }
+    }
+
+    /// Hands every complete line added since the last call to `each`.
+    fn poll(&mut self, mut each: impl FnMut(&str)) {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut file) = File::open(&self.path) else {
+            return;
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len <= self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        if file
+            .take(len - self.offset)
+            .read_to_end(&mut fresh)
+            .is_err()
+        {
+            return;
+        }
+        self.offset += fresh.len() as u64;
+        self.partial.push_str(&String::from_utf8_lossy(&fresh));
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            each(line.trim_end());
+        }
     }
 }
 
@@ -1451,6 +1534,23 @@ mod tests {
         );
         assert_eq!(s.tally.cost, Some(0.5));
         assert_eq!(r.last.as_deref(), Some("read b"));
+    }
+
+    #[test]
+    fn file_tail_hands_over_complete_lines_as_they_are_appended() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stderr.log");
+        let mut tail = FileTail::new(path.clone());
+        let mut seen = Vec::new();
+        tail.poll(|l| seen.push(l.to_string()));
+        assert!(seen.is_empty(), "no file yet");
+        let mut f = File::create(&path).unwrap();
+        write!(f, "one\ntw").unwrap();
+        tail.poll(|l| seen.push(l.to_string()));
+        write!(f, "o\nthree\n").unwrap();
+        tail.poll(|l| seen.push(l.to_string()));
+        assert_eq!(seen, vec!["one", "two", "three"]);
     }
 
     #[test]

@@ -103,6 +103,13 @@ pub trait Adapter: Send + Sync {
     /// Classifies a failed run from the CLI's own error texts.
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind;
 
+    /// When a line of the CLI's stderr reports a failed model call that the CLI is about to
+    /// retry (silently, for minutes), the error it reports; the engine stops the worker after a
+    /// few of these so the failure surfaces in seconds.
+    fn retry_signal(&self, _stderr_line: &str) -> Option<String> {
+        None
+    }
+
     /// Whether `resume_session` is honoured.
     fn can_resume(&self) -> bool;
 

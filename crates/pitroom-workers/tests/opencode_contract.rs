@@ -210,3 +210,19 @@ fn noise_lines_between_events_change_nothing() {
         assert_eq!(parse(&noisy), parse(&events), "{name}");
     }
 }
+
+#[test]
+fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
+    let (_, stderr) = fixture("err429");
+    let signals: Vec<String> = stderr
+        .lines()
+        .filter_map(|l| OpenCode.retry_signal(l))
+        .collect();
+    assert!(signals.len() >= 3, "{stderr}");
+    assert_eq!(signals[0], "Rate limit reached for requests");
+    let (_, stderr) = fixture("unknown-model");
+    assert!(
+        stderr.lines().all(|l| OpenCode.retry_signal(l).is_none()),
+        "not a retry"
+    );
+}

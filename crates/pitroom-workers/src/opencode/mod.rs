@@ -147,6 +147,17 @@ impl Adapter for OpenCode {
         true
     }
 
+    fn retry_signal(&self, stderr_line: &str) -> Option<String> {
+        // `--print-logs` writes one `message="stream error"` line per failed attempt:
+        // `… error.error="AI_APICallError: Rate limit reached for requests"`.
+        if !stderr_line.contains("message=\"stream error\"") {
+            return None;
+        }
+        let value = stderr_line.split("error.error=\"").nth(1)?;
+        let message = value.split('"').next().unwrap_or(value);
+        Some(message.trim_start_matches("AI_APICallError: ").to_string())
+    }
+
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
         let program = Self::program(req)?;
         let config = worker_config(req).map_err(AdapterError::Config)?;

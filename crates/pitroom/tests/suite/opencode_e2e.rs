@@ -54,6 +54,7 @@ pub fn script() -> Value {
             ],
             "err404": [{"error": 404}],
             "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
+            "err429slow": [{"error": 429}],
             "nofinish": [{"text": "partial", "finish_reason": null}],
             "hang": [{"hang": true}],
             "bgkill": [
@@ -454,4 +455,23 @@ fn models_lists_the_users_own_providers_through_the_real_cli() {
         .collect();
     assert!(ids.contains(&"fake/fake-model"), "{ids:?}");
     assert_eq!(v["worker"], "opencode");
+}
+
+#[test]
+fn a_rate_limit_fails_in_seconds_not_after_the_clis_minute_of_retries() {
+    let w = World::new();
+    let started = Instant::now();
+    // Without retry-after, OpenCode backs off 2.5 s, 4.6 s, 9.9 s, 16.4 s, 39 s (~75 s in all).
+    let out = w.run(&["anything scenario:err429slow", "-t", "120s"]);
+    let took = started.elapsed();
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(took < Duration::from_secs(45), "took {took:?}");
+    let r = record(&w.env, &w.repo);
+    assert_eq!(r["failure"], "rate_limited", "{r:#}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("kept retrying")),
+        "{r:#}"
+    );
 }
