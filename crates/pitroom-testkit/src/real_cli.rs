@@ -1,10 +1,32 @@
 //! The pinned real worker CLIs for end-to-end tests, installed from npm into a cache directory.
+//!
+//! `.ci/run` installs the same packages at the same versions up front; the functions here install
+//! on first use (under a lock, so parallel tests install once) so a plain `cargo test` works too.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 /// The OpenCode version the adapter was measured against.
 pub const OPENCODE_VERSION: &str = "1.18.33";
+
+/// One pinned npm package and the executable it provides.
+#[derive(Debug, Clone, Copy)]
+pub struct NpmCli {
+    pub package: &'static str,
+    pub version: &'static str,
+    /// The name under `node_modules/.bin`.
+    pub bin: &'static str,
+    /// The variable that overrides the installed binary with another path.
+    pub override_var: &'static str,
+}
+
+/// OpenCode, pinned.
+pub const OPENCODE: NpmCli = NpmCli {
+    package: "opencode-ai",
+    version: OPENCODE_VERSION,
+    bin: "opencode",
+    override_var: "PITROOM_E2E_OPENCODE",
+};
 
 /// Where the pinned CLIs are installed: `$PITROOM_E2E_CACHE`, else `~/.cache/pitroom-e2e`.
 pub fn cache_dir() -> PathBuf {
@@ -16,34 +38,54 @@ pub fn cache_dir() -> PathBuf {
         })
 }
 
-/// The real `opencode` binary: `$PITROOM_E2E_OPENCODE`, else the pinned version in the cache,
-/// installed with npm on first use (under a lock, so parallel tests install once).
-pub fn opencode() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("PITROOM_E2E_OPENCODE") {
+/// The install prefix of a pinned package: `<cache>/<bin>-<version>`.
+pub fn prefix(cli: &NpmCli) -> PathBuf {
+    cache_dir().join(format!("{}-{}", cli.bin, cli.version))
+}
+
+/// The real binary of `cli`: its override variable, else the pinned version in the cache,
+/// installed with npm on first use.
+pub fn install(cli: &NpmCli) -> Result<PathBuf, String> {
+    install_with(cli, &[])
+}
+
+/// Like [`install`], with extra environment for npm (e.g. a `PATH` that puts a newer Node
+/// first, for packages whose `engines` field needs it).
+pub fn install_with(cli: &NpmCli, npm_env: &[(&str, String)]) -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(cli.override_var) {
         return Ok(PathBuf::from(p));
     }
-    let prefix = cache_dir().join(format!("opencode-{OPENCODE_VERSION}"));
-    let bin = prefix.join("node_modules/.bin/opencode");
+    let prefix = prefix(cli);
+    let bin = prefix.join("node_modules/.bin").join(cli.bin);
     if bin.exists() {
         return Ok(bin);
     }
     std::fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
     let lock = std::fs::File::create(prefix.join(".install.lock")).map_err(|e| e.to_string())?;
-    // SAFETY: flock on a descriptor we own.
+    // SAFETY: flock on a descriptor we own; released when `lock` is dropped.
     unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
     if !bin.exists() {
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        let mut npm = Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
-            .arg(format!("opencode-ai@{OPENCODE_VERSION}"))
-            .status()
-            .map_err(|e| format!("npm: {e}"))?;
+            .arg(format!("{}@{}", cli.package, cli.version));
+        for (k, v) in npm_env {
+            npm.env(k, v);
+        }
+        let status = npm.status().map_err(|e| format!("npm: {e}"))?;
         if !status.success() || !bin.exists() {
             return Err(format!(
-                "installing opencode-ai@{OPENCODE_VERSION} into {} failed",
+                "installing {}@{} into {} failed",
+                cli.package,
+                cli.version,
                 prefix.display()
             ));
         }
     }
     Ok(bin)
+}
+
+/// The real `opencode` binary: `$PITROOM_E2E_OPENCODE`, else the pinned version.
+pub fn opencode() -> Result<PathBuf, String> {
+    install(&OPENCODE)
 }
