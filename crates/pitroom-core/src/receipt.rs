@@ -1,8 +1,12 @@
 //! Receipts: what the worker burned, what came back, what it saved (PRODUCT.md §11).
 
-use pitroom_workers::Usage;
+use std::collections::BTreeMap;
 
-use crate::record::{Receipt, Tally};
+use pitroom_workers::Usage;
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::record::{Receipt, RunRecord, Tally};
 
 /// List prices in USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,18 +104,132 @@ pub fn returned_tokens(report: &str) -> u64 {
 pub fn receipt(tally: &Tally, report: &str, primary: &Primary) -> Receipt {
     let worker_tokens = tally.usage.total();
     let returned = returned_tokens(report);
-    let saved = (worker_tokens > 0).then(|| {
-        let reading = returned as f64 * primary.price.input / 1e6;
-        primary_cost(&tally.usage, &primary.price) - tally.cost.unwrap_or(0.0) - reading
-    });
     Receipt {
         worker_tokens,
         returned_tokens: returned,
         compression: worker_tokens as f64 / returned as f64,
         cost: tally.cost,
         primary: primary.label.clone(),
-        saved,
+        saved: estimated_saving(&tally.usage, returned, tally.cost, primary),
     }
+}
+
+/// What the primary would have paid for the worker's tokens, minus the worker's cost (unknown
+/// counts as $0, which overstates the saving), minus the primary reading the report. `None`
+/// when the worker used no tokens: nothing was offloaded.
+fn estimated_saving(
+    usage: &Usage,
+    returned: u64,
+    worker_cost: Option<f64>,
+    primary: &Primary,
+) -> Option<f64> {
+    (usage.total() > 0).then(|| {
+        let reading = returned as f64 * primary.price.input / 1e6;
+        primary_cost(usage, &primary.price) - worker_cost.unwrap_or(0.0) - reading
+    })
+}
+
+/// The user's `worker_prices`: USD per million tokens for worker CLIs that report no cost,
+/// keyed `backend:model` or `backend`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkerPrices {
+    prices: BTreeMap<String, Price>,
+}
+
+impl WorkerPrices {
+    /// Reads the config's `worker_prices` table, e.g.
+    /// `worker_prices = { "opencode:foo/bar" = { input = 0.5, output = 1.5, cached = 0.05 } }`
+    /// (`cached` defaults to a tenth of `input`). Entries that are not such a table are
+    /// warnings and left out.
+    pub fn from_config(config: &Config) -> (WorkerPrices, Vec<String>) {
+        config
+            .entries()
+            .into_iter()
+            .find(|e| e.key == "worker_prices")
+            .map(|e| WorkerPrices::from_value(&e.value))
+            .unwrap_or_default()
+    }
+
+    pub fn from_value(value: &Value) -> (WorkerPrices, Vec<String>) {
+        let mut prices = BTreeMap::new();
+        let mut warnings = Vec::new();
+        let Some(table) = value.as_object() else {
+            return (WorkerPrices { prices }, warnings);
+        };
+        for (key, entry) in table {
+            match price_entry(entry) {
+                Some(p) => {
+                    prices.insert(key.clone(), p);
+                }
+                None => warnings.push(format!(
+                    "worker_prices.\"{key}\" ignored: expected {{ input = N, output = N[, cached = N] }} in USD per million tokens"
+                )),
+            }
+        }
+        (WorkerPrices { prices }, warnings)
+    }
+
+    /// The price for `backend` running `model`: `backend:model` first, then `backend`.
+    pub fn lookup(&self, backend: &str, model: Option<&str>) -> Option<(&str, Price)> {
+        let exact = model.and_then(|m| self.prices.get_key_value(&format!("{backend}:{m}")));
+        exact
+            .or_else(|| self.prices.get_key_value(backend))
+            .map(|(k, p)| (k.as_str(), *p))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.prices.is_empty()
+    }
+}
+
+fn price_entry(entry: &Value) -> Option<Price> {
+    let number = |k: &str| entry.get(k).and_then(Value::as_f64);
+    let input = number("input")?;
+    let output = number("output")?;
+    let cached = match entry.get("cached") {
+        None => input / 10.0,
+        Some(v) => v.as_f64()?,
+    };
+    let price = Price {
+        input,
+        output,
+        cached,
+    };
+    [input, output, cached]
+        .iter()
+        .all(|v| v.is_finite() && *v >= 0.0)
+        .then_some(price)
+}
+
+/// Fills in the cost of a finished run whose worker CLI reported none, from `worker_prices`,
+/// and re-estimates the saving with it. The CLI's own figure always wins. Returns whether the
+/// receipt changed. A cost the CLI did not report is an estimate: `Tally::cost` stays `None`,
+/// so `tally.cost.is_none() && receipt.cost.is_some()` tells an estimated cost from a reported one.
+pub fn apply_worker_prices(record: &mut RunRecord, prices: &WorkerPrices) -> bool {
+    if record.tally.cost.is_some() || record.tally.usage.is_zero() {
+        return false;
+    }
+    let Some((_, price)) = prices.lookup(&record.spec.backend, record.spec.model.as_deref()) else {
+        return false;
+    };
+    let Some(receipt) = record.receipt.as_mut() else {
+        return false;
+    };
+    let cost = primary_cost(&record.tally.usage, &price);
+    let (primary, _) = resolve_primary(&record.spec.primary, record.spec.price.as_deref());
+    receipt.cost = Some(cost);
+    receipt.saved = estimated_saving(
+        &record.tally.usage,
+        receipt.returned_tokens,
+        Some(cost),
+        &primary,
+    );
+    true
+}
+
+/// Whether the receipt's worker cost is an estimate from `worker_prices` (the CLI reported none).
+pub fn cost_is_estimate(record: &RunRecord) -> bool {
+    record.tally.cost.is_none() && record.receipt.as_ref().is_some_and(|r| r.cost.is_some())
 }
 
 #[cfg(test)]
@@ -178,5 +296,80 @@ mod tests {
         assert!(w.unwrap().contains("gpt-9"));
         let (_, w) = resolve_primary("haiku", Some("cheap"));
         assert!(w.unwrap().contains("cheap"));
+    }
+
+    fn priced_record(backend: &str, model: Option<&str>, cost: Option<f64>) -> RunRecord {
+        let spec: crate::record::RunSpec = serde_json::from_value(serde_json::json!({
+            "task": "t", "mode": "read", "backend": backend, "model": model, "effort": null,
+            "web": false, "dir": "/r", "timeout_secs": 1.0, "watchdog_secs": 1.0,
+            "background": false, "allow_non_git": false, "parent": null, "primary": "sonnet",
+            "price": null,
+        }))
+        .unwrap();
+        let mut r = RunRecord::new("id".into(), spec, "2026-11-30T00:00:00Z".into());
+        r.tally = Tally {
+            usage: usage(1_000_000, 1_000_000, 0),
+            steps: 1,
+            cost,
+            ..Tally::default()
+        };
+        r.receipt = Some(receipt(
+            &r.tally,
+            &"x".repeat(4000),
+            &preset("sonnet").unwrap(),
+        ));
+        r
+    }
+
+    fn prices() -> WorkerPrices {
+        let (p, warnings) = WorkerPrices::from_value(&serde_json::json!({
+            "opencode:foo/bar": {"input": 0.5, "output": 1.5},
+            "opencode": {"input": 1.0, "output": 2.0, "cached": 0.0},
+            "broken": {"input": "cheap"},
+            "negative": {"input": -1.0, "output": 1.0},
+        }));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings.iter().any(|w| w.contains("broken")));
+        p
+    }
+
+    #[test]
+    fn worker_prices_match_backend_and_model_before_backend() {
+        let p = prices();
+        let (key, price) = p.lookup("opencode", Some("foo/bar")).unwrap();
+        assert_eq!(key, "opencode:foo/bar");
+        assert_eq!(price.cached, 0.05, "cached defaults to a tenth of input");
+        assert_eq!(p.lookup("opencode", Some("other")).unwrap().0, "opencode");
+        assert_eq!(p.lookup("opencode", None).unwrap().0, "opencode");
+        assert!(p.lookup("codex", Some("foo/bar")).is_none());
+    }
+
+    #[test]
+    fn a_cli_without_cost_gets_an_estimate_and_a_lower_saving() {
+        let mut r = priced_record("opencode", Some("foo/bar"), None);
+        let before = r.receipt.clone().unwrap();
+        assert_eq!(before.cost, None);
+        assert!(!cost_is_estimate(&r));
+        assert!(apply_worker_prices(&mut r, &prices()));
+        let after = r.receipt.clone().unwrap();
+        // 1M in at $0.5 + 1M out at $1.5.
+        assert!((after.cost.unwrap() - 2.0).abs() < 1e-9, "{after:?}");
+        assert!((before.saved.unwrap() - after.saved.unwrap() - 2.0).abs() < 1e-9);
+        assert!(cost_is_estimate(&r));
+        assert_eq!(r.tally.cost, None, "the tally keeps what the CLI reported");
+    }
+
+    #[test]
+    fn a_reported_cost_is_never_replaced_by_an_estimate() {
+        let mut r = priced_record("opencode", Some("foo/bar"), Some(0.25));
+        assert!(!apply_worker_prices(&mut r, &prices()));
+        assert_eq!(r.receipt.as_ref().unwrap().cost, Some(0.25));
+        assert!(!cost_is_estimate(&r));
+        let mut unknown = priced_record("codex", None, None);
+        assert!(
+            !apply_worker_prices(&mut unknown, &prices()),
+            "no price, stays n/a"
+        );
+        assert_eq!(unknown.receipt.as_ref().unwrap().cost, None);
     }
 }

@@ -236,6 +236,12 @@ fn receipt_line(record: &RunRecord, r: &Receipt) -> String {
         .cost
         .map(|c| format!("${c:.3}"))
         .unwrap_or_else(|| "n/a".into());
+    // The CLI reported no cost: the figure came from the user's worker_prices.
+    let cost = if crate::receipt::cost_is_estimate(record) {
+        format!("~{cost} (estimated from your worker_prices)")
+    } else {
+        cost
+    };
     let mut line = format!(
         "worker processed {} tokens in {} step{} ({calls}) · worker cost {cost} · returned ~{} tokens",
         human_count(r.worker_tokens),
@@ -442,6 +448,23 @@ mod tests {
             ..Receipt::default()
         });
         assert!(render(&r, false).contains("worker cost n/a"));
+    }
+
+    #[test]
+    fn a_cost_from_worker_prices_is_labelled_an_estimate() {
+        let mut r = record(RunState::Done);
+        r.tally.cost = None;
+        r.receipt = Some(Receipt {
+            cost: Some(0.02),
+            ..Receipt::default()
+        });
+        let text = render(&r, false);
+        assert!(
+            text.contains("worker cost ~$0.020 (estimated from your worker_prices)"),
+            "{text}"
+        );
+        r.tally.cost = Some(0.02);
+        assert!(render(&r, false).contains("worker cost $0.020 ·"));
     }
 
     #[test]
