@@ -12,12 +12,14 @@ use std::time::{Duration, Instant};
 use pitroom_git::Repo;
 use pitroom_proc::{spawn_keeper, terminate_descendants, KeeperSpec};
 use pitroom_workers::{
-    adapter_for, Adapter, AdapterError, FailureEvidence, InvocationRequest, Mode, StateDirs,
-    ToolOutcome, WorkerEvent,
+    adapter_for, Adapter, AdapterError, FailureEvidence, FailureKind, InvocationRequest, Mode,
+    StateDirs, ToolOutcome, WorkerEvent,
 };
 
+use crate::cooldown::Cooldowns;
 use crate::home::{Home, HomeError, WriterLock};
-use crate::record::{ChangedFile, RunRecord, RunSpec, RunState};
+use crate::record::{Attempt, ChangedFile, RunRecord, RunSpec, RunState, Tally};
+use crate::slots::{Slot, Slots, Ticket};
 use crate::{prompt, receipt, report};
 
 /// Why a run could not start. Each maps to an exit code and says what to do.
@@ -69,10 +71,14 @@ impl Observer for Silent {
     fn progress(&mut self, _: &RunRecord) {}
 }
 
-/// A run that has a record and, for write runs, holds its repository's writer lock.
+/// A run that has a record and its place in the queue and, for write runs, holds its
+/// repository's writer lock.
 pub struct Prepared {
     pub record: RunRecord,
     pub lock: Option<WriterLock>,
+    /// Its place in the slot queue, taken when the run was created (so a crew's runs queue in
+    /// the order they were given). `None` makes the supervisor queue on its own.
+    pub ticket: Option<Ticket>,
 }
 
 /// How the worker's process ended, from the supervisor's point of view.
@@ -93,6 +99,8 @@ const EMPTY_STEP_STREAK: u32 = 3;
 const GRACE: Duration = Duration::from_secs(3);
 /// Failed model calls a CLI may retry before Pitroom stops it (OpenCode retries a 429 for ~75 s).
 const RETRY_CAP: u32 = 3;
+/// Tool calls kept for a hand-off account.
+const TOOL_LOG_MAX: usize = 40;
 /// How often the record is rewritten with progress while a run goes on.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -131,6 +139,9 @@ impl Engine {
             return Err(EngineError::Usage(
                 "the task is empty; give it as an argument, with --task-file, or as - to read stdin".into(),
             ));
+        }
+        if let Some(group) = &spec.group {
+            crate::home::check_group_name(group).map_err(EngineError::Usage)?;
         }
         let adapter = self.adapter(&spec.backend)?;
         if spec.parent.is_some() && !adapter.can_resume() {
@@ -185,7 +196,18 @@ impl Engine {
             });
         }
         self.save(&record)?;
-        Ok(Prepared { record, lock })
+        if let Some(group) = &record.spec.group {
+            self.home.join_group(group, &record.id)?;
+        }
+        let ticket = self
+            .slots(&record.spec)
+            .enqueue(&record.id)
+            .map_err(io("joining the worker queue"))?;
+        Ok(Prepared {
+            record,
+            lock,
+            ticket: Some(ticket),
+        })
     }
 
     fn probe_invocation(&self, adapter: &dyn Adapter, spec: &RunSpec) -> Result<(), EngineError> {
@@ -228,6 +250,11 @@ impl Engine {
         }
     }
 
+    /// The scheduler's slots, as many as the run's `max_parallel`.
+    pub fn slots(&self, spec: &RunSpec) -> Slots {
+        Slots::new(&self.home.root, spec.max_parallel)
+    }
+
     fn save(&self, record: &RunRecord) -> Result<(), EngineError> {
         record
             .write(&self.home.record_path(&record.id))
@@ -245,6 +272,10 @@ impl Engine {
         if let Some(fd) = lock_fd {
             cmd.arg("--lock-fd").arg(fd.to_string());
         }
+        let ticket_fd = prepared.ticket.as_ref().map(|t| t.as_raw_fd());
+        if let Some(fd) = ticket_fd {
+            cmd.arg("--ticket-fd").arg(fd.to_string());
+        }
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -253,7 +284,7 @@ impl Engine {
         unsafe {
             cmd.pre_exec(move || {
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
-                if let Some(fd) = lock_fd {
+                for fd in [lock_fd, ticket_fd].into_iter().flatten() {
                     if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -263,14 +294,22 @@ impl Engine {
         }
         cmd.spawn()
             .map_err(io("starting the background supervisor"))?;
+        // The supervisor holds its own copy of the ticket now; ours must not remove the file.
+        if let Some(ticket) = prepared.ticket {
+            ticket.forget();
+        }
         Ok(prepared.record)
     }
 
     /// Carries a prepared run out to the end and returns its final record.
     pub fn execute(&self, prepared: Prepared, observer: &mut dyn Observer) -> RunRecord {
-        let Prepared { mut record, lock } = prepared;
+        let Prepared {
+            mut record,
+            lock,
+            ticket,
+        } = prepared;
         let run_dir = self.home.run_dir(&record.id);
-        let outcome = self.execute_inner(&mut record, &run_dir, observer);
+        let outcome = self.execute_inner(&mut record, &run_dir, ticket, observer);
         if let Err(e) = outcome {
             record.state = RunState::Failed;
             record.error = Some(e.to_string());
@@ -298,9 +337,9 @@ impl Engine {
         &self,
         record: &mut RunRecord,
         run_dir: &Path,
+        ticket: Option<Ticket>,
         observer: &mut dyn Observer,
     ) -> Result<(), EngineError> {
-        let adapter = self.adapter(&record.spec.backend)?;
         // Signals are caught before the pid is published: a `pitroom stop` that reads the pid
         // must find a process that turns SIGTERM into a clean stop, not one it kills outright.
         let stop = Arc::new(AtomicBool::new(false));
@@ -312,14 +351,20 @@ impl Engine {
         let pid = std::process::id();
         record.pid = Some(pid);
         record.pid_start = pitroom_proc::process_start_time(pid as i32);
-        record.state = RunState::Running;
-        record.started_at = Some(jiff::Timestamp::now().to_string());
         self.save(record)?;
-        let started = Instant::now();
         // A `pitroom stop` that raced the start left a note instead of a signal.
         if run_dir.join(STOP_REQUESTED).exists() {
             stop.store(true, Ordering::SeqCst);
         }
+        let Some(slot) = self.wait_for_slot(record, ticket, &stop)? else {
+            record.state = RunState::Stopped;
+            record.error = Some("stopped while queued; the worker never started".into());
+            return Ok(());
+        };
+        record.state = RunState::Running;
+        record.started_at = Some(jiff::Timestamp::now().to_string());
+        self.save(record)?;
+        let started = Instant::now();
 
         let parent = match &record.spec.parent {
             Some(id) => Some(self.home.load(id)?),
@@ -335,24 +380,158 @@ impl Engine {
                 ));
             }
         }
-        let mut stream = Stream {
-            redactor: Some(self.redactor(record, &tree)),
-            ..Stream::default()
-        };
         self.save(record)?;
 
+        let chain = fallback_chain(&record.spec);
+        let cooldowns = Cooldowns::load(&self.home);
+        let parent_session = parent.as_ref().and_then(|p| p.session.clone());
+        let mut handoff: Option<String> = None;
+        let mut prior = Tally::default();
+        let mut index = 0;
+        let (adapter, stream, ending, attempt_started) = loop {
+            let (backend, model) = chain[index].clone();
+            let last = index + 1 == chain.len();
+            let target = target_display(&backend, model.as_deref());
+            if let (false, Some(cooling)) = (last, cooldowns.get(&target)) {
+                let why = format!(
+                    "cooling down until {}: {}",
+                    cooling.until_short(),
+                    cooling.reason
+                );
+                record.attempts.push(skipped_attempt(&target, why));
+                index += 1;
+                continue;
+            }
+            let adapter = match self.adapter(&backend) {
+                Ok(a) => a,
+                Err(e) if !last => {
+                    record
+                        .attempts
+                        .push(skipped_attempt(&target, e.to_string()));
+                    index += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            record.spec.backend = backend;
+            record.spec.model = model;
+            if index > 0 {
+                // The next worker has its own session; `--continue` follows the last one.
+                record.session = None;
+                rotate_stderr(run_dir, index);
+            }
+            let session = if index == 0 {
+                parent_session.clone()
+            } else {
+                None
+            };
+            let attempt_started = Instant::now();
+            let mut stream = Stream {
+                redactor: Some(self.redactor(record, &tree)),
+                tally: prior.clone(),
+                ..Stream::default()
+            };
+            let ending = self.attempt(
+                record,
+                run_dir,
+                &tree,
+                adapter.as_ref(),
+                session,
+                handoff.as_deref(),
+                &stop,
+                &mut stream,
+                observer,
+            )?;
+            // Anything the worker left behind that escaped the keeper is ours to end.
+            terminate_descendants(Duration::from_millis(500));
+            let failure = if last {
+                None
+            } else {
+                self.fallback_failure(record, run_dir, adapter.as_ref(), &stream, ending)
+            };
+            let Some((kind, error, retry_after)) = failure else {
+                break (adapter, stream, ending, attempt_started);
+            };
+            if kind == FailureKind::RateLimited {
+                let _ = Cooldowns::note(&self.home, &target, &error, retry_after);
+            }
+            let steps = stream.tally.steps - prior.steps;
+            let tool_calls = stream.tally.tool_calls - prior.tool_calls;
+            let handed_off = handoff.is_some();
+            handoff = (steps > 0 || tool_calls > 0)
+                .then(|| self.handoff_account(record, run_dir, &tree, &stream, &target, &error));
+            record.attempts.push(Attempt {
+                target,
+                state: RunState::Failed.as_str().into(),
+                failure: Some(kind),
+                error: Some(stream.redact(&error)),
+                steps,
+                tool_calls,
+                duration_ms: attempt_started.elapsed().as_millis() as u64,
+                fell_back: true,
+                handed_off,
+            });
+            prior = stream.tally.clone();
+            record.tally = prior.clone();
+            self.save(record)?;
+            index += 1;
+        };
+        // The next queued run may start while this one is judged and verified.
+        drop(slot);
+        record.duration_ms = Some(started.elapsed().as_millis() as u64);
+        record.ended_at = Some(jiff::Timestamp::now().to_string());
+        self.finish(record, run_dir, &tree, adapter.as_ref(), &stream, ending)?;
+        record.attempts.push(Attempt {
+            target: record.worker_target(),
+            state: record.state.as_str().into(),
+            failure: record.failure,
+            error: record.error.clone(),
+            steps: stream.tally.steps - prior.steps,
+            tool_calls: stream.tally.tool_calls - prior.tool_calls,
+            duration_ms: attempt_started.elapsed().as_millis() as u64,
+            fell_back: false,
+            handed_off: handoff.is_some(),
+        });
+        if record.failure == Some(FailureKind::RateLimited) {
+            let retry_after = stream.retry_after();
+            let error = record.error.clone().unwrap_or_default();
+            let _ = Cooldowns::note(&self.home, &record.worker_target(), &error, retry_after);
+        }
+        Ok(())
+    }
+
+    /// One worker attempt: its invocation, its prompt (the task, a follow-up, or the task with
+    /// a hand-off account of what a previous worker did), then the worker under the keeper.
+    #[allow(clippy::too_many_arguments)]
+    fn attempt(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        adapter: &dyn Adapter,
+        session: Option<String>,
+        handoff: Option<&str>,
+        stop: &AtomicBool,
+        stream: &mut Stream,
+        observer: &mut dyn Observer,
+    ) -> Result<Ending, EngineError> {
         let scratch = run_dir.join("scratch");
-        let session = parent.as_ref().and_then(|p| p.session.clone());
         let req = self.invocation_request(&record.spec, &tree.workdir, &scratch, session);
         let invocation = adapter
             .invocation(&req)
             .map_err(|e| EngineError::Refused(e.to_string()))?;
-        record.warnings.extend(invocation.notes.iter().cloned());
+        for note in &invocation.notes {
+            if !record.warnings.contains(note) {
+                record.warnings.push(note.clone());
+            }
+        }
         prepare_dirs(&req.dirs, &invocation.links);
 
-        let prompt_text = match &record.spec.parent {
-            Some(_) => prompt::follow_up_prompt(record.spec.mode, &record.spec.task),
-            None => prompt::worker_prompt(record.spec.mode, &record.spec.task),
+        let (mode, task) = (record.spec.mode, &record.spec.task);
+        let prompt_text = match (handoff, &record.spec.parent) {
+            (Some(account), _) => prompt::handoff_prompt(mode, task, account),
+            (None, Some(_)) => prompt::follow_up_prompt(mode, task),
+            (None, None) => prompt::worker_prompt(mode, task),
         };
         let prompt_path = run_dir.join("prompt.md");
         std::fs::write(&prompt_path, prompt_text).map_err(io("writing the prompt"))?;
@@ -363,23 +542,103 @@ impl Engine {
             cwd: tree.workdir.clone(),
             stdin_file: Some(prompt_path),
             stderr_file: run_dir.join("stderr.log"),
-            env: self.guarded_env(worker_env(&self.env, &invocation), &tree)?,
+            env: self.guarded_env(worker_env(&self.env, &invocation), tree)?,
             grace: GRACE,
         };
-        let ending = self.supervise(
-            record,
-            run_dir,
-            &spec,
-            adapter.as_ref(),
-            &stop,
-            &mut stream,
-            observer,
-        )?;
-        // Anything the worker left behind that escaped the keeper is ours to end.
-        terminate_descendants(Duration::from_millis(500));
-        record.duration_ms = Some(started.elapsed().as_millis() as u64);
-        record.ended_at = Some(jiff::Timestamp::now().to_string());
-        self.finish(record, run_dir, &tree, adapter.as_ref(), &stream, ending)
+        self.supervise(record, run_dir, &spec, adapter, stop, stream, observer)
+    }
+
+    /// Whether an attempt failed in a way the next target may fix (model unavailable, rate
+    /// limited or out of quota, auth): its kind, its error and the provider's retry-after.
+    /// Timeouts, stops, loops and answers never fall back.
+    fn fallback_failure(
+        &self,
+        record: &RunRecord,
+        run_dir: &Path,
+        adapter: &dyn Adapter,
+        stream: &Stream,
+        ending: Ending,
+    ) -> Option<(FailureKind, String, Option<u64>)> {
+        if matches!(ending, Ending::Stopped | Ending::TimedOut | Ending::Stalled) {
+            return None;
+        }
+        let mut probe = record.clone();
+        probe.answer = stream.answer();
+        self.judge(&mut probe, run_dir, adapter, stream, ending);
+        match (probe.state, probe.failure) {
+            (RunState::Failed, Some(kind)) if kind != FailureKind::Other => Some((
+                kind,
+                probe.error.unwrap_or_else(|| kind.describe().into()),
+                stream.retry_after(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// A compact account of what a failed worker did, for the worker that finishes its task:
+    /// its tool calls, what it said, and (for edit runs) its diff so far.
+    fn handoff_account(
+        &self,
+        record: &RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        stream: &Stream,
+        target: &str,
+        error: &str,
+    ) -> String {
+        let mut account = format!(
+            "Another worker ({target}) started this task and stopped part-way ({}).\n",
+            stream.redact(error).lines().next().unwrap_or("")
+        );
+        if !stream.tool_log.is_empty() {
+            account.push_str("Its tool calls, in order:\n");
+            for call in &stream.tool_log {
+                account.push_str(&format!("- {call}\n"));
+            }
+        }
+        if let Some(said) = stream.answer() {
+            let said: String = said.chars().take(1500).collect();
+            account.push_str(&format!("What it wrote last:\n{}\n", stream.redact(&said)));
+        }
+        if record.spec.mode.may_edit() {
+            let mut probe = record.clone();
+            if self
+                .capture_changes(&mut probe, run_dir, tree, stream)
+                .is_ok()
+                && !probe.changes.is_empty()
+            {
+                let patch =
+                    std::fs::read_to_string(run_dir.join("changes.patch")).unwrap_or_default();
+                let patch: String = stream.redact(&patch).chars().take(8000).collect();
+                account.push_str(&format!(
+                    "Its changes so far are already in your working tree (keep them; do not redo them):\n```diff\n{patch}\n```\n"
+                ));
+            }
+        }
+        account
+    }
+
+    /// Waits in the queue for a slot (queue time is recorded apart from worker time); `None`
+    /// when the run was stopped first.
+    fn wait_for_slot(
+        &self,
+        record: &mut RunRecord,
+        ticket: Option<Ticket>,
+        stop: &AtomicBool,
+    ) -> Result<Option<Slot>, EngineError> {
+        let slots = self.slots(&record.spec);
+        let ticket = match ticket {
+            Some(t) => t,
+            None => slots
+                .enqueue(&record.id)
+                .map_err(io("joining the worker queue"))?,
+        };
+        let queued = Instant::now();
+        let slot = slots
+            .acquire(ticket, stop)
+            .map_err(io("waiting for a worker slot"))?;
+        record.queued_ms = Some(queued.elapsed().as_millis() as u64);
+        Ok(slot)
     }
 
     /// The models `backend` offers, as its CLI lists them (with the user's own providers).
@@ -413,6 +672,8 @@ impl Engine {
             link: Vec::new(),
             verify: None,
             verify_timeout_secs: 60.0,
+            fallback: vec![],
+            max_parallel: 20,
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
         let invocation = adapter
@@ -612,8 +873,12 @@ impl Engine {
         stream: &mut Stream,
         observer: &mut dyn Observer,
     ) -> Result<Ending, EngineError> {
-        let mut events_file =
-            File::create(run_dir.join("events.jsonl")).map_err(io("creating events.jsonl"))?;
+        // Appended to: a run that falls back keeps every attempt's events.
+        let mut events_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.join("events.jsonl"))
+            .map_err(io("creating events.jsonl"))?;
         let mut keeper =
             spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
         let lines = read_lines(keeper.stdout.take());
@@ -621,6 +886,8 @@ impl Engine {
         let watchdog = Duration::from_secs_f64(record.spec.watchdog_secs);
         let started = Instant::now();
         let mut last_saved = Instant::now();
+        let mut published = (record.tally.steps, record.tally.tool_calls);
+        let mut dirty = false;
         let mut requested: Option<Ending> = None;
         let mut stderr_tail = FileTail::new(run_dir.join("stderr.log"));
         let exit_code = loop {
@@ -631,10 +898,14 @@ impl Engine {
                     let _ = events_file.write_all(b"\n");
                     let _ = events_file.flush();
                     stream.absorb(adapter.parse_line(&text), record);
-                    if last_saved.elapsed() >= PROGRESS_EVERY {
+                    // A new step or tool call is published at once (watchers follow the
+                    // record); anything else at most every PROGRESS_EVERY.
+                    let counters = (record.tally.steps, record.tally.tool_calls);
+                    dirty = true;
+                    if counters != published || last_saved.elapsed() >= PROGRESS_EVERY {
                         let _ = self.save(record);
                         observer.progress(record);
-                        last_saved = Instant::now();
+                        (published, dirty, last_saved) = (counters, false, Instant::now());
                     }
                     continue;
                 }
@@ -670,6 +941,10 @@ impl Engine {
                 break keeper.wait_bounded(GRACE + Duration::from_secs(5));
             }
             if last_saved.elapsed() >= PROGRESS_EVERY {
+                if dirty {
+                    let _ = self.save(record);
+                    dirty = false;
+                }
                 observer.progress(record);
                 last_saved = Instant::now();
             }
@@ -1142,6 +1417,8 @@ struct Stream {
     /// Failed model calls the CLI reported retrying since the last progress.
     retry_errors: u32,
     last_retry_error: Option<String>,
+    /// The latest tool calls, one line each, for a hand-off account.
+    tool_log: Vec<String>,
 }
 
 impl Stream {
@@ -1205,7 +1482,12 @@ impl Stream {
                         ToolOutcome::Failed => " (failed)",
                         ToolOutcome::Ok => "",
                     };
-                    record.last = Some(self.redact(&format!("{name} {summary}{mark}")));
+                    let line = self.redact(&format!("{name} {summary}{mark}"));
+                    if self.tool_log.len() == TOOL_LOG_MAX {
+                        self.tool_log.remove(0);
+                    }
+                    self.tool_log.push(line.clone());
+                    record.last = Some(line);
                 }
                 WorkerEvent::Text { message, text } => {
                     self.texts.push((message, text));
@@ -1217,6 +1499,14 @@ impl Stream {
     }
 
     /// Several empty steps in a row and nothing useful for `limit`: the endless loop.
+    /// The wait the provider asked for in the latest error, in seconds.
+    fn retry_after(&self) -> Option<u64> {
+        self.events_of_interest.iter().rev().find_map(|e| match e {
+            WorkerEvent::Error { retry_after, .. } => *retry_after,
+            _ => None,
+        })
+    }
+
     fn stalled(&self, limit: Duration) -> bool {
         self.empty_streak >= EMPTY_STEP_STREAK
             && self.last_progress.is_some_and(|t| t.elapsed() >= limit)
@@ -1316,6 +1606,45 @@ fn read_lines(stdout: Option<std::process::ChildStdout>) -> mpsc::Receiver<Vec<u
 
 /// The worker's environment: the caller's, minus what the adapter removes, plus its settings
 /// and Pitroom's floor (no prompts, pagers or editors; no recursive delegation).
+/// The run's chain of targets: the chosen one, then its fallbacks, without repeats.
+fn fallback_chain(spec: &RunSpec) -> Vec<(String, Option<String>)> {
+    let mut chain = vec![(spec.backend.clone(), spec.model.clone())];
+    for given in &spec.fallback {
+        if let Ok(t) = crate::target::Target::parse(given, &spec.backend) {
+            let entry = (t.backend, t.model);
+            if !chain.contains(&entry) {
+                chain.push(entry);
+            }
+        }
+    }
+    chain
+}
+
+fn target_display(backend: &str, model: Option<&str>) -> String {
+    match model {
+        Some(m) => format!("{backend}:{m}"),
+        None => backend.to_string(),
+    }
+}
+
+fn skipped_attempt(target: &str, why: String) -> Attempt {
+    Attempt {
+        target: target.to_string(),
+        state: "skipped".into(),
+        error: Some(why),
+        fell_back: true,
+        ..Attempt::default()
+    }
+}
+
+/// Keeps a failed attempt's stderr as `stderr.attempt-N.log` before the next one writes its own.
+fn rotate_stderr(run_dir: &Path, next_attempt: usize) {
+    let _ = std::fs::rename(
+        run_dir.join("stderr.log"),
+        run_dir.join(format!("stderr.attempt-{next_attempt}.log")),
+    );
+}
+
 fn worker_env(
     base: &[(String, String)],
     inv: &pitroom_workers::Invocation,
@@ -1451,6 +1780,8 @@ mod tests {
             link: Vec::new(),
             verify: None,
             verify_timeout_secs: 60.0,
+            fallback: vec![],
+            max_parallel: 20,
         };
         RunRecord::new("x".into(), spec, "now".into())
     }

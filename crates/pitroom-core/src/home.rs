@@ -109,6 +109,40 @@ impl Home {
         )))
     }
 
+    /// Where group membership is indexed: one file per group, one run id per line.
+    pub fn groups(&self) -> PathBuf {
+        self.root.join("groups")
+    }
+
+    /// Adds a run to a group's index (an append of one short line, atomic under `O_APPEND`).
+    pub fn join_group(&self, group: &str, id: &str) -> Result<(), HomeError> {
+        use std::io::Write;
+        let dir = self.groups();
+        std::fs::create_dir_all(&dir).map_err(self.io(&dir))?;
+        let path = dir.join(group);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(self.io(&path))?;
+        file.write_all(format!("{id}\n").as_bytes())
+            .map_err(self.io(&path))
+    }
+
+    /// The runs of a group, oldest first; empty when the group does not exist.
+    pub fn group_ids(&self, group: &str) -> Vec<String> {
+        let text = std::fs::read_to_string(self.groups().join(group)).unwrap_or_default();
+        let mut ids: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && self.record_path(l).is_file())
+            .map(str::to_string)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Every run id, oldest first.
     pub fn run_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = std::fs::read_dir(self.runs())
@@ -169,6 +203,23 @@ impl Home {
             record.write(&path).map_err(self.io(&path))?;
         }
         Ok(record)
+    }
+}
+
+/// Checks a group name: it names a file in the state dir, so letters, digits, `.`, `_`, `-`.
+pub fn check_group_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "group name `{name}`: use up to 64 letters, digits, `.`, `_` or `-` (not starting with `.`)"
+        ))
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod citations;
 pub mod config;
+pub mod cooldown;
 pub mod duration;
 pub mod engine;
 pub mod exit;
@@ -20,10 +21,11 @@ pub mod redact;
 pub mod report;
 pub mod revert;
 pub mod secrets;
+pub mod slots;
 pub mod target;
 
 pub use engine::{
     Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,
 };
 pub use home::{Home, HomeError};
-pub use record::{RunRecord, RunSpec, RunState};
+pub use record::{Attempt, RunRecord, RunSpec, RunState};

@@ -48,6 +48,16 @@ pub fn follow_up_prompt(mode: Mode, task: &str) -> String {
     )
 }
 
+/// The full prompt for a worker that finishes a task another worker started: the task, then
+/// what that worker did.
+pub fn handoff_prompt(mode: Mode, task: &str, account: &str) -> String {
+    format!(
+        "{}\nHAND-OFF (continue from here, do not start over):\n{}\n",
+        worker_prompt(mode, task),
+        account.trim_end()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +83,19 @@ mod tests {
         let p = follow_up_prompt(Mode::Read, "and Y?");
         assert!(p.len() < worker_prompt(Mode::Read, "and Y?").len());
         assert!(p.contains("and Y?"));
+    }
+
+    #[test]
+    fn a_handoff_prompt_carries_the_task_the_rules_and_the_account() {
+        let p = handoff_prompt(
+            Mode::Write,
+            "Fix divide()",
+            "Another worker (x) edited calc.py",
+        );
+        assert!(p.contains("TASK:\nFix divide()"));
+        assert!(p.contains("Never commit"));
+        let task_at = p.find("TASK:").unwrap();
+        let account_at = p.find("Another worker (x) edited calc.py").unwrap();
+        assert!(account_at > task_at, "the account follows the task");
     }
 }

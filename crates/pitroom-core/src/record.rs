@@ -79,6 +79,17 @@ pub struct RunSpec {
     pub verify: Option<String>,
     #[serde(default = "default_verify_timeout")]
     pub verify_timeout_secs: f64,
+    /// The targets to move to, in order, when a worker is unavailable (rate limited, out of
+    /// quota, unknown model, auth), as `backend[:model]`. Empty with `--no-fallback`.
+    #[serde(default)]
+    pub fallback: Vec<String>,
+    /// How many workers may run at once across all Pitroom processes (the queue's slot count).
+    #[serde(default = "default_max_parallel")]
+    pub max_parallel: usize,
+}
+
+fn default_max_parallel() -> usize {
+    crate::slots::DEFAULT_MAX_PARALLEL
 }
 
 fn default_verify_timeout() -> f64 {
@@ -98,6 +109,26 @@ pub struct VerifyOutcome {
     pub tail: String,
 }
 
+/// One worker attempt of a run. A run moves to the next target of its chain when a worker is
+/// unavailable; every attempt stays on record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// `backend[:model]`.
+    pub target: String,
+    /// How the attempt ended: a run state, or `skipped` (cooling down, no adapter).
+    pub state: String,
+    pub failure: Option<FailureKind>,
+    pub error: Option<String>,
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub duration_ms: u64,
+    /// The run moved on to the next target after this attempt.
+    pub fell_back: bool,
+    /// This attempt finished the task another worker started (it got a hand-off account).
+    #[serde(default)]
+    pub handed_off: bool,
+}
+
 /// Counters the receipt is computed from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tally {
@@ -108,6 +139,20 @@ pub struct Tally {
     pub denied_calls: u32,
     /// USD as the CLI reported it; `None` when it reported nothing.
     pub cost: Option<f64>,
+}
+
+impl Tally {
+    /// Adds another attempt's counters (a run's receipt covers every attempt).
+    pub fn absorb(&mut self, other: &Tally) {
+        self.usage.add(&other.usage);
+        self.steps += other.steps;
+        self.tool_calls += other.tool_calls;
+        self.failed_calls += other.failed_calls;
+        self.denied_calls += other.denied_calls;
+        if let Some(c) = other.cost {
+            *self.cost.get_or_insert(0.0) += c;
+        }
+    }
 }
 
 /// How the answer's `path:line` citations checked out on disk.
@@ -148,6 +193,9 @@ pub struct RunRecord {
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub duration_ms: Option<u64>,
+    /// Time spent queued for a slot before the worker started (not counted in `duration_ms`).
+    #[serde(default)]
+    pub queued_ms: Option<u64>,
     /// The supervising process and its start time (to tell it from a reused pid).
     pub pid: Option<u32>,
     pub pid_start: Option<u64>,
@@ -183,6 +231,9 @@ pub struct RunRecord {
     #[serde(default)]
     pub discarded: bool,
     pub verify: Option<VerifyOutcome>,
+    /// Every worker attempt, in order (one unless the run fell back to another target).
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
     /// Pitroom's own peak resident memory while supervising, in KiB.
     pub supervisor_peak_kb: Option<u64>,
 }
@@ -201,6 +252,8 @@ impl RunRecord {
             started_at: None,
             ended_at: None,
             duration_ms: None,
+            queued_ms: None,
+            attempts: Vec::new(),
             pid: None,
             pid_start: None,
             session: None,
@@ -235,6 +288,14 @@ impl RunRecord {
             RunState::Failed if self.read_only_violation => crate::exit::READ_ONLY_VIOLATION,
             RunState::Failed if self.verify_failed() => crate::exit::VERIFY_FAILED,
             RunState::Failed | RunState::Stopped => crate::exit::FAILED,
+        }
+    }
+
+    /// The worker that did (or is doing) the run: `backend[:model]`.
+    pub fn worker_target(&self) -> String {
+        match &self.spec.model {
+            Some(m) => format!("{}:{m}", self.spec.backend),
+            None => self.spec.backend.clone(),
         }
     }
 

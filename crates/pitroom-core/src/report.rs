@@ -99,11 +99,45 @@ pub fn render(record: &RunRecord, color: bool) -> String {
             }
         }
     }
+    attempts(&mut out, record);
     if let Some(r) = &record.receipt {
         let _ = writeln!(out, "── receipt: {}", receipt_line(record, r));
     }
     hints(&mut out, record);
     out
+}
+
+/// The fallback chain as it went: one line per attempt, when there was more than one.
+fn attempts(out: &mut String, record: &RunRecord) {
+    if record.attempts.len() < 2 {
+        return;
+    }
+    let _ = writeln!(out, "── attempts:");
+    for (i, a) in record.attempts.iter().enumerate() {
+        let what = match (&a.failure, a.state.as_str()) {
+            (_, "skipped") => format!("skipped: {}", a.error.as_deref().unwrap_or("")),
+            (Some(kind), _) if a.fell_back => format!(
+                "{} after {} step{} → next target{}",
+                kind.describe(),
+                a.steps,
+                if a.steps == 1 { "" } else { "s" },
+                a.error
+                    .as_deref()
+                    .and_then(|e| e.lines().next())
+                    .map(|e| format!(" ({})", truncate(e, 80)))
+                    .unwrap_or_default()
+            ),
+            (_, state) => format!(
+                "{state}{}",
+                if a.handed_off {
+                    " (finished the previous worker's task)"
+                } else {
+                    ""
+                }
+            ),
+        };
+        let _ = writeln!(out, "   {}. {}: {what}", i + 1, a.target);
+    }
 }
 
 /// One line per run for lists and `wait --brief`.
@@ -391,6 +425,8 @@ mod tests {
             link: Vec::new(),
             verify: None,
             verify_timeout_secs: 60.0,
+            fallback: vec![],
+            max_parallel: 20,
         };
         let mut r = RunRecord::new(
             "20260930-003902-3270".into(),

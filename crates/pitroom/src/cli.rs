@@ -35,28 +35,40 @@ pub struct Cli {
 pub enum Command {
     /// Start one worker on a task and print its report (foreground unless --bg).
     Run(Box<RunArgs>),
+    /// Start several background runs as one group (one per task); follow with watch/wait -g.
+    Crew(Box<CrewArgs>),
+    /// Follow runs live: a table for people, one JSON object per line for agents (--json).
+    Watch(WatchArgs),
     /// Show a run: its report, or its raw events, patch or record.
     Show(ShowArgs),
     /// List recent runs.
     Ls(LsArgs),
-    /// A run's progress or final report. Exit 75 while it is still running.
+    /// A run's progress or final report, or a group's table. Exit 75 while any is still running.
     Status(StatusArgs),
-    /// Block until a run is done (at most --timeout); exit 75 if it is still running.
+    /// Block until runs are done (at most --timeout); exit 75 if any is still running.
     Wait(WaitArgs),
     /// Undo exactly a write run's edits (checked first; refused if the files changed since).
     Revert(RevertArgs),
-    /// Stop a running or queued run (its worker's whole process tree ends; what it did is kept).
+    /// Stop running and queued runs (each worker's whole process tree ends; what it did is kept).
     Stop(StopArgs),
     /// Land an isolated run's patch in your tree (checked first, all or nothing).
     Apply(ApplyArgs),
     /// Remove an isolated run's copy (its patch is kept).
     Discard(DiscardArgs),
+    /// Targets cooling down after a rate limit, and until when; --clear forgets them.
+    Cooldown(CooldownArgs),
     /// Check the set-up: git, the state dir, the worker CLIs, and which safety layers hold.
     Doctor(DoctorArgs),
     /// The models a worker offers (as its CLI lists them, with your own providers).
     Models(ModelsArgs),
     /// Print every effective setting and where it came from.
     Config(ConfigArgs),
+    /// Search past runs (tasks, answers, steps); `history stats` per worker and model.
+    History(crate::commands::history::HistoryArgs),
+    /// What delegating saved: totals over 7 days, 30 days and all time; --card writes an SVG.
+    Savings(crate::commands::history::SavingsArgs),
+    /// Remove old run directories (a dry run unless --yes; unapplied isolated patches stay).
+    Clean(crate::commands::history::CleanArgs),
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
 }
@@ -104,7 +116,7 @@ pub struct RunArgs {
     /// Allow a write run outside a git repository (no patch, no revert).
     #[arg(long)]
     pub allow_non_git: bool,
-    /// Put the run in a group (for `apply -g`).
+    /// Put the run in a group (for watch/wait/status/stop/apply -g).
     #[arg(short = 'g', long = "group", value_name = "NAME")]
     pub group: Option<String>,
     /// Isolate: make ignored paths (node_modules, target, …) available in the copy, as copies
@@ -115,9 +127,78 @@ pub struct RunArgs {
     /// the run fails with exit 6.
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
+    /// Do not move to the configured fallback targets when a worker is unavailable.
+    #[arg(long)]
+    pub no_fallback: bool,
     /// Print the run record as JSON instead of the report.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CrewArgs {
+    /// The tasks, one per argument.
+    pub tasks: Vec<String>,
+    /// Read the tasks from a file; tasks are separated by lines of `---`.
+    #[arg(long, value_name = "FILE", conflicts_with = "tasks")]
+    pub task_file: Option<PathBuf>,
+    /// Read-only research (the default).
+    #[arg(short = 'r', long, group = "mode")]
+    pub read: bool,
+    /// Edit in place (only with a single task: one write run per repository).
+    #[arg(short = 'w', long, group = "mode")]
+    pub write: bool,
+    /// Each run edits its own private copy; `pitroom apply -g NAME` lands the patches.
+    #[arg(short = 'i', long, group = "mode")]
+    pub isolate: bool,
+    /// The group's name (default: crew-<date>-<time>).
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
+    /// Worker target: backend[:model][#effort].
+    #[arg(short = 'W', long = "worker", value_name = "TARGET")]
+    pub worker: Option<String>,
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+    #[arg(long, value_name = "LEVEL")]
+    pub effort: Option<String>,
+    #[arg(short = 'd', long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Time limit per run: seconds or 90s, 20m, 1h (default 30m).
+    #[arg(short = 't', long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    #[arg(long)]
+    pub web: bool,
+    /// Do not move to the configured fallback targets when a worker is unavailable.
+    #[arg(long)]
+    pub no_fallback: bool,
+    #[arg(long, value_name = "PATHS", value_delimiter = ',')]
+    pub link: Vec<String>,
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    #[arg(long)]
+    pub allow_non_git: bool,
+    /// Print the group and its runs as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Runs to follow (ids, prefixes or `last`; default: the latest run's group, else the
+    /// runs still active).
+    #[arg(conflicts_with = "group")]
+    pub runs: Vec<String>,
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
+    /// One JSON object per line (queued, started, progress, fallback, done…, all-done).
+    #[arg(long, conflicts_with = "brief")]
+    pub json: bool,
+    /// One line per finished run instead of the live table.
+    #[arg(long)]
+    pub brief: bool,
+    /// Give up after this long and exit 75.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -143,6 +224,9 @@ pub struct LsArgs {
     /// Only runs still queued or running.
     #[arg(long)]
     pub running: bool,
+    /// Only the runs of this group.
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
     /// How many runs to list (newest last).
     #[arg(short = 'n', long, default_value_t = 20)]
     pub limit: usize,
@@ -152,14 +236,27 @@ pub struct LsArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    pub run: Option<String>,
+    /// Runs (ids, prefixes or `last`; default: the latest run).
+    #[arg(conflicts_with = "group")]
+    pub runs: Vec<String>,
+    /// Every run of this group, as a table.
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    pub run: Option<String>,
+    /// Runs (ids, prefixes or `last`; default: the latest run).
+    #[arg(conflicts_with = "group")]
+    pub runs: Vec<String>,
+    /// Every run of this group.
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
+    /// Return as soon as any of the runs has finished.
+    #[arg(long)]
+    pub any: bool,
     /// Give up after this long and exit 75 (sized for agents with 10-minute tool limits).
     #[arg(long, default_value = "540", value_name = "DURATION")]
     pub timeout: String,
@@ -201,7 +298,20 @@ pub struct DiscardArgs {
 
 #[derive(Debug, Args)]
 pub struct StopArgs {
+    #[arg(conflicts_with = "group")]
     pub run: Option<String>,
+    /// Stop every running and queued run of this group.
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CooldownArgs {
+    /// Forget every cooldown (the targets are tried again at once).
+    #[arg(long)]
+    pub clear: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -231,6 +341,8 @@ pub struct SuperviseArgs {
     pub id: String,
     #[arg(long)]
     pub lock_fd: Option<i32>,
+    #[arg(long)]
+    pub ticket_fd: Option<i32>,
 }
 
 /// A first word that is not a command means `run`: `pitroom "task"`, `pitroom -w "task"`.

@@ -11,6 +11,8 @@
 //! `{"sleep_ms": N}`, `{"spawn_bg": "shell command", "pid_file": "path"}`, `{"exit": N}`,
 //! `{"echo_prompt": true}` (the prompt becomes a text event), `{"sh": "command"}` (run like
 //! OpenCode's bash tool; reported as a `bash` call with its output and `metadata.exit`).
+//! The script may instead be `{"by_model": {"provider/model": [...], "*": [...]}}`: the actions
+//! for the `--model` it was given (`*` when none matches), to script a fallback chain.
 //! With `$PITROOM_FAKE_RECORD` set, argv and the environment are written there as JSON.
 
 use std::io::{Read, Write};
@@ -54,6 +56,23 @@ fn load_script() -> Result<Vec<Value>, String> {
         None => raw,
     };
     let value: Value = serde_json::from_str(&text).map_err(|e| format!("bad script: {e}"))?;
+    let value = match value.get("by_model") {
+        Some(by_model) => {
+            let args: Vec<String> = std::env::args().collect();
+            let model = args
+                .iter()
+                .position(|a| a == "--model")
+                .and_then(|i| args.get(i + 1))
+                .map(String::as_str)
+                .unwrap_or("*");
+            by_model
+                .get(model)
+                .or_else(|| by_model.get("*"))
+                .cloned()
+                .ok_or_else(|| format!("the script has no actions for model {model}"))?
+        }
+        None => value,
+    };
     value
         .as_array()
         .cloned()

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use pitroom_core::config::{Config, FlagValues, Source};
 use pitroom_core::duration::parse_duration;
 use pitroom_core::home::WriterLock;
+use pitroom_core::slots::Ticket;
 use pitroom_core::target::Target;
 use pitroom_core::{exit, report, Engine, Prepared, RunRecord, RunSpec, Silent};
 use pitroom_workers::Mode;
@@ -13,7 +14,7 @@ use pitroom_workers::Mode;
 use crate::cli::{ModelsArgs, RunArgs, SuperviseArgs};
 use crate::output::{self, Progress};
 
-fn engine() -> Result<Engine, i32> {
+pub(super) fn engine() -> Result<Engine, i32> {
     let exe = std::env::current_exe().map_err(|e| {
         output::error(format!("cannot find the pitroom executable itself: {e}"));
         exit::REFUSED
@@ -63,8 +64,9 @@ fn start(spec: RunSpec, background: bool, json: bool) -> i32 {
         };
     }
     let mut progress = Progress::new(!json);
-    let record = engine.execute(prepared, &mut progress);
+    let mut record = engine.execute(prepared, &mut progress);
     progress.finish();
+    super::history::settle_run(&engine.home, &mut record);
     if json {
         output::json(&record);
     } else {
@@ -86,7 +88,7 @@ fn print_started(record: &RunRecord, json: bool) {
 }
 
 /// Turns flags, environment and config into a run specification.
-fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
+pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
     if let Some(t) = &args.timeout {
         if let Err(why) = parse_duration(t) {
             output::error(format!("-t {why}"));
@@ -160,6 +162,7 @@ fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
             )
         }
     };
+    let parent_id = parent.map(|p| p.id);
     Ok(RunSpec {
         task,
         mode,
@@ -178,7 +181,7 @@ fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
             .unwrap_or(60.0),
         background: args.bg,
         allow_non_git: args.allow_non_git,
-        parent: parent.map(|p| p.id),
+        parent: parent_id.clone(),
         primary: config.text("primary").unwrap_or_else(|| "sonnet".into()),
         price: config.text("price"),
         group: args.group.clone(),
@@ -192,6 +195,16 @@ fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
             .duration("verify_timeout")
             .map(|d| d.as_secs_f64())
             .unwrap_or(900.0),
+        fallback: if args.no_fallback || parent_id.is_some() {
+            // A follow-up continues one worker's session: it never moves to another.
+            Vec::new()
+        } else {
+            fallback_targets(&config)
+        },
+        max_parallel: config
+            .count("max_parallel")
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(pitroom_core::slots::DEFAULT_MAX_PARALLEL),
     })
 }
 
@@ -214,6 +227,24 @@ fn resolve_target(config: &Config) -> Result<Target, i32> {
             .or_else(|| config.map_value("models", &target.backend)),
     };
     Ok(target)
+}
+
+/// The configured fallback targets, each with its backend's default model from `models`;
+/// targets that do not parse are skipped with a warning.
+fn fallback_targets(config: &Config) -> Vec<String> {
+    let mut targets = Vec::new();
+    for given in config.list("fallback") {
+        match Target::parse(&given, "opencode") {
+            Ok(mut t) => {
+                if t.model.is_none() {
+                    t.model = config.map_value("models", &t.backend);
+                }
+                targets.push(t.display());
+            }
+            Err(why) => output::warning(format!("fallback target `{given}` skipped: {why}")),
+        }
+    }
+    targets
 }
 
 fn resolve_dir(given: Option<&PathBuf>) -> Result<PathBuf, i32> {
@@ -301,7 +332,21 @@ pub fn supervise(args: SuperviseArgs) -> i32 {
     let lock = args
         .lock_fd
         .map(|fd| unsafe { WriterLock::from_raw_fd(fd) });
-    let record = engine.execute(Prepared { record, lock }, &mut Silent);
+    let ticket = args.ticket_fd.map(|fd| {
+        let slots = engine.slots(&record.spec);
+        // SAFETY: the descriptor was handed down by the process that queued the run.
+        unsafe { Ticket::from_raw_fd(fd, &slots, &record.id) }
+    });
+    let record = engine.execute(
+        Prepared {
+            record,
+            lock,
+            ticket,
+        },
+        &mut Silent,
+    );
+    let mut record = record;
+    super::history::settle_run(&engine.home, &mut record);
     record.exit_code()
 }
 
@@ -331,18 +376,7 @@ pub fn models(args: ModelsArgs) -> i32 {
     };
     match engine.list_models(&backend) {
         Ok(models) => {
-            if args.json {
-                output::json(&serde_json::json!({"worker": backend, "models": models}));
-            } else {
-                println!(
-                    "{backend}: {} model{}",
-                    models.len(),
-                    if models.len() == 1 { "" } else { "s" }
-                );
-                for m in &models {
-                    println!("  {}", m.id);
-                }
-            }
+            super::history::print_models(&backend, &models, args.json);
             exit::OK
         }
         Err(e) => {

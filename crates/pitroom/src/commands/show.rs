@@ -54,7 +54,10 @@ pub fn show(args: ShowArgs) -> i32 {
 
 pub fn ls(args: LsArgs) -> i32 {
     let home = super::home();
-    let ids = home.run_ids();
+    let ids = match &args.group {
+        Some(g) => home.group_ids(g),
+        None => home.run_ids(),
+    };
     let mut records: Vec<RunRecord> = ids
         .iter()
         .rev()

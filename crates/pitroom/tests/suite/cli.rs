@@ -413,7 +413,7 @@ fn bad_input_gets_one_clear_line_and_the_right_exit_code() {
         (vec!["show", "19990101"], 2, "no run matches"),
         (vec!["-w", "edit outside git"], 3, "--allow-non-git"),
         (vec!["-i", "isolate"], 3, "isolate mode"),
-        (vec!["-W", "codex", "x"], 3, "not supported yet"),
+        (vec!["-W", "codex", "x"], 3, "PITROOM_CODEX_BIN"),
         (vec!["x", "-t", "soon"], 2, "not a duration"),
         (vec!["wait", "--timeout", "x"], 2, "not a duration"),
     ];
@@ -566,7 +566,14 @@ fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
     };
     assert_eq!(check("git guard")["ok"], true, "{v:#}");
     assert_eq!(check("opencode")["ok"], true, "{v:#}");
-    assert_eq!(check("codex")["detail"], "no adapter yet");
+    // A worker CLI that is not installed is reported, and is not an essential check.
+    assert_eq!(check("codex")["ok"], false, "{v:#}");
+    assert!(
+        check("codex")["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("not found")),
+        "{v:#}"
+    );
     assert!(
         env.state.join("bin/git").exists(),
         "doctor installs the guard links"

@@ -1,5 +1,6 @@
 mod cli;
 mod common;
+mod crew;
 mod guard;
 mod isolate;
 mod kill;

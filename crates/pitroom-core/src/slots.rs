@@ -1,0 +1,440 @@
+//! Worker slots: at most `max_parallel` workers at once across every Pitroom process, the rest
+//! queued in order of arrival.
+//!
+//! Everything is an OS lock the kernel releases when its holder dies, so a crash never leaves a
+//! stale slot or a stuck queue, and there are no pid files:
+//!
+//! - A **slot** is a file `slots/slot-N` locked with `flock`. A run holds one while its worker runs.
+//! - A **ticket** is a file `queue/<run id>` its run keeps locked while it waits. Run ids sort by
+//!   creation time, so the queue's order is the order in which runs were created, whichever
+//!   process created them. A ticket whose lock is free belongs to a dead process and is removed.
+//! - Deciding who may take a free slot happens under one short lock (`queue/.decide`), so a
+//!   waiter that only probes a slot never hides it from the waiter whose turn it is.
+//!
+//! Waiters sleep on inotify: a holder closing its slot file (`IN_CLOSE_WRITE`, also when the
+//! kernel closes it for a dead process) and a ticket leaving the queue (`IN_DELETE`) wake them,
+//! so a queued run starts within milliseconds of a slot freeing. Probing opens nothing in the
+//! watched directories, so waiters never wake each other in a loop.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+
+/// The default number of workers that may run at once.
+pub const DEFAULT_MAX_PARALLEL: usize = 20;
+/// The most `max_parallel` may be set to.
+pub const MAX_PARALLEL_CAP: usize = 30;
+
+/// How long a waiter sleeps between checks when no event arrives: a safety net for a ticket
+/// whose process died (that leaves no event) and the moment to look at the stop flag.
+const RECHECK: Duration = Duration::from_millis(250);
+
+/// The scheduler's directories under the state dir.
+#[derive(Debug, Clone)]
+pub struct Slots {
+    slots_dir: PathBuf,
+    queue_dir: PathBuf,
+    count: usize,
+}
+
+/// A place in the queue. Dropping it leaves the queue.
+#[derive(Debug)]
+pub struct Ticket {
+    file: File,
+    path: PathBuf,
+    /// Whether dropping it leaves the queue (false once handed down to another process).
+    owned: bool,
+}
+
+/// A held slot. Dropping it frees the slot (and wakes the next waiter).
+#[derive(Debug)]
+pub struct Slot {
+    index: usize,
+    _file: File,
+}
+
+impl Slot {
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        // Removed before the descriptor closes: no waiter ever sees our ticket without its lock.
+        if self.owned {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl AsRawFd for Ticket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
+impl Ticket {
+    /// Adopts a ticket descriptor handed down by the process that queued the run.
+    ///
+    /// # Safety
+    /// `fd` must be an open descriptor holding the ticket's lock, owned by nobody else here.
+    pub unsafe fn from_raw_fd(fd: RawFd, slots: &Slots, run_id: &str) -> Ticket {
+        // Keep it from leaking into the worker's processes.
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        Ticket {
+            file: File::from_raw_fd(fd),
+            path: slots.queue_dir.join(run_id),
+            owned: true,
+        }
+    }
+
+    /// Lets go of the ticket without leaving the queue: another process holds the same lock
+    /// (a supervisor the descriptor was handed down to).
+    pub fn forget(mut self) {
+        self.owned = false;
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.path.file_name().and_then(|n| n.to_str())
+    }
+}
+
+/// The clamped number of slots for a configured `max_parallel`.
+pub fn clamp_parallel(requested: usize) -> usize {
+    requested.clamp(1, MAX_PARALLEL_CAP)
+}
+
+impl Slots {
+    /// The scheduler under `state_dir` with `count` slots (clamped to 1..=30).
+    pub fn new(state_dir: &Path, count: usize) -> Slots {
+        Slots {
+            slots_dir: state_dir.join("slots"),
+            queue_dir: state_dir.join("queue"),
+            count: clamp_parallel(count),
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Joins the queue as `run_id`. The ticket is locked before it becomes visible (it is
+    /// created under a temporary name and renamed), so no waiter mistakes it for a dead one.
+    pub fn enqueue(&self, run_id: &str) -> io::Result<Ticket> {
+        std::fs::create_dir_all(&self.queue_dir)?;
+        let staging = self
+            .queue_dir
+            .join(format!(".new-{run_id}-{}", std::process::id()));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&staging)?;
+        lock(&file, libc::LOCK_EX | libc::LOCK_NB)?;
+        let path = self.queue_dir.join(run_id);
+        std::fs::rename(&staging, &path)?;
+        Ok(Ticket {
+            file,
+            path,
+            owned: true,
+        })
+    }
+
+    /// Waits for this ticket's turn and a free slot. Returns `None` when `stop` is set first.
+    pub fn acquire(&self, ticket: Ticket, stop: &AtomicBool) -> io::Result<Option<Slot>> {
+        std::fs::create_dir_all(&self.slots_dir)?;
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+            .map_err(io::Error::from)?;
+        inotify
+            .add_watch(&self.slots_dir, AddWatchFlags::IN_CLOSE_WRITE)
+            .map_err(io::Error::from)?;
+        inotify
+            .add_watch(&self.queue_dir, AddWatchFlags::IN_DELETE)
+            .map_err(io::Error::from)?;
+        // Opened once and kept: opening a slot file while waiting would wake the others.
+        let mut slot_files = (0..self.count)
+            .map(|i| self.open_slot(i))
+            .collect::<io::Result<Vec<File>>>()?;
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            if let Some(index) = self.try_take(&ticket, &slot_files)? {
+                let file = slot_files.swap_remove(index);
+                let slot = Slot { index, _file: file };
+                drop(ticket);
+                return Ok(Some(slot));
+            }
+            wait_for_event(&inotify, RECHECK)?;
+        }
+    }
+
+    /// Takes a slot without queueing, if one is free (for tests and tools).
+    pub fn try_acquire_now(&self, run_id: &str) -> io::Result<Option<Slot>> {
+        let ticket = self.enqueue(run_id)?;
+        std::fs::create_dir_all(&self.slots_dir)?;
+        let mut files = (0..self.count)
+            .map(|i| self.open_slot(i))
+            .collect::<io::Result<Vec<File>>>()?;
+        Ok(self.try_take(&ticket, &files)?.map(|index| Slot {
+            index,
+            _file: files.swap_remove(index),
+        }))
+    }
+
+    /// One decision, under the queue's decision lock: the index of the slot this ticket may
+    /// keep (locked), or `None` when it is not its turn or nothing is free.
+    fn try_take(&self, ticket: &Ticket, slot_files: &[File]) -> io::Result<Option<usize>> {
+        let decide = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.queue_dir.join(".decide"))?;
+        lock(&decide, libc::LOCK_EX)?;
+        let ahead = self.live_tickets_ahead(ticket)?;
+        let mut free = Vec::new();
+        for (i, f) in slot_files.iter().enumerate() {
+            if lock(f, libc::LOCK_EX | libc::LOCK_NB)? {
+                free.push(i);
+            }
+        }
+        let taken = (free.len() > ahead).then(|| free[0]);
+        for &i in free.iter().filter(|&&i| Some(i) != taken) {
+            unlock(&slot_files[i]);
+        }
+        Ok(taken)
+    }
+
+    /// How many live tickets were created before this one; removes the tickets of dead waiters.
+    fn live_tickets_ahead(&self, ticket: &Ticket) -> io::Result<usize> {
+        let Some(mine) = ticket.name() else {
+            return Ok(0);
+        };
+        let mut ahead = 0;
+        for entry in std::fs::read_dir(&self.queue_dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with('.') || name >= mine {
+                continue;
+            }
+            if ticket_is_live(&entry.path())? {
+                ahead += 1;
+            }
+        }
+        Ok(ahead)
+    }
+
+    /// The queue: the run ids waiting, in order (dead waiters' tickets skipped).
+    pub fn queued(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(&self.queue_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| !n.starts_with('.'))
+            .filter(|n| ticket_is_live(&self.queue_dir.join(n)).unwrap_or(false))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    fn open_slot(&self, index: usize) -> io::Result<File> {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.slots_dir.join(format!("slot-{index}")))
+    }
+}
+
+/// Whether a ticket's owner still holds it; a dead owner's ticket is removed.
+fn ticket_is_live(path: &Path) -> io::Result<bool> {
+    // Read-only: closing it raises IN_CLOSE_NOWRITE, which no waiter listens to.
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    if lock(&file, libc::LOCK_SH | libc::LOCK_NB)? {
+        let _ = std::fs::remove_file(path);
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// `flock`; `Ok(false)` when a non-blocking request would block.
+fn lock(file: &File, operation: i32) -> io::Result<bool> {
+    loop {
+        // SAFETY: flock on a descriptor we own; no memory is passed.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::EINTR) => continue,
+            _ => return Err(err),
+        }
+    }
+}
+
+fn unlock(file: &File) {
+    // SAFETY: flock on a descriptor we own.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+}
+
+/// Sleeps until an inotify event or `timeout`, then drains the events (their content does not
+/// matter: every wake leads to one fresh decision).
+fn wait_for_event(inotify: &Inotify, timeout: Duration) -> io::Result<()> {
+    let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
+    match nix::poll::poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    loop {
+        match inotify.read_events() {
+            Ok(events) if !events.is_empty() => continue,
+            Ok(_) | Err(nix::errno::Errno::EAGAIN) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    #[test]
+    fn queued_runs_take_slots_in_arrival_order_and_never_exceed_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let slots = Slots::new(dir.path(), 2);
+        let ids: Vec<String> = (0..6).map(|i| format!("run-{i}")).collect();
+        let tickets: Vec<Ticket> = ids.iter().map(|id| slots.enqueue(id).unwrap()).collect();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let running = Arc::new(Mutex::new((0usize, 0usize))); // (now, peak)
+        let stop = Arc::new(AtomicBool::new(false));
+        // Start the waiters in reverse, so arrival order is not thread start order.
+        let handles: Vec<_> = ids
+            .into_iter()
+            .zip(tickets)
+            .rev()
+            .map(|(id, ticket)| {
+                let (slots, order, running, stop) = (
+                    slots.clone(),
+                    Arc::clone(&order),
+                    Arc::clone(&running),
+                    Arc::clone(&stop),
+                );
+                std::thread::spawn(move || {
+                    let slot = slots.acquire(ticket, &stop).unwrap().unwrap();
+                    {
+                        let mut r = running.lock().unwrap();
+                        r.0 += 1;
+                        r.1 = r.1.max(r.0);
+                        order.lock().unwrap().push(id.clone());
+                    }
+                    // Distinct hold times, so two slots never free at the same instant
+                    // (two waiters entitled at once may start in either order).
+                    let n: u64 = id[4..].parse().unwrap();
+                    std::thread::sleep(Duration::from_millis(60 + 50 * n));
+                    running.lock().unwrap().0 -= 1;
+                    drop(slot);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        let (_, peak) = *running.lock().unwrap();
+        assert_eq!(peak, 2, "at most two at once, and two did run together");
+        // The first two may start in either order; after that a freed slot goes to the head.
+        assert_eq!(&order[2..], ["run-2", "run-3", "run-4", "run-5"]);
+    }
+
+    #[test]
+    fn a_freed_slot_wakes_the_next_waiter_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let slots = Slots::new(dir.path(), 1);
+        let held = slots.try_acquire_now("a").unwrap().expect("a free slot");
+        let ticket = slots.enqueue("b").unwrap();
+        let stop = AtomicBool::new(false);
+        let waiter = {
+            let slots = slots.clone();
+            std::thread::spawn(move || {
+                let slot = slots.acquire(ticket, &stop).unwrap().unwrap();
+                (Instant::now(), slot.index())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let freed = Instant::now();
+        drop(held);
+        let (started, index) = waiter.join().unwrap();
+        assert_eq!(index, 0);
+        // Far below the 250 ms re-check: the close event woke it.
+        assert!(
+            started.duration_since(freed) < Duration::from_millis(200),
+            "woke after {:?}",
+            started.duration_since(freed)
+        );
+    }
+
+    #[test]
+    fn a_dead_waiters_ticket_does_not_block_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let slots = Slots::new(dir.path(), 1);
+        // A ticket file nobody holds: what a crashed process leaves behind.
+        std::fs::create_dir_all(dir.path().join("queue")).unwrap();
+        std::fs::write(dir.path().join("queue/run-0"), "").unwrap();
+        let ticket = slots.enqueue("run-1").unwrap();
+        let stop = AtomicBool::new(false);
+        let slot = slots.acquire(ticket, &stop).unwrap();
+        assert!(slot.is_some());
+        assert!(!dir.path().join("queue/run-0").exists());
+        assert!(slots.queued().is_empty());
+    }
+
+    #[test]
+    fn a_stop_ends_the_wait_without_a_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let slots = Slots::new(dir.path(), 1);
+        let _held = slots.try_acquire_now("a").unwrap().expect("a free slot");
+        let ticket = slots.enqueue("b").unwrap();
+        let stop = AtomicBool::new(true);
+        assert!(slots.acquire(ticket, &stop).unwrap().is_none());
+        assert!(slots.queued().is_empty(), "the stopped run left the queue");
+    }
+
+    #[test]
+    fn a_later_arrival_waits_while_an_earlier_one_is_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let slots = Slots::new(dir.path(), 1);
+        let first = slots.enqueue("run-1").unwrap();
+        let second = slots.enqueue("run-2").unwrap();
+        std::fs::create_dir_all(&slots.slots_dir).unwrap();
+        let files: Vec<File> = vec![slots.open_slot(0).unwrap()];
+        assert_eq!(slots.try_take(&second, &files).unwrap(), None);
+        assert_eq!(slots.queued(), ["run-1", "run-2"]);
+        drop(first);
+        assert_eq!(slots.try_take(&second, &files).unwrap(), Some(0));
+    }
+
+    #[test]
+    fn max_parallel_is_clamped_to_the_hard_cap() {
+        assert_eq!(clamp_parallel(0), 1);
+        assert_eq!(clamp_parallel(20), 20);
+        assert_eq!(clamp_parallel(500), MAX_PARALLEL_CAP);
+    }
+}

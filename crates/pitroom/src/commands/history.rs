@@ -1,0 +1,765 @@
+//! `history`, `history stats`, `history import`, `savings`, `clean`, the ledger write at the end
+//! of a run, and the usage columns of `models`. The ledger lives in `pitroom-store`; the run
+//! directories stay the source of truth.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use pitroom_core::config::{Config, FlagValues};
+use pitroom_core::receipt::{apply_worker_prices, WorkerPrices};
+use pitroom_core::report::human_count;
+use pitroom_core::{exit, Home, RunRecord};
+use pitroom_store::{
+    open_synced, parse_since, savings_card, CardData, Filter, Hit, Savings, Since, Store,
+    WorkerStats,
+};
+use pitroom_workers::{Mode, ModelInfo};
+use serde_json::json;
+
+use crate::output;
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: Option<HistoryCommand>,
+    /// Words to find in tasks, answers and steps (each a prefix; all must match).
+    pub text: Vec<String>,
+    /// Only runs of this model, worker (backend:model) or backend.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Only runs that ended in this state: done, failed, timeout, stopped.
+    #[arg(long, value_name = "STATE")]
+    pub state: Option<String>,
+    /// Only runs started in this period: 7d, 30d, 12h, 2w, all, or a date (2026-11-01).
+    #[arg(long, value_name = "PERIOD")]
+    pub since: Option<String>,
+    /// At most this many runs.
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub limit: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Per worker and model: runs, success rate, median time, tokens, cost and saving.
+    Stats(StatsArgs),
+    /// Rebuild the history from the run directories.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// 7d, 30d, 12h, 2w, all (default), or a date.
+    #[arg(long, value_name = "PERIOD")]
+    pub since: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SavingsArgs {
+    /// One period (7d, 30d, all, a date); without it: the last 7 days, 30 days and all time.
+    #[arg(long, value_name = "PERIOD")]
+    pub since: Option<String>,
+    /// A row per worker and model.
+    #[arg(long)]
+    pub models: bool,
+    /// Write a self-contained SVG card of the period (default: all time) to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    pub card: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Remove runs that ended more than this many days ago.
+    #[arg(long, default_value_t = 30)]
+    pub days: u32,
+    /// Really remove them (without it, only list what would go).
+    #[arg(long)]
+    pub yes: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// After a run ends (foreground or background supervisor): fills in a cost from
+/// `worker_prices` when the CLI reported none, then writes the ledger row. Everything here is
+/// best-effort: a problem is a warning, never a failed run.
+pub fn settle_run(home: &Home, record: &mut RunRecord) {
+    if record.state.is_active() {
+        return;
+    }
+    if let Ok(config) = Config::load(&super::env_lookup, &FlagValues::default()) {
+        // Bad entries were already reported when the run started; stay quiet here.
+        let (prices, _) = WorkerPrices::from_config(&config);
+        if apply_worker_prices(record, &prices) {
+            if let Err(e) = record.write(&home.record_path(&record.id)) {
+                output::warning(format!(
+                    "could not store the estimated worker cost in the record: {e}"
+                ));
+            }
+        }
+    }
+    if let Err(e) = pitroom_store::record_run(home, record) {
+        output::warning(format!(
+            "{e}; the run itself is fine and `pitroom history import` rebuilds the history"
+        ));
+    }
+}
+
+/// Opens the history for a reading command, importing what it lacks; prints its notes.
+fn open(home: &Home) -> Result<Store, i32> {
+    match open_synced(home) {
+        Ok((store, notes)) => {
+            for n in notes {
+                output::warning(n);
+            }
+            Ok(store)
+        }
+        Err(e) => {
+            output::error(format!(
+                "{e}; the run directories are intact (pitroom ls, pitroom show)"
+            ));
+            Err(exit::REFUSED)
+        }
+    }
+}
+
+fn since(given: Option<&str>, default: Since) -> Result<Since, i32> {
+    match given {
+        None => Ok(default),
+        Some(text) => parse_since(text, jiff::Timestamp::now()).map_err(|why| {
+            output::error(why);
+            exit::USAGE
+        }),
+    }
+}
+
+pub fn history(args: HistoryArgs) -> i32 {
+    match args.command {
+        Some(HistoryCommand::Stats(a)) => stats(a),
+        Some(HistoryCommand::Import(a)) => import(a),
+        None => search(args),
+    }
+}
+
+fn search(args: HistoryArgs) -> i32 {
+    let since = match since(args.since.as_deref(), Since::all()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let home = super::home();
+    let store = match open(&home) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let filter = Filter {
+        text: (!args.text.is_empty()).then(|| args.text.join(" ")),
+        model: args.model,
+        state: args.state,
+        since,
+        limit: args.limit,
+    };
+    match store.search(&filter) {
+        Ok(hits) if args.json => {
+            output::json(&json!({"runs": hits}));
+            exit::OK
+        }
+        Ok(hits) => {
+            print_hits(&hits, filter.text.is_some());
+            exit::OK
+        }
+        Err(e) => {
+            output::error(e);
+            exit::REFUSED
+        }
+    }
+}
+
+fn money(usd: Option<f64>, estimated: bool) -> String {
+    match usd {
+        Some(c) if estimated => format!("~${c:.3}"),
+        Some(c) => format!("${c:.3}"),
+        None => "n/a".into(),
+    }
+}
+
+fn seconds(ms: Option<i64>) -> String {
+    ms.map(|ms| format!("{:.0}s", ms as f64 / 1000.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn one_line(text: &str, width: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= width {
+        return flat;
+    }
+    let cut: String = flat.chars().take(width.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+fn print_hits(hits: &[Hit], searched: bool) {
+    if hits.is_empty() {
+        println!("no runs match");
+        return;
+    }
+    for h in hits {
+        let pruned = if h.pruned { " (cleaned)" } else { "" };
+        println!(
+            "{}  {:<7} {:<7} {:>5}  {:>6} tok  {:>8}  {}{pruned}",
+            h.id,
+            h.state,
+            h.mode,
+            seconds(h.duration_ms),
+            human_count(u64::try_from(h.tokens).unwrap_or(0)),
+            money(h.cost, h.cost_estimated),
+            h.worker
+        );
+        println!("    {}", one_line(&h.task, 100));
+        if let (true, Some(s)) = (searched, &h.snippet) {
+            println!("    … {}", one_line(s, 100));
+        }
+    }
+}
+
+fn stats(args: StatsArgs) -> i32 {
+    let since = match since(args.since.as_deref(), Since::all()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let home = super::home();
+    let store = match open(&home) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match store.stats(&since) {
+        Ok(rows) if args.json => {
+            output::json(&json!({"since": since, "workers": rows}));
+            exit::OK
+        }
+        Ok(rows) => {
+            print_stats(&rows, &since);
+            exit::OK
+        }
+        Err(e) => {
+            output::error(e);
+            exit::REFUSED
+        }
+    }
+}
+
+fn percent(rate: Option<f64>) -> String {
+    rate.map(|r| format!("{:.0}%", r * 100.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn print_stats(rows: &[WorkerStats], since: &Since) {
+    if rows.is_empty() {
+        println!("no finished runs (since {})", since.label);
+        return;
+    }
+    println!(
+        "{:<40} {:>5} {:>7} {:>6} {:>7} {:>8} {:>9} {:>9}",
+        "worker", "runs", "success", "429s", "median", "tokens", "cost", "est.saved"
+    );
+    for s in rows {
+        let mut cost = format!("${:.3}", s.cost);
+        if s.cost_estimated_runs > 0 {
+            cost.insert(0, '~');
+        }
+        if s.cost_unknown_runs > 0 {
+            cost.push('+');
+        }
+        println!(
+            "{:<40} {:>5} {:>7} {:>6} {:>7} {:>8} {:>9} {:>9}",
+            one_line(&s.worker, 40),
+            s.runs,
+            percent(s.success_rate),
+            s.rate_limited,
+            seconds(s.median_ms.and_then(|m| i64::try_from(m).ok())),
+            human_count(s.tokens),
+            cost,
+            format!("${:.3}", s.saved)
+        );
+    }
+    println!(
+        "success and median leave rate-limited runs (429s) out · ~ cost partly estimated from worker_prices · + some runs had no cost (n/a) · savings are estimates"
+    );
+}
+
+fn import(args: ImportArgs) -> i32 {
+    let home = super::home();
+    let path = pitroom_store::db_path(&home);
+    let mut store = match Store::open(&path) {
+        Ok(s) => s,
+        Err(e) if e.is_damaged() => match open(&home) {
+            // open() moves the damaged file aside and rebuilds.
+            Ok(s) => s,
+            Err(code) => return code,
+        },
+        Err(e) => {
+            output::error(e);
+            return exit::REFUSED;
+        }
+    };
+    match store.import(&home) {
+        Ok(report) => {
+            if args.json {
+                output::json(&json!({"database": path, "import": report}));
+            } else {
+                println!(
+                    "imported {} run{} into {}{}",
+                    report.imported,
+                    if report.imported == 1 { "" } else { "s" },
+                    path.display(),
+                    if report.active > 0 {
+                        format!(" ({} still running, added when they end)", report.active)
+                    } else {
+                        String::new()
+                    }
+                );
+                for u in &report.unreadable {
+                    output::warning(format!("not imported: {u}"));
+                }
+            }
+            exit::OK
+        }
+        Err(e) => {
+            output::error(e);
+            exit::REFUSED
+        }
+    }
+}
+
+pub fn savings(args: SavingsArgs) -> i32 {
+    let now = jiff::Timestamp::now();
+    let periods = match &args.since {
+        Some(text) => match since(Some(text), Since::all()) {
+            Ok(s) => vec![s],
+            Err(code) => return code,
+        },
+        None => vec![Since::days(7, now), Since::days(30, now), Since::all()],
+    };
+    let home = super::home();
+    let store = match open(&home) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut totals = Vec::new();
+    for p in &periods {
+        match store.savings(p) {
+            Ok(s) => totals.push(s),
+            Err(e) => {
+                output::error(e);
+                return exit::REFUSED;
+            }
+        }
+    }
+    // The card and the per-model rows are for the period asked, else all time (the last).
+    let Some(main) = totals.last() else {
+        return exit::OK;
+    };
+    if let Some(file) = &args.card {
+        if let Err(code) = write_card(file, main) {
+            return code;
+        }
+    }
+    if args.json {
+        let periods: Vec<serde_json::Value> = totals
+            .iter()
+            .map(|s| {
+                let mut v = json!(s);
+                if !args.models {
+                    v["per_model"] = json!(null);
+                }
+                v
+            })
+            .collect();
+        output::json(&json!({
+            "periods": periods,
+            "estimate": "saved = the primary's list price for the worker's tokens − the worker's cost − reading the report; unknown worker costs count as $0",
+            "card": args.card,
+        }));
+        return exit::OK;
+    }
+    print_savings(&totals, args.models.then_some(main));
+    if let Some(file) = &args.card {
+        println!("card written to {}", file.display());
+    }
+    exit::OK
+}
+
+fn write_card(file: &Path, savings: &Savings) -> Result<(), i32> {
+    let svg = savings_card(&CardData::from_savings(savings));
+    std::fs::write(file, svg).map_err(|e| {
+        output::error(format!("--card {}: {e}", file.display()));
+        exit::REFUSED
+    })
+}
+
+fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
+    println!(
+        "{:<12} {:>6} {:>9} {:>9} {:>11} {:>10} {:>10}",
+        "period", "runs", "tokens", "returned", "compression", "cost", "est.saved"
+    );
+    for s in totals {
+        println!(
+            "{:<12} {:>6} {:>9} {:>9} {:>11} {:>10} {:>10}",
+            s.since,
+            s.runs,
+            human_count(s.tokens),
+            human_count(s.returned_tokens),
+            s.compression
+                .map(|c| format!("{c:.0}×"))
+                .unwrap_or_else(|| "-".into()),
+            format!("${:.3}", s.worker_cost),
+            format!("${:.3}", s.saved)
+        );
+    }
+    if let Some(s) = per_model {
+        println!();
+        println!(
+            "{:<40} {:>6} {:>9} {:>10} {:>10}",
+            format!("worker ({})", s.since),
+            "runs",
+            "tokens",
+            "cost",
+            "est.saved"
+        );
+        for m in &s.per_model {
+            println!(
+                "{:<40} {:>6} {:>9} {:>10} {:>10}",
+                one_line(&m.worker, 40),
+                m.runs,
+                human_count(m.tokens),
+                format!("${:.3}", m.worker_cost),
+                format!("${:.3}", m.saved)
+            );
+        }
+    }
+    if let Some(s) = totals.last() {
+        let against = if s.primaries.is_empty() {
+            "your primary's".to_string()
+        } else {
+            s.primaries.join(", ")
+        };
+        let mut note = format!("estimates against {against} list prices");
+        if s.cost_estimated_runs > 0 {
+            note.push_str(&format!(
+                "; {} run(s) priced from your worker_prices",
+                s.cost_estimated_runs
+            ));
+        }
+        if s.cost_unknown_runs > 0 {
+            note.push_str(&format!(
+                "; {} run(s) with unknown worker cost counted as $0 (set worker_prices)",
+                s.cost_unknown_runs
+            ));
+        }
+        println!("{note}");
+    }
+}
+
+/// Why `clean` keeps or removes a run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Verdict {
+    Remove,
+    KeepActive,
+    KeepUnappliedPatch,
+    KeepRecent,
+    KeepUnreadable,
+}
+
+/// What `clean` decides for one run directory. An isolated run whose patch was never applied
+/// is kept whatever its age, discarded or not: `discard` promises the patch stays.
+fn verdict(record: &RunRecord, cutoff_ms: i64) -> Verdict {
+    if record.state.is_active() {
+        return Verdict::KeepActive;
+    }
+    if record.spec.mode == Mode::Isolate && !record.applied && !record.changes.is_empty() {
+        return Verdict::KeepUnappliedPatch;
+    }
+    let ended = record
+        .ended_at
+        .as_deref()
+        .unwrap_or(&record.created_at)
+        .parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond());
+    match ended {
+        Ok(ms) if ms < cutoff_ms => Verdict::Remove,
+        Ok(_) => Verdict::KeepRecent,
+        Err(_) => Verdict::KeepUnreadable,
+    }
+}
+
+pub fn clean(args: CleanArgs) -> i32 {
+    let home = super::home();
+    let cutoff = jiff::Timestamp::now().as_millisecond() - i64::from(args.days) * 86_400_000;
+    let mut decided: Vec<(String, Verdict)> = Vec::new();
+    for id in home.run_ids() {
+        let v = match home.load_settled(&id) {
+            Ok(record) => verdict(&record, cutoff),
+            Err(_) => Verdict::KeepUnreadable,
+        };
+        decided.push((id, v));
+    }
+    let doomed: Vec<String> = decided
+        .iter()
+        .filter(|(_, v)| *v == Verdict::Remove)
+        .map(|(id, _)| id.clone())
+        .collect();
+    let kept_patches: Vec<&str> = decided
+        .iter()
+        .filter(|(_, v)| *v == Verdict::KeepUnappliedPatch)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let mut removed = Vec::new();
+    let mut failures = Vec::new();
+    if args.yes {
+        for id in &doomed {
+            match remove_run(&home, id) {
+                Ok(()) => removed.push(id.clone()),
+                Err(e) => failures.push(format!("{id}: {e}")),
+            }
+        }
+        mark_pruned(&home, &removed);
+    }
+    if args.json {
+        output::json(&json!({
+            "dry_run": !args.yes,
+            "days": args.days,
+            "would_remove": if args.yes { Vec::new() } else { doomed.clone() },
+            "removed": removed,
+            "kept_unapplied_patches": kept_patches,
+            "failed": failures,
+        }));
+    } else {
+        print_clean(&args, &doomed, &removed, &kept_patches, &failures);
+    }
+    if failures.is_empty() {
+        exit::OK
+    } else {
+        exit::REFUSED
+    }
+}
+
+fn print_clean(
+    args: &CleanArgs,
+    doomed: &[String],
+    removed: &[String],
+    kept_patches: &[&str],
+    failures: &[String],
+) {
+    if args.yes {
+        println!(
+            "removed {} run director{} that ended more than {} days ago",
+            removed.len(),
+            if removed.len() == 1 { "y" } else { "ies" },
+            args.days
+        );
+    } else if doomed.is_empty() {
+        println!("nothing to clean: no run ended more than {} days ago", args.days);
+    } else {
+        println!(
+            "would remove {} run director{} that ended more than {} days ago (dry run; add --yes):",
+            doomed.len(),
+            if doomed.len() == 1 { "y" } else { "ies" },
+            args.days
+        );
+        for id in doomed {
+            println!("  {id}");
+        }
+    }
+    if !kept_patches.is_empty() {
+        println!(
+            "kept {} isolated run(s) whose patch was never applied: {} (apply or discard them; clean never removes them)",
+            kept_patches.len(),
+            kept_patches.join(", ")
+        );
+    }
+    for f in failures {
+        output::warning(format!("could not remove {f}"));
+    }
+}
+
+/// Removes a run's directory and any isolated copy left behind for it (only inside `copies/`).
+fn remove_run(home: &Home, id: &str) -> std::io::Result<()> {
+    let copy = home.copies().join(id);
+    if copy.is_dir() {
+        std::fs::remove_dir_all(&copy)?;
+    }
+    std::fs::remove_dir_all(home.run_dir(id))
+}
+
+/// Keeps the removed runs' ledger rows, marked as cleaned, so savings and stats still count
+/// them. Best-effort: the history is rebuilt from what is left if this fails.
+fn mark_pruned(home: &Home, ids: &[String]) {
+    if ids.is_empty() {
+        return;
+    }
+    let result = open_synced(home).and_then(|(mut store, _)| store.mark_pruned(ids));
+    if let Err(e) = result {
+        output::warning(format!("history: {e}"));
+    }
+}
+
+/// The ledger's figures per model of `backend`, for `models`; empty when there is no history.
+pub fn model_usage(backend: &str) -> BTreeMap<Option<String>, WorkerStats> {
+    let home = super::home();
+    if !pitroom_store::db_path(&home).exists() && home.run_ids().is_empty() {
+        return BTreeMap::new();
+    }
+    let Ok((store, _)) = open_synced(&home) else {
+        return BTreeMap::new();
+    };
+    store
+        .stats(&Since::all())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.backend == backend)
+        .map(|s| (s.model.clone(), s))
+        .collect()
+}
+
+/// Prints `models` with the ledger's usage columns (runs, success, tokens, cost).
+pub fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
+    let usage = model_usage(backend);
+    if as_json {
+        let rows: Vec<serde_json::Value> = models
+            .iter()
+            .map(|m| {
+                let mut v = json!(m);
+                v["usage"] = json!(usage.get(&Some(m.id.clone())));
+                v
+            })
+            .collect();
+        let default_usage = usage.get(&None);
+        output::json(&json!({"worker": backend, "models": rows, "default_model_usage": default_usage}));
+        return;
+    }
+    println!(
+        "{backend}: {} model{}",
+        models.len(),
+        if models.len() == 1 { "" } else { "s" }
+    );
+    let width = models.iter().map(|m| m.id.len()).max().unwrap_or(0).min(60);
+    if !usage.is_empty() {
+        println!(
+            "  {:<width$}  {:>5} {:>7} {:>8} {:>9}",
+            "model", "runs", "success", "tokens", "cost"
+        );
+    }
+    for m in models {
+        match usage.get(&Some(m.id.clone())) {
+            Some(s) => println!("  {:<width$}  {}", m.id, usage_columns(s)),
+            None => println!("  {}", m.id),
+        }
+    }
+    if let Some(s) = usage.get(&None) {
+        println!("  {:<width$}  {}", "(CLI default)", usage_columns(s));
+    }
+}
+
+fn usage_columns(s: &WorkerStats) -> String {
+    let mut cost = format!("${:.3}", s.cost);
+    if s.cost_estimated_runs > 0 {
+        cost.insert(0, '~');
+    }
+    if s.cost > 0.0 || s.cost_unknown_runs == 0 {
+        format!(
+            "{:>5} {:>7} {:>8} {:>9}",
+            s.runs,
+            percent(s.success_rate),
+            human_count(s.tokens),
+            cost
+        )
+    } else {
+        format!(
+            "{:>5} {:>7} {:>8} {:>9}",
+            s.runs,
+            percent(s.success_rate),
+            human_count(s.tokens),
+            "n/a"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(mode: &str, state: &str, ended: &str) -> RunRecord {
+        serde_json::from_value(json!({
+            "version": 1, "id": "r", "state": state, "created_at": ended, "ended_at": ended,
+            "started_at": ended, "duration_ms": 1, "repo": null, "workdir": null, "copy": null,
+            "pid": null, "pid_start": null, "session": null, "base_tree": null,
+            "after_tree": null, "answer": null, "error": null, "failure": null,
+            "worker_exit": null, "last": null, "receipt": null, "refs": null, "verify": null,
+            "supervisor_peak_kb": null,
+            "spec": {
+                "task": "t", "mode": mode, "backend": "opencode", "model": null, "effort": null,
+                "web": false, "dir": "/r", "timeout_secs": 1.0, "watchdog_secs": 1.0,
+                "background": false, "allow_non_git": false, "parent": null,
+                "primary": "sonnet", "price": null
+            }
+        }))
+        .unwrap()
+    }
+
+    const OLD: &str = "2026-01-01T00:00:00Z";
+    const CUTOFF: &str = "2026-06-01T00:00:00Z";
+
+    fn cutoff() -> i64 {
+        CUTOFF.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+    }
+
+    #[test]
+    fn clean_removes_old_finished_runs_and_keeps_recent_and_active_ones() {
+        assert_eq!(verdict(&record("read", "done", OLD), cutoff()), Verdict::Remove);
+        assert_eq!(
+            verdict(&record("read", "failed", "2026-07-01T00:00:00Z"), cutoff()),
+            Verdict::KeepRecent
+        );
+        assert_eq!(
+            verdict(&record("write", "running", OLD), cutoff()),
+            Verdict::KeepActive
+        );
+    }
+
+    #[test]
+    fn clean_never_removes_an_unapplied_isolated_patch() {
+        let mut r = record("isolate", "done", OLD);
+        r.changes = vec![pitroom_core::record::ChangedFile {
+            status: 'M',
+            path: "a".into(),
+            old_path: None,
+            added: Some(1),
+            deleted: Some(0),
+        }];
+        assert_eq!(verdict(&r, cutoff()), Verdict::KeepUnappliedPatch);
+        r.discarded = true;
+        assert_eq!(
+            verdict(&r, cutoff()),
+            Verdict::KeepUnappliedPatch,
+            "discard keeps the patch, so clean does too"
+        );
+        r.applied = true;
+        assert_eq!(verdict(&r, cutoff()), Verdict::Remove);
+        // An isolated run that changed nothing has no patch to lose.
+        assert_eq!(
+            verdict(&record("isolate", "done", OLD), cutoff()),
+            Verdict::Remove
+        );
+    }
+}

@@ -1,0 +1,515 @@
+//! Crews, the slot queue, `watch`, group commands and the fallback chain, on the fake worker.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use pitroom_testkit::repo::{dirty_repo, fingerprint};
+use pitroom_testkit::TestEnv;
+use serde_json::{json, Value};
+
+use super::common::{code, eventually, fake_env, processes_with_cmdline, text};
+
+/// A worker that takes `ms`, makes one step with a tool call, and answers.
+fn slow_answer(ms: u64, answer: &str) -> Value {
+    json!([
+        {"tool": "read", "input": {"filePath": "calc.py"}, "status": "completed"},
+        {"step": {"input": 100, "output": 10, "reason": "tool-calls"}},
+        {"sleep_ms": ms},
+        {"text": format!("SUMMARY: {answer}")},
+        {"step": {"input": 100, "output": 10, "reason": "stop"}}
+    ])
+}
+
+/// OpenCode's stream for a provider's 429, then the CLI's exit.
+fn rate_limited() -> Vec<Value> {
+    vec![
+        json!({"error": {"name": "APIError", "data": {"message": "Rate limit reached for requests. Please try again in 2 hours.", "statusCode": 429, "isRetryable": true}}}),
+        json!({"exit": 1}),
+    ]
+}
+
+fn crew(env: &TestEnv, dir: &Path, group: &str, tasks: &[&str], extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["crew", "-g", group];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(tasks);
+    let out = env.run(dir, &args);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids.len(), tasks.len(), "{}", text(&out));
+    ids
+}
+
+fn show(env: &TestEnv, dir: &Path, id: &str) -> Value {
+    let out = env.run(dir, &["show", id, "--json"]);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+fn timestamp(v: &Value) -> jiff::Timestamp {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a timestamp: {v}"))
+}
+
+#[test]
+fn a_crew_queues_in_arrival_order_and_never_runs_more_than_max_parallel() {
+    let mut env = fake_env(slow_answer(700, "ok"));
+    env.set("PITROOM_MAX_PARALLEL", "2");
+    let dir = env.dir("plain");
+    let tasks = ["t1", "t2", "t3", "t4", "t5", "t6"];
+    let ids = crew(&env, &dir, "six", &tasks, &[]);
+    let out = env.run(&dir, &["wait", "-g", "six", "--timeout", "60"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+
+    let records: Vec<Value> = ids.iter().map(|id| show(&env, &dir, id)).collect();
+    let spans: Vec<(jiff::Timestamp, jiff::Timestamp)> = records
+        .iter()
+        .map(|r| {
+            let start = timestamp(&r["started_at"]);
+            let ms = r["duration_ms"].as_i64().expect("duration");
+            (start, start + jiff::SignedDuration::from_millis(ms))
+        })
+        .collect();
+    // Started in the order the runs were given (the ids sort by creation).
+    let mut by_start: Vec<usize> = (0..ids.len()).collect();
+    by_start.sort_by_key(|&i| spans[i].0);
+    assert_eq!(&by_start[2..], [2, 3, 4, 5], "{spans:?}");
+    // At no instant more than two workers.
+    for (i, (start, _)) in spans.iter().enumerate() {
+        let overlapping = spans
+            .iter()
+            .filter(|(s, e)| s <= start && start < e)
+            .count();
+        assert!(
+            overlapping <= 2,
+            "run {i} started with {overlapping} running"
+        );
+    }
+    // Queue time is recorded apart from worker time.
+    let last = &records[5];
+    assert!(
+        last["queued_ms"].as_u64().is_some_and(|q| q >= 1000),
+        "{last:#}"
+    );
+    assert!(
+        last["duration_ms"].as_u64().is_some_and(|d| d < 3000),
+        "{last:#}"
+    );
+    // Every slot is free again and the queue is empty.
+    assert!(std::fs::read_dir(env.state.join("queue"))
+        .unwrap()
+        .flatten()
+        .all(|e| e.file_name().to_string_lossy().starts_with('.')));
+}
+
+#[test]
+fn watch_json_follows_a_group_line_by_line_until_all_done() {
+    let mut env = fake_env(slow_answer(300, "looked"));
+    env.set("PITROOM_MAX_PARALLEL", "1");
+    let dir = env.dir("plain");
+    let ids = crew(&env, &dir, "watched", &["a", "b", "c"], &[]);
+    let out = env.run(
+        &dir,
+        &["watch", "-g", "watched", "--json", "--timeout", "60"],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let mut per_run: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in &lines {
+        let event = line["event"].as_str().expect("event");
+        let keys: Vec<&str> = match event {
+            "queued" | "started" => vec!["run", "mode", "task"],
+            "progress" => vec!["run", "steps", "tools", "last"],
+            "fallback" => vec!["run", "failed", "reason"],
+            "done" | "failed" | "timeout" | "stopped" => {
+                vec!["run", "time", "worker", "changes"]
+            }
+            "all-done" => vec!["runs", "ok", "failed"],
+            other => panic!("unknown event {other}: {line}"),
+        };
+        for key in keys {
+            assert!(line.get(key).is_some(), "{event} without {key}: {line}");
+        }
+        if let Some(run) = line["run"].as_str() {
+            per_run
+                .entry(run.to_string())
+                .or_default()
+                .push(event.to_string());
+        }
+    }
+    assert_eq!(
+        lines.last().unwrap(),
+        &json!({"event": "all-done", "runs": 3, "ok": 3, "failed": 0})
+    );
+    assert_eq!(per_run.len(), 3, "{lines:#?}");
+    for id in &ids {
+        let events = &per_run[id];
+        assert_eq!(
+            events.last().map(String::as_str),
+            Some("done"),
+            "{id}: {events:?}"
+        );
+        assert_eq!(events.iter().filter(|e| *e == "done").count(), 1);
+    }
+    // The last run waited behind the other two: it was seen queued, then started.
+    let third = &per_run[&ids[2]];
+    let pos = |e: &str| third.iter().position(|x| x == e);
+    assert!(pos("queued") < pos("started"), "{third:?}");
+    let done = lines
+        .iter()
+        .find(|l| l["event"] == "done" && l["run"] == ids[2].as_str())
+        .unwrap();
+    assert_eq!(done["summary"], "looked");
+    assert_eq!(done["worker"], "opencode");
+}
+
+#[test]
+fn watch_shows_runs_that_join_the_group_later() {
+    let env = fake_env(slow_answer(1200, "first"));
+    let dir = env.dir("plain");
+    crew(&env, &dir, "late", &["first"], &[]);
+    let watcher = env
+        .pitroom(&dir, &["watch", "-g", "late", "--json", "--timeout", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    std::thread::sleep(Duration::from_millis(300));
+    let joined = crew(&env, &dir, "late", &["second"], &[]);
+    let out = watcher.wait_with_output().expect("watch ends");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("\"event\":\"done\",\"run\":\"{}\"", joined[0])),
+        "{stdout}"
+    );
+    assert!(stdout
+        .trim_end()
+        .ends_with(r#"{"event":"all-done","runs":2,"ok":2,"failed":0}"#));
+}
+
+#[test]
+fn status_and_wait_report_a_group_and_exit_75_while_any_runs() {
+    let env = fake_env(slow_answer(1500, "slow"));
+    let dir = env.dir("plain");
+    crew(&env, &dir, "pair", &["x", "y"], &[]);
+    let out = env.run(&dir, &["status", "-g", "pair"]);
+    assert_eq!(code(&out), 75, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 runs:"),
+        "{}",
+        text(&out)
+    );
+    let out = env.run(&dir, &["wait", "-g", "pair", "--timeout", "0.2"]);
+    assert_eq!(code(&out), 75, "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pitroom wait -g pair"));
+    let out = env.run(&dir, &["wait", "-g", "pair", "--brief", "--timeout", "30"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run(&dir, &["ls", "-g", "pair", "--json"]);
+    let listed: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(listed.len(), 2);
+    assert!(listed
+        .iter()
+        .all(|r| r["spec"]["group"] == "pair" && r["state"] == "done"));
+}
+
+#[test]
+fn wait_any_returns_when_the_first_run_of_a_group_finishes() {
+    let env = fake_env(json!({"by_model": {
+        "fake/quick": [{"text": "SUMMARY: quick"}, {"step": {"reason": "stop"}}],
+        "*": [{"sleep_ms": 60000}]
+    }}));
+    let dir = env.dir("plain");
+    crew(&env, &dir, "race", &["slow"], &[]);
+    crew(
+        &env,
+        &dir,
+        "race",
+        &["quick"],
+        &["-W", "opencode:fake/quick"],
+    );
+    let started = Instant::now();
+    let out = env.run(
+        &dir,
+        &["wait", "-g", "race", "--any", "--brief", "--timeout", "30"],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("quick"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("1 still active"),
+        "{}",
+        text(&out)
+    );
+    let out = env.run(&dir, &["stop", "-g", "race"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+}
+
+#[test]
+fn stop_on_a_group_ends_running_and_queued_runs() {
+    let mut env = fake_env(json!([{"sleep_ms": 60000}]));
+    env.set("PITROOM_MAX_PARALLEL", "1");
+    let dir = env.dir("plain");
+    let ids = crew(&env, &dir, "halt", &["a", "b", "c"], &[]);
+    assert!(eventually(Duration::from_secs(10), || {
+        show(&env, &dir, &ids[0])["state"] == "running"
+    }));
+    let out = env.run(&dir, &["stop", "-g", "halt"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    for (i, id) in ids.iter().enumerate() {
+        let r = show(&env, &dir, id);
+        assert_eq!(r["state"], "stopped", "{r:#}");
+        if i > 0 {
+            assert!(
+                r["error"].as_str().unwrap().contains("while queued"),
+                "{r:#}"
+            );
+            assert!(
+                r["started_at"].is_null(),
+                "a queued run never started its worker"
+            );
+        }
+    }
+    assert!(eventually(Duration::from_secs(5), || {
+        processes_with_cmdline(&env.state.display().to_string()).is_empty()
+    }));
+}
+
+#[test]
+fn a_supervisor_killed_while_others_queue_frees_its_slot_and_leaves_no_worker() {
+    let mut env = fake_env(json!({"by_model": {
+        "fake/hang": [{"sleep_ms": 60000}],
+        "*": [{"text": "SUMMARY: second"}, {"step": {"reason": "stop"}}]
+    }}));
+    env.set("PITROOM_MAX_PARALLEL", "1");
+    let dir = env.dir("plain");
+    let first = crew(
+        &env,
+        &dir,
+        "crash",
+        &["hang"],
+        &["-W", "opencode:fake/hang"],
+    );
+    let second = crew(&env, &dir, "crash", &["after"], &[]);
+    let pid = {
+        let mut pid = None;
+        assert!(eventually(Duration::from_secs(10), || {
+            let r = show(&env, &dir, &first[0]);
+            pid = (r["state"] == "running")
+                .then(|| r["pid"].as_i64())
+                .flatten();
+            pid.is_some()
+        }));
+        pid.unwrap() as i32
+    };
+    assert_eq!(show(&env, &dir, &second[0])["state"], "queued");
+    kill(Pid::from_raw(pid), Signal::SIGKILL).expect("kill the supervisor");
+    let killed_at = Instant::now();
+    let out = env.run(&dir, &["wait", &second[0], "--timeout", "20"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(killed_at.elapsed() < Duration::from_secs(10));
+    let crashed = show(&env, &dir, &first[0]);
+    assert_eq!(crashed["state"], "failed", "{crashed:#}");
+    assert!(eventually(Duration::from_secs(5), || {
+        processes_with_cmdline("fake/hang").is_empty()
+    }));
+}
+
+#[test]
+fn a_write_crew_of_several_tasks_is_a_usage_error() {
+    let env = fake_env(json!([]));
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["crew", "-w", "a", "b"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-i"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_task_file_gives_one_run_per_dashed_section() {
+    let env = fake_env(slow_answer(0, "ok"));
+    let dir = env.dir("plain");
+    let file = dir.join("tasks.md");
+    std::fs::write(&file, "first task\n---\nsecond\ntask\n---\n").unwrap();
+    let out = env.run(
+        &dir,
+        &[
+            "crew",
+            "-g",
+            "file",
+            "--json",
+            "--task-file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["group"], "file");
+    let tasks: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["task"].as_str())
+        .collect();
+    assert_eq!(tasks, ["first task", "second\ntask"]);
+    let out = env.run(&dir, &["wait", "-g", "file", "--timeout", "30"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+}
+
+#[test]
+fn a_rate_limited_target_falls_back_at_zero_steps_and_cools_down() {
+    let mut env = fake_env(json!({"by_model": {
+        "fake/limited": rate_limited(),
+        "fake/good": [{"text": "SUMMARY: answered by the second target"}, {"step": {"reason": "stop"}}]
+    }}));
+    env.set("PITROOM_FALLBACK", "opencode:fake/good");
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["-W", "opencode:fake/limited", "where is x?"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("answered by the second target"), "{stdout}");
+    assert!(stdout.contains("── attempts:"), "{stdout}");
+    assert!(
+        stdout.contains("opencode:fake/limited: rate limited"),
+        "{stdout}"
+    );
+    let r = show(&env, &dir, "last");
+    assert_eq!(r["spec"]["model"], "fake/good");
+    let attempts = r["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{r:#}");
+    assert_eq!(attempts[0]["failure"], "rate_limited");
+    assert_eq!(attempts[0]["fell_back"], true);
+    assert_eq!(attempts[1]["state"], "done");
+    assert!(dir.exists());
+
+    // The provider said "2 hours": the target cools down that long.
+    let out = env.run(&dir, &["cooldown", "--json"]);
+    let cooling: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let until = timestamp(&cooling["opencode:fake/limited"]["until"]);
+    let left = until.duration_since(jiff::Timestamp::now()).as_secs();
+    assert!((7000..=7200).contains(&left), "{cooling:#}");
+
+    // While it cools, the next run skips it and goes straight to the second target.
+    let out = env.run(&dir, &["-W", "opencode:fake/limited", "again?", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["attempts"][0]["state"], "skipped", "{r:#}");
+    assert!(r["attempts"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("cooling down"));
+
+    let out = env.run(&dir, &["cooldown", "--clear"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run(&dir, &["cooldown", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+}
+
+#[test]
+fn no_fallback_and_a_lone_target_fail_with_the_real_cause() {
+    let mut env = fake_env(json!({"by_model": {"*": rate_limited()}}));
+    env.set("PITROOM_FALLBACK", "opencode:fake/good");
+    let dir = env.dir("plain");
+    let out = env.run(
+        &dir,
+        &[
+            "-W",
+            "opencode:fake/limited",
+            "--no-fallback",
+            "x",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["failure"], "rate_limited");
+    assert_eq!(r["attempts"].as_array().map(Vec::len), Some(1), "{r:#}");
+    // A lone target is tried even while it cools down.
+    let out = env.run(
+        &dir,
+        &[
+            "-W",
+            "opencode:fake/limited",
+            "--no-fallback",
+            "x",
+            "--json",
+        ],
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["attempts"][0]["state"], "failed", "{r:#}");
+}
+
+#[test]
+fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() {
+    let record_file =
+        std::env::temp_dir().join(format!("pitroom-handoff-{}.json", std::process::id()));
+    let mut env = fake_env(json!({"by_model": {
+        "fake/limited": [
+            {"write": {"path": "first.txt", "content": "from the first worker\n"}},
+            {"tool": "write", "input": {"filePath": "first.txt"}, "status": "completed"},
+            {"step": {"input": 100, "output": 10, "reason": "tool-calls"}},
+            rate_limited()[0], rate_limited()[1]
+        ],
+        "fake/good": [
+            {"write": {"path": "second.txt", "content": "from the second worker\n"}},
+            {"tool": "write", "input": {"filePath": "second.txt"}, "status": "completed"},
+            {"text": "SUMMARY: finished what the first worker started"},
+            {"step": {"input": 100, "output": 10, "reason": "stop"}}
+        ]
+    }}));
+    env.set("PITROOM_FALLBACK", "opencode:fake/good");
+    env.set("PITROOM_FAKE_RECORD", record_file.display().to_string());
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(
+        &repo,
+        &[
+            "-w",
+            "-W",
+            "opencode:fake/limited",
+            "add two files",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let files: Vec<&str> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
+    assert_eq!(files, ["first.txt", "second.txt"], "{r:#}");
+    assert_eq!(r["attempts"][0]["steps"], 1);
+    assert_eq!(r["attempts"][1]["handed_off"], true);
+    assert_eq!(r["tally"]["steps"], 2, "the receipt counts both workers");
+    // The second worker was told what the first did, including its diff.
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_file).unwrap()).unwrap();
+    let prompt = seen["prompt"].as_str().unwrap();
+    assert!(prompt.contains("HAND-OFF"), "{prompt}");
+    assert!(prompt.contains("opencode:fake/limited"), "{prompt}");
+    assert!(prompt.contains("+from the first worker"), "{prompt}");
+    let _ = std::fs::remove_file(&record_file);
+    // Revert undoes both workers' edits exactly.
+    let before_revert = fingerprint(&repo);
+    let out = env.run(&repo, &["revert"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_ne!(fingerprint(&repo), before_revert);
+    assert!(!repo.join("first.txt").exists() && !repo.join("second.txt").exists());
+}
