@@ -22,7 +22,10 @@
 //!   "models": ["fake-model"],        ids listed by GET …/models
 //!   "default_scenario": "default",   optional; the Python's --scenario
 //!   "workdir": "/fallback",          optional; the Python's --workdir
-//!   "scenarios": {"default": [STEP, STEP, …], "rate-limit": […]}
+//!   "scenarios": {"default": [STEP, STEP, …], "rate-limit": […]},
+//!   "by_model": {"some-model": "rate-limit"}   optional; a request for that
+//!                                    model plays that scenario, whatever the
+//!                                    prompt names (to script a fallback chain)
 //! }
 //! ```
 //!
@@ -769,7 +772,9 @@ fn pick_reply(shared: &Shared, body: &Map<String, Value>) -> Pick {
     if !body.get("tools").is_some_and(truthy) {
         return aux_pick(&shared.script, &placeholders);
     }
-    let scenario = scenario_named_in(messages).unwrap_or_else(|| shared.default_scenario.clone());
+    let scenario = scenario_for_model(&shared.script, body)
+        .or_else(|| scenario_named_in(messages))
+        .unwrap_or_else(|| shared.default_scenario.clone());
     let steps = scenario_steps(&shared.script, &scenario);
     let index = step_index(messages);
     // Past the end, the last step is reused (steps is never empty).
@@ -851,6 +856,13 @@ fn step_index(messages: &[Value]) -> usize {
         .count()
 }
 
+/// The scenario `script.by_model` assigns to the requested model, if any.
+fn scenario_for_model(script: &Value, body: &Map<String, Value>) -> Option<String> {
+    let model = body.get("model")?.as_str()?;
+    let scenario = script.get("by_model")?.get(model)?.as_str()?;
+    Some(scenario.to_owned())
+}
+
 /// The scenario named by the latest user message that names one.
 fn scenario_named_in(messages: &[Value]) -> Option<String> {
     messages
@@ -902,6 +914,8 @@ fn workdir_in(text: &str) -> Option<&str> {
     word_after(text, "Working directory:")
         .or_else(|| cwd_tag(text))
         .or_else(|| word_after(text, "Current working directory:"))
+        // Qwen Code's first user message: "I'm currently working in the directory: /path".
+        .or_else(|| word_after(text, "working in the directory:"))
 }
 
 /// `LABEL\s*(\S+)`: the first non-blank word after the label.

@@ -21,6 +21,7 @@ pub struct World {
 pub fn script() -> Value {
     json!({
         "aux": {"text": "Fake title"},
+        "by_model": {"limited-model": "limited", "good-model": "finish"},
         "scenarios": {
             "default": [
                 {"tool_calls": [{"name": "read", "arguments": {"filePath": "{{workdir}}/calc.py"}}],
@@ -52,6 +53,14 @@ pub fn script() -> Value {
                 {"tool_calls": [{"name": "bash", "arguments": {"command": "sh -c 'git reset -q --soft HEAD~1'; \"$PITROOM_REAL_GIT\" update-ref refs/heads/evil HEAD; \"$PITROOM_REAL_GIT\" commit -q --allow-empty -m direct; git status --short | head -3", "description": "try to rewrite history"}}]},
                 {"text": "SUMMARY: tried"}
             ],
+            "limited": [
+                {"tool_calls": [{"name": "write", "arguments": {"filePath": "{{workdir}}/first.txt", "content": "from the first worker\n"}}]},
+                {"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "0"}}
+            ],
+            "finish": [
+                {"tool_calls": [{"name": "write", "arguments": {"filePath": "{{workdir}}/second.txt", "content": "from the second worker\n"}}]},
+                {"text": "SUMMARY: finished the task the first worker started\nFILES CHANGED: first.txt, second.txt"}
+            ],
             "err404": [{"error": 404}],
             "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
             "err429slow": [{"error": 429}],
@@ -77,9 +86,15 @@ impl World {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Fake",
                 "options": {"baseURL": server.base_url(), "apiKey": "sk-fake", "timeout": 30000},
-                "models": {"fake-model": {"name": "Fake Model", "tool_call": true,
-                    "cost": {"input": 1, "output": 2, "cache_read": 0.5, "cache_write": 1.25},
-                    "limit": {"context": 100000, "output": 4096}}}
+                "models": {
+                    "fake-model": {"name": "Fake Model", "tool_call": true,
+                        "cost": {"input": 1, "output": 2, "cache_read": 0.5, "cache_write": 1.25},
+                        "limit": {"context": 100000, "output": 4096}},
+                    "limited-model": {"name": "Limited", "tool_call": true,
+                        "limit": {"context": 100000, "output": 4096}},
+                    "good-model": {"name": "Good", "tool_call": true,
+                        "limit": {"context": 100000, "output": 4096}}
+                }
             }}
         });
         let dir = env.root.join("xdg-config/opencode");
@@ -474,4 +489,63 @@ fn a_rate_limit_fails_in_seconds_not_after_the_clis_minute_of_retries() {
             .is_some_and(|e| e.contains("kept retrying")),
         "{r:#}"
     );
+}
+
+#[test]
+fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finishes_it() {
+    let mut w = World::new();
+    w.env.set("PITROOM_FALLBACK", "opencode:fake/good-model");
+    let started = Instant::now();
+    let out = w.run(&[
+        "-w",
+        "-W",
+        "opencode:fake/limited-model",
+        "Add the two files",
+        "-t",
+        "120s",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let attempts = r["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{r:#}");
+    assert_eq!(attempts[0]["target"], "opencode:fake/limited-model");
+    assert_eq!(attempts[0]["failure"], "rate_limited", "{r:#}");
+    assert!(
+        attempts[0]["tool_calls"].as_u64().is_some_and(|n| n >= 1),
+        "{r:#}"
+    );
+    assert_eq!(attempts[1]["state"], "done");
+    assert_eq!(attempts[1]["handed_off"], true);
+    // The final patch holds both workers' files.
+    let files: Vec<&str> = r["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
+    assert!(
+        files.contains(&"first.txt") && files.contains(&"second.txt"),
+        "{files:?}"
+    );
+    // The second model was told what the first one did.
+    let handoff = w
+        .server
+        .chat_requests()
+        .into_iter()
+        .filter(|q| q["body"]["model"] == "good-model")
+        .find_map(|q| {
+            let text = q["body"]["messages"].to_string();
+            text.contains("HAND-OFF").then_some(text)
+        })
+        .expect("a request to the second model carries the hand-off");
+    assert!(handoff.contains("first.txt"), "{handoff}");
+    let out = w.run(&["revert"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(!w.repo.join("first.txt").exists() && !w.repo.join("second.txt").exists());
 }
