@@ -569,7 +569,10 @@ fn print_clean(
             args.days
         );
     } else if doomed.is_empty() {
-        println!("nothing to clean: no run ended more than {} days ago", args.days);
+        println!(
+            "nothing to clean: no run ended more than {} days ago",
+            args.days
+        );
     } else {
         println!(
             "would remove {} run director{} that ended more than {} days ago (dry run; add --yes):",
@@ -645,7 +648,9 @@ pub fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
             })
             .collect();
         let default_usage = usage.get(&None);
-        output::json(&json!({"worker": backend, "models": rows, "default_model_usage": default_usage}));
+        output::json(
+            &json!({"worker": backend, "models": rows, "default_model_usage": default_usage}),
+        );
         return;
     }
     println!(
@@ -726,7 +731,10 @@ mod tests {
 
     #[test]
     fn clean_removes_old_finished_runs_and_keeps_recent_and_active_ones() {
-        assert_eq!(verdict(&record("read", "done", OLD), cutoff()), Verdict::Remove);
+        assert_eq!(
+            verdict(&record("read", "done", OLD), cutoff()),
+            Verdict::Remove
+        );
         assert_eq!(
             verdict(&record("read", "failed", "2026-07-01T00:00:00Z"), cutoff()),
             Verdict::KeepRecent
