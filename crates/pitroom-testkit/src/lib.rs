@@ -2,12 +2,16 @@
 //! environments, and the installer of the pinned real worker CLIs for end-to-end tests.
 
 pub mod env;
+pub mod fake_anthropic;
 pub mod fake_openai;
+pub mod fake_responses;
 pub mod real_cli;
 pub mod repo;
 
 pub use env::TestEnv;
+pub use fake_anthropic::FakeAnthropic;
 pub use fake_openai::FakeOpenAi;
+pub use fake_responses::FakeResponses;
 
 /// The fake worker binary, built on first use. `cargo test` builds only the binaries of the
 /// package under test, so the test kit builds its own with the same cargo, profile and target

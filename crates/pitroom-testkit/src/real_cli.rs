@@ -89,3 +89,55 @@ pub fn install_with(cli: &NpmCli, npm_env: &[(&str, String)]) -> Result<PathBuf,
 pub fn opencode() -> Result<PathBuf, String> {
     install(&OPENCODE)
 }
+
+/// Node 22 from the npm registry (`node@22`): Qwen Code's `engines` needs it, and npm under an
+/// older Node silently installs an older release.
+pub const NODE22: NpmCli = NpmCli {
+    package: "node",
+    version: "22",
+    bin: "node",
+    override_var: "PITROOM_E2E_NODE22",
+};
+
+/// The directory holding Node 22's `node`, to put first on `PATH` for npm and for the CLI.
+pub fn node22_bin_dir() -> Result<PathBuf, String> {
+    let node = install(&NODE22)?;
+    node.parent()
+        .map(std::path::Path::to_path_buf)
+        .ok_or_else(|| format!("{} has no parent directory", node.display()))
+}
+
+/// `PATH` with Node 22 first.
+pub fn path_with_node22() -> Result<String, String> {
+    let dir = node22_bin_dir()?;
+    let rest = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    Ok(format!("{}:{rest}", dir.display()))
+}
+
+/// Codex CLI, pinned (the version `docs/workers/codex.md` was measured with).
+pub const CODEX: NpmCli = NpmCli {
+    package: "@openai/codex",
+    version: "0.171.0",
+    bin: "codex",
+    override_var: "PITROOM_E2E_CODEX",
+};
+
+/// The real `codex` binary (its Node launcher): `$PITROOM_E2E_CODEX`, else the pinned version.
+pub fn codex() -> Result<PathBuf, String> {
+    install(&CODEX)
+}
+
+/// Claude Code, pinned. Its `engines` needs Node 22: under an older Node, npm silently picks
+/// an older release, so it is installed with Node 22 first on `PATH`.
+pub const CLAUDE: NpmCli = NpmCli {
+    package: "@anthropic-ai/claude-code",
+    version: "2.1.332",
+    bin: "claude",
+    override_var: "PITROOM_E2E_CLAUDE",
+};
+
+/// The real `claude` binary (a native executable): `$PITROOM_E2E_CLAUDE`, else the pinned
+/// version, installed under Node 22.
+pub fn claude() -> Result<PathBuf, String> {
+    install_with(&CLAUDE, &[("PATH", path_with_node22()?)])
+}

@@ -110,6 +110,13 @@ pub trait Adapter: Send + Sync {
         None
     }
 
+    /// Events a line of the CLI's stderr reports that its stdout stream does not: Codex logs a
+    /// command or patch its sandbox refused only there. The engine absorbs them like stdout
+    /// events.
+    fn stderr_events(&self, _stderr_line: &str) -> Vec<WorkerEvent> {
+        Vec::new()
+    }
+
     /// Whether `resume_session` is honoured.
     fn can_resume(&self) -> bool;
 

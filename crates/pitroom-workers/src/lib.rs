@@ -8,6 +8,8 @@
 
 mod adapter;
 mod binary;
+pub mod claude;
+pub mod codex;
 mod events;
 pub mod opencode;
 
@@ -34,6 +36,8 @@ pub const KNOWN_BACKENDS: &[&str] = &[
 pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
     match backend {
         "opencode" => Some(Box::new(opencode::OpenCode)),
+        "codex" => Some(Box::new(codex::Codex)),
+        "claude" => Some(Box::new(claude::Claude::default())),
         _ => None,
     }
 }

@@ -1,4 +1,6 @@
+mod claude_e2e;
 mod cli;
+mod codex_e2e;
 mod common;
 mod crew;
 mod guard;

@@ -1,0 +1,225 @@
+//! What Claude Code may do in each mode: the built-in tools it is offered, the permission rules
+//! handed over with `--settings` (allow and deny only: `dontAsk` refuses everything not allowed,
+//! so no call can wait for an answer), and the user's provider settings carried over.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use crate::adapter::InvocationRequest;
+use crate::events::Mode;
+
+/// Tools that only read.
+const READ_TOOLS: &[&str] = &["Read", "Grep", "Glob"];
+/// Tools that edit files or run commands.
+const WRITE_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit", "Bash"];
+/// Tools that reach the web, offered only with `--web`.
+const WEB_TOOLS: &[&str] = &["WebFetch", "WebSearch"];
+
+/// Files whose contents no worker reads or edits, as gitignore-style patterns.
+const SECRET_PATTERNS: &[&str] = &[
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/id_rsa*",
+    "**/id_ed25519*",
+    "**/id_ecdsa*",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.netrc",
+    "**/.git-credentials",
+    "**/credentials.json",
+    "**/secrets.*",
+];
+
+/// Shell commands no worker may run, whatever the mode (Claude matches `Bash(prefix:*)`).
+const DENIED_COMMANDS: &[&str] = &[
+    "git commit",
+    "git push",
+    "git reset",
+    "git checkout",
+    "git restore",
+    "git switch",
+    "git stash",
+    "git clean",
+    "git rebase",
+    "git merge",
+    "git cherry-pick",
+    "git revert",
+    "git am",
+    "git update-ref",
+    "git add",
+    "git rm",
+    "git mv",
+    "git gc",
+    "git prune",
+    "git filter-branch",
+    "git replace",
+    "git notes",
+    "git worktree",
+    "sudo",
+    "su",
+    "doas",
+    "npm publish",
+    "pnpm publish",
+    "yarn publish",
+    "cargo publish",
+    "twine upload",
+    "gh",
+    "pitroom",
+    "opencode",
+    "codex",
+    "claude",
+    "gemini",
+    "qwen",
+    "kilo",
+    "cursor-agent",
+];
+
+/// Keys of the user's `settings.json` that reach their model: provider variables, a key
+/// helper, the model. Hooks, permissions, MCP servers and plugins stay behind.
+const PROVIDER_KEYS: &[&str] = &[
+    "env",
+    "apiKeyHelper",
+    "model",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "forceLoginMethod",
+    "forceLoginOrgUUID",
+];
+
+/// The built-in tools offered in `mode` (the `--tools` list).
+pub fn tools(mode: Mode, web: bool) -> Vec<&'static str> {
+    let mut tools = READ_TOOLS.to_vec();
+    if mode.may_edit() {
+        tools.extend(WRITE_TOOLS);
+    }
+    if web {
+        tools.extend(WEB_TOOLS);
+    }
+    tools
+}
+
+/// The permission rules for `mode`: every offered tool allowed, secrets and history-changing
+/// commands denied (deny wins over allow).
+pub fn permissions(mode: Mode, web: bool) -> Value {
+    let allow: Vec<String> = tools(mode, web).iter().map(|t| t.to_string()).collect();
+    let mut deny: Vec<String> = Vec::new();
+    for pattern in SECRET_PATTERNS {
+        for tool in ["Read", "Edit", "Write"] {
+            deny.push(format!("{tool}({pattern})"));
+        }
+    }
+    for command in DENIED_COMMANDS {
+        deny.push(format!("Bash({command}:*)"));
+    }
+    json!({"allow": allow, "deny": deny, "defaultMode": "dontAsk"})
+}
+
+/// The user's Claude Code config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn user_config_dir(req: &InvocationRequest) -> Option<PathBuf> {
+    req.env_var("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            req.env_var("HOME")
+                .map(|h| PathBuf::from(h).join(".claude"))
+        })
+}
+
+/// The settings passed with `--settings`: the user's provider keys, then the mode's
+/// permissions. A user file that is not JSON is skipped (Claude Code itself ignores it).
+pub fn settings(req: &InvocationRequest) -> Value {
+    let mut settings = Map::new();
+    let user = user_config_dir(req)
+        .and_then(|dir| std::fs::read_to_string(dir.join("settings.json")).ok())
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    if let Some(Value::Object(user)) = user {
+        for key in PROVIDER_KEYS {
+            if let Some(value) = user.get(*key) {
+                settings.insert((*key).to_string(), value.clone());
+            }
+        }
+    }
+    settings.insert("permissions".into(), permissions(req.mode, req.web));
+    settings.insert("enableAllProjectMcpServers".into(), false.into());
+    Value::Object(settings)
+}
+
+/// The user's login (`.credentials.json`, written by `claude login`), when there is one.
+pub fn user_credentials(req: &InvocationRequest) -> Option<PathBuf> {
+    let file = user_config_dir(req)?.join(".credentials.json");
+    file.is_file().then_some(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::StateDirs;
+
+    fn request(mode: Mode, home: &std::path::Path) -> InvocationRequest {
+        InvocationRequest {
+            mode,
+            model: None,
+            effort: None,
+            web: false,
+            workdir: "/w".into(),
+            dirs: StateDirs {
+                shared: "/s".into(),
+                scratch: "/t".into(),
+            },
+            resume_session: None,
+            title: "t".into(),
+            env: vec![("HOME".into(), home.display().to_string())],
+        }
+    }
+
+    #[test]
+    fn read_mode_offers_no_tool_that_writes_or_runs_commands() {
+        let read = tools(Mode::Read, false);
+        assert_eq!(read, vec!["Read", "Grep", "Glob"]);
+        assert!(tools(Mode::Write, false).contains(&"Edit"));
+        assert!(tools(Mode::Read, true).contains(&"WebFetch"));
+    }
+
+    #[test]
+    fn secrets_and_history_commands_are_denied_in_every_mode() {
+        for mode in [Mode::Read, Mode::Write] {
+            let p = permissions(mode, false);
+            let deny: Vec<&str> = p["deny"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert!(deny.contains(&"Read(**/.env)"), "{deny:?}");
+            assert!(deny.contains(&"Bash(git commit:*)"));
+            let text = p.to_string();
+            assert!(
+                !text.contains("bypassPermissions") && !text.contains("\"ask\""),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_users_provider_settings_survive_and_their_permissions_do_not() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".claude");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("settings.json"),
+            r#"{"env": {"ANTHROPIC_BASE_URL": "http://gw"}, "model": "sonnet",
+                "permissions": {"allow": ["Bash(rm:*)"], "defaultMode": "bypassPermissions"},
+                "hooks": {"PreToolUse": []}}"#,
+        )
+        .unwrap();
+        let s = settings(&request(Mode::Read, home.path()));
+        assert_eq!(s["env"]["ANTHROPIC_BASE_URL"], "http://gw");
+        assert_eq!(s["model"], "sonnet");
+        assert_eq!(s["permissions"]["defaultMode"], "dontAsk");
+        assert!(s.get("hooks").is_none());
+        assert!(!s.to_string().contains("\"Bash(rm:*)\""), "{s}");
+    }
+}

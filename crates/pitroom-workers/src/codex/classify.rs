@@ -1,0 +1,95 @@
+//! Failure classification from Codex's real error texts (0.171.0, see `docs/workers/codex.md`).
+
+use crate::adapter::FailureEvidence;
+use crate::events::{FailureKind, WorkerEvent};
+
+const MODEL_UNAVAILABLE: &[&str] = &[
+    "does not exist or you do not have access",
+    "model_not_found",
+    "model not found",
+    "unsupported model",
+    "is not supported when using codex",
+];
+const RATE_LIMITED: &[&str] = &[
+    "too many requests",
+    "rate limit",
+    "quota exceeded",
+    "usage limit",
+    "insufficient_quota",
+    "service unavailable",
+];
+const AUTH: &[&str] = &[
+    "unauthorized",
+    "incorrect api key",
+    "invalid api key",
+    "missing environment variable",
+    "not logged in",
+    "please log in",
+    "forbidden",
+    "token has expired",
+    "refresh token",
+];
+
+pub fn classify(evidence: &FailureEvidence<'_>) -> FailureKind {
+    let mut haystack = String::new();
+    let mut statuses = Vec::new();
+    for event in evidence.events {
+        if let WorkerEvent::Error {
+            message, status, ..
+        } = event
+        {
+            haystack.push_str(&message.to_lowercase());
+            haystack.push('\n');
+            statuses.extend(*status);
+        }
+    }
+    haystack.push_str(&evidence.stderr_tail.to_lowercase());
+    let mentions = |needles: &[&str]| needles.iter().any(|n| haystack.contains(n));
+
+    if statuses.contains(&404) || mentions(MODEL_UNAVAILABLE) {
+        FailureKind::ModelUnavailable
+    } else if statuses.iter().any(|s| matches!(s, 429 | 503 | 529)) || mentions(RATE_LIMITED) {
+        FailureKind::RateLimited
+    } else if statuses.iter().any(|s| matches!(s, 401 | 403)) || mentions(AUTH) {
+        FailureKind::Auth
+    } else {
+        FailureKind::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(message: &str) -> FailureKind {
+        let events = [WorkerEvent::Error {
+            message: message.into(),
+            status: crate::codex::parse::status_in(message),
+            retry_after: None,
+        }];
+        classify(&FailureEvidence {
+            events: &events,
+            stderr_tail: "",
+            exit_code: Some(1),
+        })
+    }
+
+    #[test]
+    fn real_codex_texts_are_classified() {
+        let cases = [
+            ("exceeded retry limit, last status: 429 Too Many Requests", FailureKind::RateLimited),
+            ("Quota exceeded. Check your plan and billing details.", FailureKind::RateLimited),
+            ("You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again later.", FailureKind::RateLimited),
+            ("rate limit exceeded: Rate limit reached for gpt-5.5. Please try again in 2s.", FailureKind::RateLimited),
+            ("The model `gpt-5.5` does not exist or you do not have access to it.", FailureKind::ModelUnavailable),
+            ("unexpected status 401 Unauthorized: Incorrect API key provided: sk-fake., url: http://127.0.0.1:1/v1/responses", FailureKind::Auth),
+            ("Missing environment variable: `FAKE_API_KEY`.", FailureKind::Auth),
+            ("We’re currently experiencing high demand, which may cause temporary errors.", FailureKind::Other),
+            ("unexpected status 503 Service Unavailable: upstream unavailable, url: http://127.0.0.1:1/v1/responses", FailureKind::RateLimited),
+            ("stream disconnected before completion: stream closed before response.completed", FailureKind::Other),
+        ];
+        for (message, expected) in cases {
+            assert_eq!(kind(message), expected, "{message}");
+        }
+    }
+}

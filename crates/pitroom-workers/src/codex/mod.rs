@@ -1,0 +1,268 @@
+//! Codex CLI (`codex exec --json`).
+//!
+//! Facts this adapter is built on (measured with `@openai/codex` 0.171.0, see
+//! `docs/workers/codex.md`): an open stdin hangs it, so the prompt comes on stdin (`-`) and
+//! stdin is then closed; its own bubblewrap sandbox enforces the mode (`read-only`,
+//! `workspace-write` with `.git` read-only), so nothing else may be wrapped around it; plugins,
+//! analytics and update checks reach the internet unless switched off; a dead provider is
+//! retried forever unless `unbounded_connection_retries` is off; a command or patch the sandbox
+//! refuses leaves no JSON event, only a log line on stderr.
+
+mod classify;
+mod config;
+mod parse;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::adapter::{
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+};
+use crate::events::{FailureKind, ToolOutcome, WorkerEvent};
+use crate::find_binary;
+
+pub use config::EFFORTS;
+
+/// The Codex adapter.
+pub struct Codex;
+
+/// Codex's home inside the shared per-backend directory: sessions live there, so
+/// `--continue` (`codex exec resume`) finds them.
+const HOME: &str = "data";
+
+/// Where the kernel says whether unprivileged user namespaces (bubblewrap's need) are allowed.
+const MAX_USER_NAMESPACES: &str = "/proc/sys/user/max_user_namespaces";
+
+/// Log filter: errors, plus the sandbox's record of each refused write (the only trace a
+/// refused command leaves; see [`Adapter::stderr_events`]).
+const RUST_LOG: &str = "error,codex_sandboxing=warn";
+
+impl Codex {
+    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
+        let lookup = |k: &str| req.env_var(k);
+        Ok(find_binary("codex", "codex", &lookup)?)
+    }
+
+    fn home(req: &InvocationRequest) -> PathBuf {
+        req.dirs.shared.join(HOME)
+    }
+
+    /// A private `CODEX_HOME` and `TMPDIR` (never the user's `~/.codex`), no colour, and the
+    /// log filter that shows sandbox refusals.
+    fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
+        vec![
+            ("CODEX_HOME".into(), Self::home(req).into()),
+            ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
+            ("RUST_LOG".into(), RUST_LOG.into()),
+            ("NO_COLOR".into(), "1".into()),
+        ]
+    }
+
+    /// The user's `auth.json` (API key or ChatGPT login) linked into the private home.
+    fn links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
+        config::user_auth_file(req)
+            .map(|auth| vec![(Self::home(req).join("auth.json"), auth)])
+            .unwrap_or_default()
+    }
+
+    /// `-c` overrides: the user's provider settings, the retry cap for their provider, then
+    /// the mode's floor (later overrides win).
+    fn overrides(
+        req: &InvocationRequest,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<String>, AdapterError> {
+        let user = config::user_config(req).map_err(AdapterError::Config)?;
+        let mut overrides = user
+            .as_ref()
+            .map(config::provider_overrides)
+            .unwrap_or_default();
+        let provider = config::active_provider(user.as_ref());
+        if config::is_user_provider(user.as_ref(), &provider) {
+            overrides.extend(config::retry_overrides(&provider));
+        } else {
+            notes.push(format!(
+                "codex's built-in {provider} provider keeps its own retries (up to ~25 s on a server error)"
+            ));
+        }
+        overrides.extend(config::floor_overrides(req.mode, req.web));
+        if let Some(effort) = &req.effort {
+            if !EFFORTS.contains(&effort.as_str()) {
+                notes.push(format!(
+                    "--effort {effort}: not one of Codex's levels ({}); passed on as given",
+                    EFFORTS.join(", ")
+                ));
+            }
+            overrides.push(format!(
+                "model_reasoning_effort=\"{}\"",
+                effort.escape_default()
+            ));
+        }
+        Ok(overrides)
+    }
+
+    /// `exec` flags shared by runs: JSON events, no git-repo check (read runs work in a copy),
+    /// the user's config.toml ignored (its provider settings come back as overrides).
+    fn exec_args(overrides: &[String]) -> Vec<OsString> {
+        let mut args: Vec<OsString> = [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--ignore-user-config",
+            "--color",
+            "never",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        for o in overrides {
+            args.extend(["-c".into(), OsString::from(o)]);
+        }
+        args
+    }
+}
+
+impl Adapter for Codex {
+    fn id(&self) -> &'static str {
+        "codex"
+    }
+
+    fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        if config::user_namespaces_disabled(Path::new(MAX_USER_NAMESPACES)) {
+            return Err(AdapterError::ModeUnsupported {
+                backend: "codex".into(),
+                mode: req.mode.as_str().into(),
+                why: "its sandbox needs user namespaces, and /proc/sys/user/max_user_namespaces is 0 (every command would fail)".into(),
+            });
+        }
+        let program = Self::program(req)?;
+        let mut notes = Vec::new();
+        let overrides = Self::overrides(req, &mut notes)?;
+        let mut args = Self::exec_args(&overrides);
+        args.extend(["--cd".into(), req.workdir.clone().into_os_string()]);
+        if let Some(model) = &req.model {
+            args.extend(["--model".into(), OsString::from(model)]);
+        }
+        if let Some(session) = &req.resume_session {
+            args.extend(["resume".into(), OsString::from(session)]);
+        }
+        // `-`: the prompt is read whole from stdin, which the engine closes after it.
+        args.push("-".into());
+        Ok(Invocation {
+            program,
+            args,
+            env: Self::env(req),
+            env_remove: Vec::new(),
+            notes,
+            links: Self::links(req),
+        })
+    }
+
+    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+        parse::parse_line(line)
+    }
+
+    fn stderr_events(&self, line: &str) -> Vec<WorkerEvent> {
+        sandbox_refusal(line).into_iter().collect()
+    }
+
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
+        classify::classify(evidence)
+    }
+
+    fn can_resume(&self) -> bool {
+        true
+    }
+
+    fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let program = Self::program(req)?;
+        // The bundled catalogue: a refresh would reach chatgpt.com.
+        let args = ["debug", "models", "--bundled"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        Ok(Invocation {
+            program,
+            args,
+            env: Self::env(req),
+            env_remove: Vec::new(),
+            notes: Vec::new(),
+            links: Self::links(req),
+        })
+    }
+
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
+        let Ok(catalog) = serde_json::from_str::<serde_json::Value>(stdout.trim()) else {
+            return Vec::new();
+        };
+        catalog["models"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["visibility"].as_str().is_none_or(|v| v == "list"))
+            .filter_map(|m| {
+                let id = m["slug"].as_str()?.to_string();
+                let efforts = m["supported_reasoning_levels"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|l| l["effort"].as_str().map(str::to_string))
+                    .collect();
+                Some(ModelInfo { id, efforts })
+            })
+            .collect()
+    }
+}
+
+/// A refused write as Codex logs it on stderr:
+/// `WARN codex_sandboxing::violation: recorded sandbox violation: resource=filesystem …` for a
+/// command, `ERROR codex_core::tools::router: error=patch rejected: writing is blocked by
+/// read-only sandbox …` for a patch.
+fn sandbox_refusal(line: &str) -> Option<WorkerEvent> {
+    let (name, detail) = if let Some(rest) = line.split("recorded sandbox violation: ").nth(1) {
+        ("shell", rest)
+    } else if let Some(rest) = line.split("error=patch rejected: ").nth(1) {
+        ("apply_patch", rest)
+    } else {
+        return None;
+    };
+    Some(WorkerEvent::ToolCall {
+        name: name.into(),
+        summary: "(refused by the sandbox)".into(),
+        outcome: ToolOutcome::Denied,
+        error: Some(detail.trim().to_string()),
+        edited: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_refusals_on_stderr_become_denied_calls() {
+        let command = "2026-11-29T23:57:30.577370Z  WARN codex_sandboxing::violation: recorded sandbox violation: resource=filesystem backend=linux_sandbox reason=read_only_file_system path=unknown";
+        let patch = "2026-11-29T23:57:20.609609Z ERROR codex_core::tools::router: error=patch rejected: writing is blocked by read-only sandbox; rejected by user approval settings";
+        for (line, tool) in [(command, "shell"), (patch, "apply_patch")] {
+            let events = Codex.stderr_events(line);
+            assert!(
+                matches!(&events[..], [WorkerEvent::ToolCall { name, outcome: ToolOutcome::Denied, .. }] if name == tool),
+                "{events:?}"
+            );
+        }
+        assert!(Codex
+            .stderr_events("Reading additional input from stdin...")
+            .is_empty());
+    }
+
+    #[test]
+    fn the_bundled_catalogue_lists_models_with_their_efforts() {
+        let stdout = r#"{"models":[{"slug":"gpt-5.5","visibility":"list","supported_reasoning_levels":[{"effort":"low"},{"effort":"high"}]},{"slug":"internal","visibility":"hide"}]}"#;
+        assert_eq!(
+            Codex.parse_models(stdout),
+            vec![ModelInfo {
+                id: "gpt-5.5".into(),
+                efforts: vec!["low".into(), "high".into()]
+            }]
+        );
+    }
+}
