@@ -321,9 +321,10 @@ fn record_codex_fixtures() {
     std::fs::create_dir_all(&out_dir).expect("fixture dir");
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?"]),
-        ("write-patch", &["-w", "fix divide scenario:edit"]),
-        ("read-shell-write-refused", &["look scenario:shellwrite"]),
+        // Before the write run, whose patch would no longer apply to the changed tree.
         ("read-patch-refused", &["fix divide scenario:edit"]),
+        ("read-shell-write-refused", &["look scenario:shellwrite"]),
+        ("write-patch", &["-w", "fix divide scenario:edit"]),
         ("err429", &["x scenario:err429"]),
         ("usage-limit", &["x scenario:usage-limit"]),
         ("quota", &["x scenario:quota"]),

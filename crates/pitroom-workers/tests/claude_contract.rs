@@ -1,0 +1,329 @@
+//! Contract tests of the Claude Code adapter on streams recorded from the real `claude` 2.1.332
+//! against the fake Anthropic Messages API server (`fixtures/claude/`, written by the ignored
+//! test `record_claude_fixtures` in the `pitroom` crate; see the README there), and on the
+//! invocations it builds.
+
+use std::path::PathBuf;
+
+use pitroom_workers::claude::Claude;
+use pitroom_workers::{
+    Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, Usage,
+    WorkerEvent,
+};
+
+fn fixture(name: &str) -> (String, String) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+    let events = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).expect("fixture");
+    let stderr =
+        std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
+    (events, stderr)
+}
+
+/// Parses a whole stream with one adapter value, as the engine does for one run.
+fn parse(stream: &str) -> Vec<WorkerEvent> {
+    let claude = Claude::default();
+    stream.lines().flat_map(|l| claude.parse_line(l)).collect()
+}
+
+const ALL: &[&str] = &[
+    "read",
+    "write-edit",
+    "read-edit-denied",
+    "read-bash-denied",
+    "write-secret-denied",
+    "write-git-commit-denied",
+    "err429",
+    "usage-limit",
+    "credit",
+    "err404",
+    "err401",
+    "err500",
+    "err529",
+    "dropped-stream",
+];
+
+fn tools(events: &[WorkerEvent]) -> Vec<(String, ToolOutcome)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::ToolCall { name, outcome, .. } => Some((name.clone(), *outcome)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn errors(events: &[WorkerEvent]) -> Vec<(String, Option<u16>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::Error {
+                message, status, ..
+            } => Some((message.clone(), *status)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
+    let events = parse(&fixture("read").0);
+    assert!(matches!(&events[0], WorkerEvent::Session { id } if id.len() == 36));
+    assert_eq!(tools(&events), vec![("Read".to_string(), ToolOutcome::Ok)]);
+    let finished: Vec<(Option<Usage>, Option<f64>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::StepFinished { usage, cost, .. } => Some((*usage, *cost)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 1);
+    assert_eq!(
+        finished[0].0,
+        Some(Usage {
+            input: 2500,
+            output: 80,
+            reasoning: 0,
+            cache_read: 1200,
+            cache_write: 0
+        })
+    );
+    assert!(finished[0].1.is_some_and(|c| c > 0.0));
+    let last_text = events.iter().rev().find_map(|e| match e {
+        WorkerEvent::Text { text, .. } => Some(text.as_str()),
+        _ => None,
+    });
+    assert!(
+        last_text.is_some_and(|t| t.contains("calc.py:7")),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn write_run_reports_each_edited_file() {
+    let events = parse(&fixture("write-edit").0);
+    let edited: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::ToolCall {
+                edited: Some(p), ..
+            } => Some(p.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(edited.len(), 3, "{edited:?}");
+    assert!(edited.iter().any(|p| p.ends_with("/calc.py")));
+    assert!(edited.iter().any(|p| p.ends_with("/new file é.txt")));
+}
+
+#[test]
+fn refused_calls_are_denied_under_the_tool_they_asked_for() {
+    let cases = [
+        ("read-edit-denied", vec!["Edit", "Write", "Edit"]),
+        ("read-bash-denied", vec!["Bash"]),
+        ("write-secret-denied", vec!["Read"]),
+        ("write-git-commit-denied", vec!["Bash"]),
+    ];
+    for (name, expected) in cases {
+        let events = parse(&fixture(name).0);
+        let denied: Vec<String> = tools(&events)
+            .into_iter()
+            .filter(|(_, o)| *o == ToolOutcome::Denied)
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(denied, expected, "{name}");
+        assert!(
+            !events.iter().any(|e| matches!(
+                e,
+                WorkerEvent::ToolCall {
+                    edited: Some(_),
+                    ..
+                }
+            )),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn failures_keep_their_status_and_classify_from_the_real_texts() {
+    let cases = [
+        ("err429", Some(429), FailureKind::RateLimited),
+        ("usage-limit", Some(429), FailureKind::RateLimited),
+        ("credit", Some(400), FailureKind::RateLimited),
+        ("err529", Some(529), FailureKind::RateLimited),
+        ("err404", Some(404), FailureKind::ModelUnavailable),
+        ("err401", Some(401), FailureKind::Auth),
+        ("err500", Some(500), FailureKind::Other),
+    ];
+    for (name, status, kind) in cases {
+        let (stream, stderr) = fixture(name);
+        let events = parse(&stream);
+        let errs = errors(&events);
+        assert_eq!(errs.len(), 1, "{name}: {errs:?}");
+        assert_eq!(errs[0].1, status, "{name}");
+        let texts = events
+            .iter()
+            .filter(|e| matches!(e, WorkerEvent::Text { .. }))
+            .count();
+        assert_eq!(texts, 0, "{name}: an API error is not an answer");
+        let got = Claude::default().classify(&FailureEvidence {
+            events: &events,
+            stderr_tail: &stderr,
+            exit_code: Some(1),
+        });
+        assert_eq!(got, kind, "{name}");
+    }
+}
+
+#[test]
+fn a_dropped_stream_ends_as_an_error_not_an_answer() {
+    let events = parse(&fixture("dropped-stream").0);
+    let errs = errors(&events);
+    assert_eq!(errs.len(), 1, "{events:?}");
+    assert!(errs[0].0.contains("ede_diagnostic"), "{errs:?}");
+}
+
+#[test]
+fn a_torn_last_line_loses_only_that_line() {
+    for name in ALL {
+        let (events, _) = fixture(name);
+        let lines: Vec<&str> = events.lines().collect();
+        let Some((last, before)) = lines.split_last() else {
+            continue;
+        };
+        let torn = format!("{}\n{}", before.join("\n"), &last[..last.len() / 2]);
+        let claude = Claude::default();
+        let expected: Vec<WorkerEvent> = before.iter().flat_map(|l| claude.parse_line(l)).collect();
+        assert_eq!(parse(&torn), expected, "{name}");
+    }
+}
+
+#[test]
+fn noise_lines_between_events_change_nothing() {
+    for name in ALL {
+        let (events, _) = fixture(name);
+        let noisy: String = events
+            .lines()
+            .map(|l| format!("Warning: no stdin data received in 3s\n{l}\n\n{{\"type\":\"system\",\"subtype\":\"ui_invalidate\"}}\n"))
+            .collect();
+        assert_eq!(parse(&noisy), parse(&events), "{name}");
+    }
+}
+
+fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
+    InvocationRequest {
+        mode,
+        model: Some("sonnet".into()),
+        effort: Some("high".into()),
+        web: false,
+        workdir: "/w".into(),
+        dirs: StateDirs {
+            shared: dir.path().join("shared"),
+            scratch: dir.path().join("scratch"),
+        },
+        resume_session: None,
+        title: "t".into(),
+        env: vec![
+            ("PITROOM_CLAUDE_BIN".into(), "/bin/sh".into()),
+            ("HOME".into(), dir.path().display().to_string()),
+        ],
+    }
+}
+
+fn args(mode: Mode) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    Claude::default()
+        .invocation(&request(mode, &dir))
+        .expect("invocation")
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1).map(String::as_str)
+}
+
+#[test]
+fn no_mode_bypasses_permissions_and_read_and_write_differ() {
+    let read = args(Mode::Read);
+    let write = args(Mode::Write);
+    assert_ne!(read, write);
+    for a in [&read, &write] {
+        let line = a.join(" ");
+        for banned in [
+            "--dangerously",
+            "bypassPermissions",
+            "--yolo",
+            "acceptEdits",
+        ] {
+            assert!(!line.contains(banned), "{banned} in {line}");
+        }
+        assert_eq!(value_after(a, "--permission-mode"), Some("dontAsk"));
+        assert!(a.contains(&"--strict-mcp-config".to_string()));
+        assert!(!line.contains("\"ask\""), "{line}");
+    }
+    assert_eq!(value_after(&read, "--tools"), Some("Read,Grep,Glob"));
+    assert!(
+        value_after(&write, "--tools").is_some_and(|t| t.contains("Edit") && t.contains("Bash"))
+    );
+}
+
+#[test]
+fn the_prompt_comes_on_stdin_after_a_final_double_dash() {
+    let read = args(Mode::Read);
+    assert_eq!(read.last().map(String::as_str), Some("--"), "{read:?}");
+    assert!(read.contains(&"-p".to_string()));
+    let dir = tempfile::tempdir().unwrap();
+    let mut req = request(Mode::Read, &dir);
+    req.resume_session = Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f".into());
+    let inv = Claude::default().invocation(&req).expect("invocation");
+    let a: Vec<String> = inv
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        value_after(&a, "--resume"),
+        Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f")
+    );
+    assert_eq!(a.last().map(String::as_str), Some("--"));
+}
+
+#[test]
+fn each_run_has_a_private_config_dir_with_the_users_login_linked_in_and_retries_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join(".claude");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join(".credentials.json"), "{}").unwrap();
+    let inv = Claude::default()
+        .invocation(&request(Mode::Write, &dir))
+        .expect("invocation");
+    let env: Vec<(String, String)> = inv
+        .env
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let config = PathBuf::from(get("CLAUDE_CONFIG_DIR").expect("config dir"));
+    assert!(config.starts_with(dir.path().join("shared")));
+    assert_eq!(get("CLAUDE_CODE_MAX_RETRIES").as_deref(), Some("0"));
+    assert_eq!(
+        get("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        inv.links,
+        vec![(
+            config.join(".credentials.json"),
+            user.join(".credentials.json")
+        )]
+    );
+}

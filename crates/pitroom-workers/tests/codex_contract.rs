@@ -1,0 +1,314 @@
+//! Contract tests of the Codex adapter on streams recorded from the real `codex` 0.171.0
+//! against the fake Responses API server (`fixtures/codex/`, written by the ignored test
+//! `record_codex_fixtures` in the `pitroom` crate; see the README there), and on the
+//! invocations it builds.
+
+use std::path::PathBuf;
+
+use pitroom_workers::codex::Codex;
+use pitroom_workers::{
+    Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, Usage,
+    WorkerEvent,
+};
+
+fn fixture(name: &str) -> (String, String) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex");
+    let events = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).expect("fixture");
+    let stderr =
+        std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
+    (events, stderr)
+}
+
+fn parse(stream: &str) -> Vec<WorkerEvent> {
+    stream.lines().flat_map(|l| Codex.parse_line(l)).collect()
+}
+
+const ALL: &[&str] = &[
+    "read",
+    "write-patch",
+    "read-shell-write-refused",
+    "read-patch-refused",
+    "err429",
+    "usage-limit",
+    "quota",
+    "err404",
+    "err401",
+    "err500",
+    "dropped-stream",
+];
+
+fn errors(events: &[WorkerEvent]) -> Vec<(String, Option<u16>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::Error {
+                message, status, ..
+            } => Some((message.clone(), *status)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn classify(name: &str) -> FailureKind {
+    let (events, stderr) = fixture(name);
+    let parsed = parse(&events);
+    Codex.classify(&FailureEvidence {
+        events: &parsed,
+        stderr_tail: &stderr,
+        exit_code: Some(1),
+    })
+}
+
+#[test]
+fn read_run_yields_the_thread_a_shell_call_usage_and_the_cited_answer() {
+    let events = parse(&fixture("read").0);
+    assert!(matches!(&events[0], WorkerEvent::Session { id } if id.len() == 36));
+    let tools: Vec<(&str, ToolOutcome, &str)> = events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::ToolCall {
+                name,
+                outcome,
+                summary,
+                ..
+            } => Some((name.as_str(), *outcome, summary.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        vec![("shell", ToolOutcome::Ok, "grep -n 'def divide' calc.py")]
+    );
+    let usage: Vec<Usage> = events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::StepFinished { usage, .. } => *usage,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        usage,
+        vec![Usage {
+            input: 1300,
+            output: 73,
+            reasoning: 7,
+            cache_read: 1200,
+            cache_write: 0
+        }]
+    );
+    let last_text = events.iter().rev().find_map(|e| match e {
+        WorkerEvent::Text { text, .. } => Some(text.as_str()),
+        _ => None,
+    });
+    assert!(
+        last_text.is_some_and(|t| t.contains("calc.py:7")),
+        "{events:?}"
+    );
+    assert!(errors(&events).is_empty());
+}
+
+#[test]
+fn write_run_reports_each_patched_file() {
+    let events = parse(&fixture("write-patch").0);
+    let edited: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::ToolCall {
+                edited: Some(p), ..
+            } => Some(p.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(edited.len(), 3, "{edited:?}");
+    assert!(edited.iter().any(|p| p.ends_with("/calc.py")));
+    assert!(edited.iter().any(|p| p.ends_with("/new file é.txt")));
+}
+
+#[test]
+fn writes_refused_by_the_sandbox_show_only_on_stderr_and_become_denied_calls() {
+    for name in ["read-shell-write-refused", "read-patch-refused"] {
+        let (events, stderr) = fixture(name);
+        let from_stdout = parse(&events);
+        assert!(
+            !from_stdout.iter().any(|e| matches!(
+                e,
+                WorkerEvent::ToolCall {
+                    edited: Some(_),
+                    ..
+                }
+            )),
+            "{name}: no edit reported"
+        );
+        let denied: Vec<WorkerEvent> = stderr
+            .lines()
+            .flat_map(|l| Codex.stderr_events(l))
+            .collect();
+        assert!(
+            matches!(
+                &denied[..],
+                [WorkerEvent::ToolCall {
+                    outcome: ToolOutcome::Denied,
+                    ..
+                }]
+            ),
+            "{name}: {denied:?}"
+        );
+    }
+}
+
+#[test]
+fn failures_keep_their_status_and_classify_from_the_real_texts() {
+    let cases = [
+        ("err429", Some(429), FailureKind::RateLimited),
+        ("usage-limit", None, FailureKind::RateLimited),
+        ("quota", None, FailureKind::RateLimited),
+        ("err404", None, FailureKind::ModelUnavailable),
+        ("err401", Some(401), FailureKind::Auth),
+        ("err500", None, FailureKind::Other),
+        ("dropped-stream", None, FailureKind::Other),
+    ];
+    for (name, status, kind) in cases {
+        let errs = errors(&parse(&fixture(name).0));
+        assert_eq!(
+            errs.len(),
+            1,
+            "{name}: one error per failed turn, not two: {errs:?}"
+        );
+        assert_eq!(errs[0].1, status, "{name}");
+        assert_eq!(classify(name), kind, "{name}");
+    }
+}
+
+#[test]
+fn a_torn_last_line_loses_only_that_line() {
+    for name in ALL {
+        let (events, _) = fixture(name);
+        let lines: Vec<&str> = events.lines().collect();
+        let Some((last, before)) = lines.split_last() else {
+            continue;
+        };
+        let torn = format!("{}\n{}", before.join("\n"), &last[..last.len() / 2]);
+        let expected: Vec<WorkerEvent> = before.iter().flat_map(|l| Codex.parse_line(l)).collect();
+        assert_eq!(parse(&torn), expected, "{name}");
+    }
+}
+
+#[test]
+fn noise_lines_between_events_change_nothing() {
+    for name in ALL {
+        let (events, _) = fixture(name);
+        let noisy: String = events
+            .lines()
+            .map(|l| format!("Reading additional input from stdin...\n{l}\n\n{{\"type\":\"item.updated\",\"item\":{{}}}}\n"))
+            .collect();
+        assert_eq!(parse(&noisy), parse(&events), "{name}");
+    }
+}
+
+fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
+    InvocationRequest {
+        mode,
+        model: Some("gpt-5.5".into()),
+        effort: Some("high".into()),
+        web: false,
+        workdir: "/w".into(),
+        dirs: StateDirs {
+            shared: dir.path().join("shared"),
+            scratch: dir.path().join("scratch"),
+        },
+        resume_session: None,
+        title: "t".into(),
+        env: vec![
+            ("PITROOM_CODEX_BIN".into(), "/bin/sh".into()),
+            ("HOME".into(), dir.path().display().to_string()),
+        ],
+    }
+}
+
+fn args(mode: Mode) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    Codex
+        .invocation(&request(mode, &dir))
+        .expect("invocation")
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn no_mode_bypasses_the_sandbox_and_read_and_write_differ() {
+    let read = args(Mode::Read);
+    let write = args(Mode::Write);
+    assert_ne!(read, write);
+    for a in [&read, &write] {
+        let line = a.join(" ");
+        for banned in [
+            "--dangerously",
+            "danger-full-access",
+            "--yolo",
+            "bypass",
+            "--full-auto",
+        ] {
+            assert!(!line.contains(banned), "{banned} in {line}");
+        }
+        assert!(line.contains("approval_policy=\"never\""), "{line}");
+        assert!(line.contains("--ignore-user-config"), "{line}");
+        assert!(
+            line.contains("features.plugins=false") && line.contains("analytics.enabled=false")
+        );
+    }
+    assert!(read.join(" ").contains("sandbox_mode=\"read-only\""));
+    assert!(write.join(" ").contains("sandbox_mode=\"workspace-write\""));
+}
+
+#[test]
+fn the_prompt_is_read_whole_from_stdin_and_a_resume_names_the_thread() {
+    let read = args(Mode::Read);
+    assert_eq!(read.last().map(String::as_str), Some("-"), "{read:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut req = request(Mode::Read, &dir);
+    req.resume_session = Some("01a229d6-9661-7662-80bc-3014460b086c".into());
+    let inv = Codex.invocation(&req).expect("invocation");
+    let tail: Vec<String> = inv.args[inv.args.len() - 3..]
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        tail,
+        vec!["resume", "01a229d6-9661-7662-80bc-3014460b086c", "-"]
+    );
+}
+
+#[test]
+fn each_run_has_a_private_codex_home_with_the_users_login_linked_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let user_home = dir.path().join(".codex");
+    std::fs::create_dir_all(&user_home).unwrap();
+    std::fs::write(user_home.join("auth.json"), "{}").unwrap();
+    let req = request(Mode::Write, &dir);
+    let inv = Codex.invocation(&req).expect("invocation");
+    let env: Vec<(String, String)> = inv
+        .env
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let home = env
+        .iter()
+        .find(|(k, _)| k == "CODEX_HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    assert!(
+        home.as_ref()
+            .is_some_and(|h| h.starts_with(dir.path().join("shared"))),
+        "{env:?}"
+    );
+    assert_eq!(
+        inv.links,
+        vec![(home.unwrap().join("auth.json"), user_home.join("auth.json"))]
+    );
+}
