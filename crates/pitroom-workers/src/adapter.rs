@@ -117,6 +117,13 @@ pub trait Adapter: Send + Sync {
         Vec::new()
     }
 
+    /// Whether the usage a resumed run reports still counts the earlier turns of the session
+    /// (Codex's `turn.completed` after `exec resume` does), so the engine must subtract the
+    /// parent run's usage to get the follow-up's own.
+    fn resumed_usage_is_cumulative(&self) -> bool {
+        false
+    }
+
     /// Whether `resume_session` is honoured.
     fn can_resume(&self) -> bool;
 

@@ -161,6 +161,23 @@ impl Adapter for Codex {
         parse::parse_line(line)
     }
 
+    /// Codex's built-in providers (`openai`) cannot have their retries capped (a
+    /// `model_providers.openai` entry is refused as a reserved id), and their reconnects show
+    /// only as `{"type":"error","message":"Reconnecting... 2/5 (cause)"}` lines on **stdout**
+    /// (about 40 s in all without a network). The cause is the retry signal; the engine sees it
+    /// once it passes stdout lines here too.
+    fn retry_signal(&self, line: &str) -> Option<String> {
+        let value: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
+        let message = value["message"]
+            .as_str()
+            .filter(|_| value["type"] == "error")?;
+        let rest = message.strip_prefix("Reconnecting... ")?;
+        let cause = rest
+            .split_once(" (")
+            .map_or(rest, |(_, c)| c.trim_end_matches(')'));
+        Some(cause.to_string())
+    }
+
     fn stderr_events(&self, line: &str) -> Vec<WorkerEvent> {
         sandbox_refusal(line).into_iter().collect()
     }
@@ -170,6 +187,11 @@ impl Adapter for Codex {
     }
 
     fn can_resume(&self) -> bool {
+        true
+    }
+
+    /// Measured: after `exec resume`, `turn.completed.usage` covers the whole thread.
+    fn resumed_usage_is_cumulative(&self) -> bool {
         true
     }
 
@@ -252,6 +274,17 @@ mod tests {
         assert!(Codex
             .stderr_events("Reading additional input from stdin...")
             .is_empty());
+    }
+
+    #[test]
+    fn reconnect_notices_are_retry_signals_and_a_fatal_error_is_not() {
+        let line = r#"{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion: failed to lookup address information: Name does not resolve)"}"#;
+        assert_eq!(
+            Codex.retry_signal(line).as_deref(),
+            Some("stream disconnected before completion: failed to lookup address information: Name does not resolve")
+        );
+        let fatal = r#"{"type":"error","message":"exceeded retry limit, last status: 429 Too Many Requests"}"#;
+        assert_eq!(Codex.retry_signal(fatal), None);
     }
 
     #[test]

@@ -321,6 +321,28 @@ fn follow_up_resumes_the_same_claude_session() {
     assert!(c1.is_some() && c2.is_some(), "{first:#} {second:#}");
 }
 
+#[test]
+fn models_are_listed_through_the_real_cli() {
+    let w = World::new();
+    let out = w.env.run(&w.repo, &["models", "claude", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["worker"], "claude");
+    let model = v["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .find(|m| m["id"] == "sonnet")
+        .cloned()
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert!(
+        model["efforts"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|x| x == "high")),
+        "{model:#}"
+    );
+}
+
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
 /// `cargo test -p pitroom --test all -- --ignored record_claude_fixtures`.
 #[test]

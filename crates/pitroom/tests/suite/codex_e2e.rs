@@ -8,7 +8,7 @@ use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use pitroom_testkit::{real_cli, FakeResponses, TestEnv};
 use serde_json::{json, Value};
 
-use super::common::{code, record, text, PITROOM};
+use super::common::{code, eventually, processes_with_env, record, text, PITROOM};
 
 /// The patch the write scenarios ask Codex's `apply_patch` tool to make.
 const PATCH: &str = "*** Begin Patch\n*** Update File: calc.py\n@@\n def divide(a, b):\n-    # no zero check\n-    return a / b\n+    if b == 0:\n+        raise ZeroDivisionError(\"b is zero\")\n+    return a / b\n*** Update File: README.md\n@@\n user edit in progress\n+worker line\n*** Add File: new file é.txt\n+created by the worker\n*** End Patch\n";
@@ -45,7 +45,8 @@ pub fn script() -> Value {
             "err404": [{"error": 404}],
             "err401": [{"error": 401}],
             "err500": [{"error": 500}],
-            "torn": [{"drop": true}]
+            "torn": [{"drop": true}],
+            "hang": [{"hang": true}]
         }
     })
 }
@@ -309,6 +310,46 @@ fn follow_up_resumes_the_same_codex_thread() {
         .count();
     assert!(prompts >= 1, "{last:#}");
     assert!(last.to_string().contains("And add?"));
+}
+
+#[test]
+fn timeout_stops_codex_and_every_process_it_started() {
+    let w = World::new();
+    let started = Instant::now();
+    let out = w.run(&["wait forever scenario:hang", "-t", "6s"]);
+    assert_eq!(code(&out), 4, "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(40));
+    let r = record(&w.env, &w.repo);
+    assert_eq!(r["state"], "timeout", "{r:#}");
+    let state = w.env.state.display().to_string();
+    assert!(
+        eventually(Duration::from_secs(5), || processes_with_env(&state)
+            .is_empty()),
+        "left running: {:?}",
+        processes_with_env(&state)
+    );
+}
+
+#[test]
+fn models_are_listed_through_the_real_cli() {
+    let w = World::new();
+    let out = w.env.run(&w.repo, &["models", "codex", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["worker"], "codex");
+    let model = v["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .find(|m| m["id"] == "gpt-5.5")
+        .cloned()
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert!(
+        model["efforts"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|x| x == "high")),
+        "{model:#}"
+    );
 }
 
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
