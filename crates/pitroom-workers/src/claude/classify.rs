@@ -80,6 +80,7 @@ mod tests {
             ("API Error: 500 Internal server error. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:1).", Some(500), FailureKind::Other),
             ("API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:1).", Some(529), FailureKind::RateLimited),
             ("Invalid API key · Fix external API key", Some(401), FailureKind::Auth),
+            ("Not logged in · Please run /login", None, FailureKind::Auth),
         ];
         for (message, status, expected) in cases {
             assert_eq!(kind(message, status), expected, "{message}");

@@ -29,6 +29,9 @@ const DENIAL_TEXTS: &[&str] = &[
 #[derive(Debug, Default)]
 pub struct Calls {
     pending: HashMap<String, (String, Value)>,
+    /// A synthetic assistant message already reported the run's API error, so the `result`
+    /// that follows adds none (its `api_error_status` is null for some, e.g. "Not logged in").
+    api_error_seen: bool,
 }
 
 impl Calls {
@@ -48,7 +51,7 @@ impl Calls {
                 .unwrap_or_default(),
             Some("assistant") => self.assistant(&value),
             Some("user") => self.tool_results(&value),
-            Some("result") => result(&value),
+            Some("result") => result(&value, self.api_error_seen),
             _ => Vec::new(),
         }
     }
@@ -59,6 +62,7 @@ impl Calls {
         // An API error arrives as a synthetic assistant message carrying the error text.
         if value.get("error").is_some_and(|e| !e.is_null()) || message["model"] == "<synthetic>" {
             let text: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+            self.api_error_seen = true;
             return vec![WorkerEvent::Error {
                 message: text.join("\n"),
                 status: value["api_error_status"]
@@ -141,7 +145,7 @@ impl Calls {
 
 /// The run's end: usage and cost of this run, and an error when it failed for another reason
 /// than an API error (those came as a synthetic assistant message already).
-fn result(value: &Value) -> Vec<WorkerEvent> {
+fn result(value: &Value, api_error_seen: bool) -> Vec<WorkerEvent> {
     let mut events = vec![WorkerEvent::StepFinished {
         reason: value["stop_reason"]
             .as_str()
@@ -152,7 +156,7 @@ fn result(value: &Value) -> Vec<WorkerEvent> {
         cost: cost(value),
     }];
     let is_error = value["is_error"].as_bool().unwrap_or(false);
-    if is_error && value["api_error_status"].is_null() {
+    if is_error && !api_error_seen && value["api_error_status"].is_null() {
         let mut message: Vec<String> = value["errors"]
             .as_array()
             .into_iter()
@@ -283,6 +287,22 @@ mod tests {
             ),
             "{events:?}"
         );
+    }
+
+    #[test]
+    fn not_logged_in_is_one_error_although_the_result_carries_no_status() {
+        let mut calls = Calls::default();
+        let mut events = calls.parse_line(
+            r#"{"type":"assistant","message":{"id":"x","model":"<synthetic>","content":[{"type":"text","text":"Not logged in · Please run /login"}]},"error":"authentication_failed"}"#,
+        );
+        events.extend(calls.parse_line(
+            r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"result":"Not logged in · Please run /login"}"#,
+        ));
+        let errors = events
+            .iter()
+            .filter(|e| matches!(e, WorkerEvent::Error { .. }))
+            .count();
+        assert_eq!(errors, 1, "{events:?}");
     }
 
     #[test]

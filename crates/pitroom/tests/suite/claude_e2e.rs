@@ -343,6 +343,34 @@ fn models_are_listed_through_the_real_cli() {
     );
 }
 
+#[test]
+fn isolated_claude_edit_stays_in_its_copy_until_applied() {
+    let w = World::new();
+    let before = fingerprint(&w.repo);
+    let out = w.run(&["-i", "fix divide scenario:edit", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(
+        fingerprint(&w.repo),
+        before,
+        "nothing reaches the tree before apply"
+    );
+    let r = record(&w.env, &w.repo);
+    let copy = PathBuf::from(r["copy"].as_str().expect("copy"));
+    assert!(
+        copy.starts_with(&w.env.state),
+        "the copy lives in the state dir"
+    );
+    let expected = fingerprint(&copy);
+    let out = w.env.run(&w.repo, &["apply"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(fingerprint(&w.repo), expected);
+    let readme = std::fs::read_to_string(w.repo.join("README.md")).expect("readme");
+    assert!(
+        readme.contains("user edit in progress\nworker line"),
+        "{readme}"
+    );
+}
+
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
 /// `cargo test -p pitroom --test all -- --ignored record_claude_fixtures`.
 #[test]

@@ -46,7 +46,11 @@ pub fn script() -> Value {
             "err401": [{"error": 401}],
             "err500": [{"error": 500}],
             "torn": [{"drop": true}],
-            "hang": [{"hang": true}]
+            "hang": [{"hang": true}],
+            "gitcommit": [
+                {"shell": "git commit -qam sneaky; git update-ref refs/heads/evil HEAD; echo tried"},
+                {"text": "SUMMARY: tried to commit"}
+            ]
         }
     })
 }
@@ -310,6 +314,48 @@ fn follow_up_resumes_the_same_codex_thread() {
         .count();
     assert!(prompts >= 1, "{last:#}");
     assert!(last.to_string().contains("And add?"));
+}
+
+#[test]
+fn history_stays_untouched_when_codex_tries_to_commit_in_write_mode() {
+    let w = World::new();
+    let refs = |w: &World| {
+        w.env.git(
+            &w.repo,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+    };
+    let before = refs(&w);
+    let out = w.run(&["-w", "commit it scenario:gitcommit", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(refs(&w), before, "no commit, no new ref");
+}
+
+#[test]
+fn isolated_codex_edit_stays_in_its_copy_until_applied() {
+    let w = World::new();
+    let before = fingerprint(&w.repo);
+    let out = w.run(&["-i", "fix divide scenario:edit", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(
+        fingerprint(&w.repo),
+        before,
+        "nothing reaches the tree before apply"
+    );
+    let r = record(&w.env, &w.repo);
+    let copy = PathBuf::from(r["copy"].as_str().expect("copy"));
+    assert!(
+        copy.starts_with(&w.env.state),
+        "the copy lives in the state dir"
+    );
+    assert_eq!(
+        last_turn_metadata(&w.server)["sandbox_mode"],
+        "workspace-write"
+    );
+    let expected = fingerprint(&copy);
+    let out = w.env.run(&w.repo, &["apply"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(fingerprint(&w.repo), expected);
 }
 
 #[test]
