@@ -398,6 +398,19 @@ fn models_are_listed_through_the_real_cli() {
     );
 }
 
+#[test]
+fn effort_reaches_the_model_request() {
+    let w = World::new();
+    let out = w.run(&["Where can divide fail?", "--effort", "xhigh", "-t", "90s"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let first = w.server.model_requests()[0].clone();
+    assert_eq!(
+        first["body"]["reasoning"]["effort"], "xhigh",
+        "{:#}",
+        first["body"]
+    );
+}
+
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
 /// `cargo test -p pitroom --test all -- --ignored record_codex_fixtures`.
 #[test]
