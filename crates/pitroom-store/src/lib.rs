@@ -191,7 +191,7 @@ impl Store {
         tx.commit().map_err(fail)
     }
 
-    /// Full-text search with filters, newest first without text, best match first with it.
+    /// Full-text search with filters, newest first.
     pub fn search(&self, filter: &Filter) -> Result<Vec<Hit>, StoreError> {
         query::search(&self.conn, filter).map_err(|e| StoreError::sqlite(&self.path, e))
     }

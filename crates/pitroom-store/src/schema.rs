@@ -54,6 +54,10 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_started ON runs(started_ms);
 CREATE INDEX runs_worker ON runs(backend, model);
+-- Covers every column `stats` and `savings` read, so they never touch the wide rows (answer,
+-- patch, steps): 100,000 runs take tens of milliseconds instead of most of a second.
+CREATE INDEX runs_facts ON runs(started_ms, state, backend, model, failure, duration_ms, tokens,
+    returned_tokens, cost, cost_estimated, saved, primary_label);
 CREATE VIRTUAL TABLE runs_fts USING fts5(
     task, answer, steps_text,
     content = 'runs', content_rowid = 'rid',

@@ -69,8 +69,7 @@ fn facts(conn: &Connection, since: &Since) -> rusqlite::Result<Vec<Fact>> {
         "SELECT backend, model, state, failure, duration_ms, tokens, returned_tokens, cost,
                 cost_estimated, saved, primary_label
          FROM runs
-         WHERE state NOT IN ('queued', 'running') AND started_ms >= ?1
-         ORDER BY backend, model",
+         WHERE state NOT IN ('queued', 'running') AND started_ms >= ?1",
     )?;
     let rows = stmt.query_map([since.from_ms.unwrap_or(i64::MIN)], |r| {
         Ok(Fact {

@@ -514,3 +514,31 @@ fn record_run_skips_active_runs_and_writes_finished_ones() {
     record_run(&home, &r).unwrap();
     assert_eq!(Store::open(&db_path(&home)).unwrap().count().unwrap(), 1);
 }
+
+#[test]
+fn text_search_lists_the_newest_matching_run_first() {
+    let (_d, s) = store();
+    for (id, at) in [
+        ("20261101-000000-000a", "2026-11-01T00:00:00Z"),
+        ("20261102-000000-000a", "2026-11-02T00:00:00Z"),
+        ("20261103-000000-000a", "2026-11-03T00:00:00Z"),
+    ] {
+        s.upsert(&row(&record(
+            id,
+            "tidy the parser",
+            None,
+            RunState::Done,
+            at,
+            1,
+        )))
+        .unwrap();
+    }
+    assert_eq!(
+        search(&s, Some("parser")),
+        vec![
+            "20261103-000000-000a",
+            "20261102-000000-000a",
+            "20261101-000000-000a"
+        ]
+    );
+}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use pitroom_core::config::{Config, FlagValues};
+use pitroom_core::duration::format_duration;
 use pitroom_core::receipt::{apply_worker_prices, WorkerPrices};
 use pitroom_core::report::human_count;
 use pitroom_core::{exit, Home, RunRecord};
@@ -195,7 +196,8 @@ fn money(usd: Option<f64>, estimated: bool) -> String {
 }
 
 fn seconds(ms: Option<i64>) -> String {
-    ms.map(|ms| format!("{:.0}s", ms as f64 / 1000.0))
+    ms.and_then(|ms| u64::try_from(ms).ok())
+        .map(|ms| format_duration(std::time::Duration::from_millis(ms)))
         .unwrap_or_else(|| "-".into())
 }
 
@@ -292,9 +294,15 @@ fn print_stats(rows: &[WorkerStats], since: &Since) {
             format!("${:.3}", s.saved)
         );
     }
-    println!(
-        "success and median leave rate-limited runs (429s) out · ~ cost partly estimated from worker_prices · + some runs had no cost (n/a) · savings are estimates"
-    );
+    let mut legend = vec!["success and median leave rate-limited runs (429s) out"];
+    if rows.iter().any(|s| s.cost_estimated_runs > 0) {
+        legend.push("~ cost partly estimated from worker_prices");
+    }
+    if rows.iter().any(|s| s.cost_unknown_runs > 0) {
+        legend.push("+ some runs had no cost (n/a)");
+    }
+    legend.push("savings are estimates");
+    println!("{}", legend.join(" · "));
 }
 
 fn import(args: ImportArgs) -> i32 {

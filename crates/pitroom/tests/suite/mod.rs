@@ -4,6 +4,7 @@ mod codex_e2e;
 mod common;
 mod crew;
 mod guard;
+mod history;
 mod isolate;
 mod kill;
 mod opencode_e2e;

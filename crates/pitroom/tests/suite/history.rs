@@ -1,0 +1,292 @@
+//! The ledger and its commands on the fake worker: history, history stats/import, savings (and
+//! its card), clean, worker_prices, and a damaged database that must never fail a run.
+
+use std::path::Path;
+
+use pitroom_testkit::repo::dirty_repo;
+use pitroom_testkit::TestEnv;
+use serde_json::{json, Value};
+
+use super::common::{code, fake_env, record, text};
+
+fn script(answer: &str, tool_pattern: &str) -> Value {
+    json!([
+        {"tool": "grep", "input": {"pattern": tool_pattern}},
+        {"step": {"input": 20000, "output": 1000, "cost": 0.002}},
+        {"text": answer},
+        {"step": {"input": 1000, "output": 100, "reason": "stop", "cost": 0.001}}
+    ])
+}
+
+fn use_script(env: &mut TestEnv, s: Value) {
+    env.set("PITROOM_FAKE_SCRIPT", s.to_string());
+}
+
+fn json_of(env: &TestEnv, dir: &Path, args: &[&str]) -> Value {
+    let out = env.run(dir, args);
+    assert_eq!(code(&out), 0, "{args:?}: {}", text(&out));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?} --json: {e}: {}", text(&out)))
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Makes a run look as if it ended long ago.
+fn age(env: &TestEnv, id: &str) {
+    let path = env.state.join("runs").join(id).join("record.json");
+    let mut r: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for k in ["created_at", "started_at", "ended_at"] {
+        r[k] = json!("2020-01-01T00:00:00Z");
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+}
+
+#[test]
+fn finished_runs_are_in_the_ledger_and_searchable_by_task_answer_and_steps() {
+    let mut env = fake_env(script(
+        "SUMMARY: the cookie parser is in a.rs",
+        "frobnicate",
+    ));
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["Where is the cookie parsed?"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        env.state.join("history.sqlite").is_file(),
+        "written when the run ended, not lazily"
+    );
+    let first = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    use_script(
+        &mut env,
+        script("SUMMARY: the router lives in b.rs", "quuxify"),
+    );
+    let out = env.run(&repo, &["Explain the request router"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let second = record(&env, &repo)["id"].as_str().unwrap().to_string();
+
+    assert_eq!(
+        ids(&json_of(&env, &repo, &["history", "--json"])),
+        vec![second.clone(), first.clone()]
+    );
+    assert_eq!(
+        ids(&json_of(&env, &repo, &["history", "cookie", "--json"])),
+        vec![first.clone()],
+        "task"
+    );
+    assert_eq!(
+        ids(&json_of(
+            &env,
+            &repo,
+            &["history", "router", "b.rs", "--json"]
+        )),
+        vec![second.clone()],
+        "answer"
+    );
+    assert_eq!(
+        ids(&json_of(&env, &repo, &["history", "quux", "--json"])),
+        vec![second.clone()],
+        "steps, by prefix"
+    );
+    assert!(ids(&json_of(
+        &env,
+        &repo,
+        &["history", "--state", "failed", "--json"]
+    ))
+    .is_empty());
+    assert_eq!(
+        ids(&json_of(
+            &env,
+            &repo,
+            &["history", "--since", "1d", "-n", "1", "--json"]
+        ))
+        .len(),
+        1
+    );
+    let people = env.run(&repo, &["history", "cookie"]);
+    let shown = String::from_utf8_lossy(&people.stdout);
+    assert!(
+        shown.contains(&first) && shown.contains("[cookie]"),
+        "{shown}"
+    );
+
+    let stats = json_of(&env, &repo, &["history", "stats", "--json"]);
+    let w = &stats["workers"][0];
+    assert_eq!(w["worker"], "opencode");
+    assert_eq!(w["runs"], 2);
+    assert_eq!(w["success_rate"], 1.0);
+    assert_eq!(w["tokens"], 2 * 22100);
+    assert!((w["cost"].as_f64().unwrap() - 0.006).abs() < 1e-9, "{w}");
+}
+
+#[test]
+fn a_damaged_history_database_never_fails_a_run_and_is_rebuilt_on_read() {
+    let env = fake_env(script("SUMMARY: ok", "x"));
+    let repo = dirty_repo(&env, "repo");
+    std::fs::write(env.state.join("history.sqlite"), vec![b'z'; 4096]).unwrap();
+    let out = env.run(&repo, &["Survive a broken ledger"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("history import"),
+        "a warning says how to fix it: {stderr}"
+    );
+    let id = record(&env, &repo)["id"].as_str().unwrap().to_string();
+
+    let out = env.run(&repo, &["history", "broken", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("damaged-"),
+        "{}",
+        text(&out)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ids(&found), vec![id]);
+}
+
+#[test]
+fn history_import_rebuilds_a_deleted_database_from_the_run_directories() {
+    let env = fake_env(script("SUMMARY: ok", "x"));
+    let repo = dirty_repo(&env, "repo");
+    for task in ["first task", "second task"] {
+        assert_eq!(code(&env.run(&repo, &[task])), 0);
+    }
+    std::fs::remove_file(env.state.join("history.sqlite")).unwrap();
+    let report = json_of(&env, &repo, &["history", "import", "--json"]);
+    assert_eq!(report["import"]["imported"], 2, "{report}");
+    assert_eq!(
+        ids(&json_of(&env, &repo, &["history", "second", "--json"])).len(),
+        1
+    );
+}
+
+#[test]
+fn worker_prices_price_a_cli_that_reports_no_cost_and_say_it_is_an_estimate() {
+    let env = fake_env(json!([
+        {"step": {"input": 1000000, "output": 100000, "cost": null}},
+        {"text": "SUMMARY: priced"},
+    ]));
+    std::fs::write(
+        env.root.join("pitroom.toml"),
+        "[worker_prices]\n\"opencode\" = { input = 0.5, output = 1.5 }\n",
+    )
+    .unwrap();
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["price me"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("worker cost ~$0.650 (estimated from your worker_prices)"),
+        "{report}"
+    );
+    let r = record(&env, &repo);
+    assert!(
+        (r["receipt"]["cost"].as_f64().unwrap() - 0.65).abs() < 1e-9,
+        "{r}"
+    );
+    assert!(
+        r["tally"]["cost"].is_null(),
+        "the CLI's own figure stays unknown"
+    );
+    let s = json_of(&env, &repo, &["savings", "--since", "all", "--json"]);
+    assert_eq!(s["periods"][0]["cost_estimated_runs"], 1, "{s}");
+    assert!((s["periods"][0]["worker_cost"].as_f64().unwrap() - 0.65).abs() < 1e-9);
+}
+
+#[test]
+fn savings_add_up_per_period_and_model_and_write_an_svg_card() {
+    let env = fake_env(script("SUMMARY: ok", "x"));
+    let repo = dirty_repo(&env, "repo");
+    for task in ["one", "two", "three"] {
+        assert_eq!(code(&env.run(&repo, &[task])), 0);
+    }
+    // The sum of what each run's own receipt estimated.
+    let saved: f64 = std::fs::read_dir(env.state.join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let r: Value =
+                serde_json::from_slice(&std::fs::read(e.path().join("record.json")).unwrap())
+                    .unwrap();
+            r["receipt"]["saved"].as_f64().unwrap()
+        })
+        .sum();
+    let card = env.root.join("card.svg");
+    let card_arg = card.display().to_string();
+    let s = json_of(
+        &env,
+        &repo,
+        &["savings", "--models", "--card", &card_arg, "--json"],
+    );
+    let periods = s["periods"].as_array().unwrap();
+    assert_eq!(periods.len(), 3, "7d, 30d and all time");
+    for p in periods {
+        assert_eq!(p["runs"], 3);
+        assert!((p["saved"].as_f64().unwrap() - saved).abs() < 1e-9, "{p}");
+    }
+    assert_eq!(periods[2]["per_model"][0]["worker"], "opencode");
+    let svg = std::fs::read_to_string(&card).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("Delegated tasks"),
+        "{svg}"
+    );
+    assert!(svg.contains(">3<"), "three delegated tasks on the card");
+
+    let people = env.run(&repo, &["savings"]);
+    let shown = String::from_utf8_lossy(&people.stdout);
+    assert!(
+        shown.contains("7d") && shown.contains("30d") && shown.contains("all"),
+        "{shown}"
+    );
+    assert!(shown.contains("estimates against Claude Sonnet"), "{shown}");
+}
+
+#[test]
+fn clean_is_a_dry_run_by_default_and_never_removes_an_unapplied_isolated_patch() {
+    let mut env = fake_env(script("SUMMARY: ok", "x"));
+    let repo = dirty_repo(&env, "repo");
+    assert_eq!(code(&env.run(&repo, &["old read"])), 0);
+    let old_read = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    use_script(
+        &mut env,
+        json!([{"write": {"path": "new.txt", "content": "x\n"}}, {"text": "SUMMARY: edited"}]),
+    );
+    assert_eq!(code(&env.run(&repo, &["-i", "old isolated edit"])), 0);
+    let isolated = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    use_script(&mut env, script("SUMMARY: ok", "x"));
+    assert_eq!(code(&env.run(&repo, &["recent read"])), 0);
+    let recent = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    age(&env, &old_read);
+    age(&env, &isolated);
+
+    let dry = json_of(&env, &repo, &["clean", "--days", "7", "--json"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["would_remove"], json!([old_read]));
+    assert_eq!(dry["kept_unapplied_patches"], json!([isolated]));
+    assert!(
+        env.state.join("runs").join(&old_read).is_dir(),
+        "a dry run removes nothing"
+    );
+
+    let done = json_of(&env, &repo, &["clean", "--days", "7", "--yes", "--json"]);
+    assert_eq!(done["removed"], json!([old_read]));
+    assert!(!env.state.join("runs").join(&old_read).exists());
+    assert!(env.state.join("runs").join(&isolated).is_dir());
+    assert!(env.state.join("runs").join(&recent).is_dir());
+
+    // The ledger keeps the cleaned run, marked, so savings still count it.
+    let all = json_of(&env, &repo, &["history", "--json"]);
+    let cleaned: Vec<&Value> = all["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["pruned"] == true)
+        .collect();
+    assert_eq!(cleaned.len(), 1, "{all}");
+    assert_eq!(cleaned[0]["id"], json!(old_read));
+}
