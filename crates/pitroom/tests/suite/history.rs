@@ -290,3 +290,38 @@ fn clean_is_a_dry_run_by_default_and_never_removes_an_unapplied_isolated_patch()
     assert_eq!(cleaned.len(), 1, "{all}");
     assert_eq!(cleaned[0]["id"], json!(old_read));
 }
+
+#[test]
+fn models_show_each_models_runs_success_tokens_and_cost_from_the_ledger() {
+    let mut env = fake_env(script("SUMMARY: ok", "x"));
+    let repo = dirty_repo(&env, "repo");
+    for _ in 0..2 {
+        assert_eq!(
+            code(&env.run(&repo, &["-m", "fake/used", "count things"])),
+            0
+        );
+    }
+    // The fake worker answers `opencode models` with the raw lines of its script.
+    use_script(&mut env, json!([{"raw": "fake/used\nfake/unused\n"}]));
+    let listed = json_of(&env, &repo, &["models", "--json"]);
+    let models = listed["models"].as_array().expect("models");
+    assert_eq!(models.len(), 2, "{listed}");
+    let used = &models[0]["usage"];
+    assert_eq!(models[0]["id"], "fake/used");
+    assert_eq!(used["runs"], 2, "{listed}");
+    assert_eq!(used["success_rate"], 1.0);
+    assert_eq!(used["tokens"], 2 * 22100);
+    assert!(
+        (used["cost"].as_f64().unwrap() - 0.006).abs() < 1e-9,
+        "{used}"
+    );
+    assert!(models[1]["usage"].is_null(), "no runs, no usage: {listed}");
+    let people = env.run(&repo, &["models"]);
+    let shown = String::from_utf8_lossy(&people.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("fake/used") && l.contains("100%") && l.contains("$0.006")),
+        "{shown}"
+    );
+}
