@@ -150,13 +150,17 @@ fn a_damaged_history_database_never_fails_a_run_and_is_rebuilt_on_read() {
 }
 
 #[test]
-fn history_import_rebuilds_a_deleted_database_from_the_run_directories() {
+fn a_deleted_database_is_rebuilt_lazily_and_by_history_import() {
     let env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
     for task in ["first task", "second task"] {
         assert_eq!(code(&env.run(&repo, &[task])), 0);
     }
-    std::fs::remove_file(env.state.join("history.sqlite")).unwrap();
+    let db = env.state.join("history.sqlite");
+    std::fs::remove_file(&db).unwrap();
+    // A reading command notices the missing database and imports lazily.
+    assert_eq!(ids(&json_of(&env, &repo, &["history", "--json"])).len(), 2);
+    std::fs::remove_file(&db).unwrap();
     let report = json_of(&env, &repo, &["history", "import", "--json"]);
     assert_eq!(report["import"]["imported"], 2, "{report}");
     assert_eq!(
