@@ -411,6 +411,28 @@ fn effort_reaches_the_model_request() {
     );
 }
 
+#[test]
+fn a_timed_out_codex_run_can_be_continued() {
+    let w = World::new();
+    let out = w.run(&["first wait scenario:hang", "-t", "6s"]);
+    assert_eq!(code(&out), 4, "{}", text(&out));
+    let first = record(&w.env, &w.repo);
+    let out = w.env.run(
+        &w.repo,
+        &[
+            "run",
+            "--continue",
+            "last",
+            "Where can divide fail? scenario:default",
+            "-t",
+            "90s",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let second = record(&w.env, &w.repo);
+    assert_eq!(first["session"], second["session"], "{first:#}\n{second:#}");
+}
+
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
 /// `cargo test -p pitroom --test all -- --ignored record_codex_fixtures`.
 #[test]
