@@ -12,7 +12,7 @@ use crate::events::Mode;
 /// Tools that only read.
 const READ_TOOLS: &[&str] = &["Read", "Grep", "Glob"];
 /// Tools that edit files or run commands.
-const WRITE_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit", "Bash"];
+const WRITE_TOOLS: &[&str] = &["Edit", "Write", "NotebookEdit", "Bash"];
 /// Tools that reach the web, offered only with `--web`.
 const WEB_TOOLS: &[&str] = &["WebFetch", "WebSearch"];
 
