@@ -3,6 +3,7 @@
 
 pub mod env;
 pub mod fake_anthropic;
+pub mod fake_gemini;
 pub mod fake_openai;
 pub mod fake_responses;
 pub mod real_cli;
@@ -10,6 +11,7 @@ pub mod repo;
 
 pub use env::TestEnv;
 pub use fake_anthropic::FakeAnthropic;
+pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use fake_responses::FakeResponses;
 

@@ -114,6 +114,19 @@ pub fn path_with_node22() -> Result<String, String> {
     Ok(format!("{}:{rest}", dir.display()))
 }
 
+/// Qwen Code, pinned (the version `docs/workers/qwen.md` was measured with).
+pub const QWEN: NpmCli = NpmCli {
+    package: "@qwen-code/qwen-code",
+    version: "0.24.4",
+    bin: "qwen",
+    override_var: "PITROOM_E2E_QWEN",
+};
+
+/// The real `qwen` binary: `$PITROOM_E2E_QWEN`, else the pinned version, installed under Node 22.
+pub fn qwen() -> Result<PathBuf, String> {
+    install_with(&QWEN, &[("PATH", path_with_node22()?)])
+}
+
 /// Codex CLI, pinned (the version `docs/workers/codex.md` was measured with).
 pub const CODEX: NpmCli = NpmCli {
     package: "@openai/codex",
@@ -140,4 +153,30 @@ pub const CLAUDE: NpmCli = NpmCli {
 /// version, installed under Node 22.
 pub fn claude() -> Result<PathBuf, String> {
     install_with(&CLAUDE, &[("PATH", path_with_node22()?)])
+}
+
+/// Kilo Code, pinned: 7.8.1 does not install here (its linux-x64 binary package is missing).
+pub const KILO: NpmCli = NpmCli {
+    package: "@kilocode/cli",
+    version: "7.7.7",
+    bin: "kilo",
+    override_var: "PITROOM_E2E_KILO",
+};
+
+/// The real `kilo` binary: `$PITROOM_E2E_KILO`, else the pinned version.
+pub fn kilo() -> Result<PathBuf, String> {
+    install(&KILO)
+}
+
+/// Gemini CLI, pinned (Node 20 is enough).
+pub const GEMINI: NpmCli = NpmCli {
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    bin: "gemini",
+    override_var: "PITROOM_E2E_GEMINI",
+};
+
+/// The real `gemini` binary: `$PITROOM_E2E_GEMINI`, else the pinned version.
+pub fn gemini() -> Result<PathBuf, String> {
+    install(&GEMINI)
 }

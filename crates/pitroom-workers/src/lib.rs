@@ -11,7 +11,10 @@ mod binary;
 pub mod claude;
 pub mod codex;
 mod events;
+pub mod gemini;
+pub mod kilo;
 pub mod opencode;
+pub mod qwen;
 
 pub use adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StateDirs,
@@ -38,6 +41,9 @@ pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
         "opencode" => Some(Box::new(opencode::OpenCode)),
         "codex" => Some(Box::new(codex::Codex)),
         "claude" => Some(Box::new(claude::Claude::default())),
+        "qwen" => Some(Box::new(qwen::Qwen::default())),
+        "kilo" => Some(Box::new(kilo::Kilo)),
+        "gemini" => Some(Box::new(gemini::Gemini::default())),
         _ => None,
     }
 }

@@ -18,7 +18,7 @@ pub fn agent_name(mode: Mode) -> &'static str {
 
 /// Shell commands no worker may run, whatever the mode. OpenCode matches bash patterns per
 /// sub-command, and the later, more specific rule wins over `"*"`.
-const DENIED_COMMANDS: &[&str] = &[
+pub(crate) const DENIED_COMMANDS: &[&str] = &[
     "git commit*",
     "git push*",
     "git reset*",
@@ -150,13 +150,13 @@ fn user_config_sources(req: &InvocationRequest) -> Vec<Value> {
     sources
 }
 
-fn read_jsonc_file(path: &std::path::Path) -> Option<Value> {
+pub(crate) fn read_jsonc_file(path: &std::path::Path) -> Option<Value> {
     let text = std::fs::read_to_string(path).ok()?;
     parse_jsonc(&text)
 }
 
 /// Parses JSON with comments (OpenCode's `.jsonc`), tolerating trailing commas.
-fn parse_jsonc(text: &str) -> Option<Value> {
+pub(crate) fn parse_jsonc(text: &str) -> Option<Value> {
     let mut stripped = String::new();
     let mut reader = json_comments::StripComments::new(text.as_bytes());
     std::io::Read::read_to_string(&mut reader, &mut stripped).ok()?;
@@ -198,7 +198,7 @@ fn drop_trailing_commas(text: &str) -> String {
 }
 
 /// Deep merge: objects merge key by key, anything else is replaced.
-fn merge(base: &mut Value, overlay: Value) {
+pub(crate) fn merge(base: &mut Value, overlay: Value) {
     match (base, overlay) {
         (Value::Object(base), Value::Object(overlay)) => {
             for (k, v) in overlay {

@@ -5,9 +5,9 @@
 //! `ask` permissions silently end a headless run, so the profile is allow/deny only; exit codes
 //! lie, so the engine judges a run by its events and its tree.
 
-mod classify;
-mod config;
-mod parse;
+pub(crate) mod classify;
+pub(crate) mod config;
+pub(crate) mod parse;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

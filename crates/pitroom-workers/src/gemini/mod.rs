@@ -1,0 +1,481 @@
+//! Gemini CLI (`gemini -o stream-json --skip-trust`), measured with `@google/gemini-cli` 0.61.0
+//! (see `docs/workers/gemini.md`).
+//!
+//! Facts this adapter is built on: headless runs offer only the tools the approval mode and the
+//! policy engine allow (`default`: no edits; `auto_edit`: edits), and a policy file adds the
+//! floor (shell allowed except the denied commands, no web, no subagents, no secret files);
+//! the exit code is the HTTP status mod 256, so a run is judged by its events; retries take
+//! minutes by default (`general.maxAttempts` caps them, [`Adapter::retry_signal`] reads the
+//! `Attempt N failed` lines); usage statistics go to Google unless switched off in the
+//! settings. Settings and policies are read only from files: a private `GEMINI_CLI_HOME` gets
+//! them, written by the launcher of [`crate::qwen::settings`], with the user's auth merged in.
+
+pub(crate) mod parse;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::adapter::{
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+};
+use crate::events::{FailureKind, Mode, WorkerEvent};
+use crate::find_binary;
+use crate::qwen::settings::{launch_with_files, merge, read_json_object, SettingsFile};
+pub use parse::GeminiStream;
+
+/// The Gemini CLI adapter; each run gets its own value (the parser keeps per-stream state).
+#[derive(Debug, Default)]
+pub struct Gemini {
+    stream: GeminiStream,
+}
+
+/// `GEMINI_CLI_HOME` inside the shared per-backend state dir (the CLI adds `.gemini/`).
+const HOME_DIR: &str = "gemini-home";
+const SETTINGS_VAR: &str = "PITROOM_GEMINI_SETTINGS";
+const POLICY_VAR: &str = "PITROOM_GEMINI_POLICY";
+/// Files of the user's `~/.gemini` that carry credentials.
+const CREDENTIAL_FILES: &[&str] = &[
+    "oauth_creds.json",
+    "google_accounts.json",
+    ".env",
+    "installation_id",
+];
+/// Tools no worker gets: web, subagents, plan mode, memory that writes to the user's home.
+const DENIED_TOOLS: &[&str] = &[
+    "invoke_agent",
+    "enter_plan_mode",
+    "save_memory",
+    "activate_skill",
+];
+const WEB_TOOLS: &[&str] = &["google_web_search", "web_fetch"];
+const EDIT_TOOLS: &[&str] = &["write_file", "replace"];
+/// Argument patterns (on the call's JSON) of secret files no worker reads.
+const SECRET_ARGS: &[&str] = &[
+    r#"/\.env""#,
+    r#"/\.env\.(local|production|development)""#,
+    r#"\.pem""#,
+    r#"\.key""#,
+    r#"/id_rsa[^/"]*""#,
+    r#"/id_ed25519[^/"]*""#,
+    r#"/\.netrc""#,
+    r#"/credentials\.json""#,
+];
+
+impl Gemini {
+    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
+        let lookup = |k: &str| req.env_var(k);
+        Ok(find_binary("gemini", "gemini", &lookup)?)
+    }
+
+    fn cli_home(req: &InvocationRequest) -> PathBuf {
+        req.dirs.shared.join(HOME_DIR)
+    }
+
+    fn config_dir(req: &InvocationRequest) -> PathBuf {
+        Self::cli_home(req).join(".gemini")
+    }
+
+    /// The user's `~/.gemini`: under `$GEMINI_CLI_HOME`, else `$HOME`.
+    fn user_dir(req: &InvocationRequest) -> Option<PathBuf> {
+        req.env_var("GEMINI_CLI_HOME")
+            .filter(|v| !v.is_empty())
+            .or_else(|| req.env_var("HOME"))
+            .map(|h| PathBuf::from(h).join(".gemini"))
+    }
+
+    fn user_settings(req: &InvocationRequest) -> serde_json::Map<String, Value> {
+        Self::user_dir(req)
+            .map(|d| read_json_object(&d.join("settings.json")))
+            .unwrap_or_default()
+    }
+
+    fn settings_file(req: &InvocationRequest) -> SettingsFile {
+        let mut merged = Value::Object(Self::user_settings(req));
+        if let Value::Object(map) = &mut merged {
+            for key in ["policyPaths", "adminPolicyPaths", "mcpServers", "hooks"] {
+                map.remove(key);
+            }
+            if let Some(Value::Object(tools)) = map.get_mut("tools") {
+                for key in ["allowed", "core", "exclude"] {
+                    tools.remove(key);
+                }
+            }
+        }
+        let has_auth = merged
+            .pointer("/security/auth/selectedType")
+            .is_some_and(|v| !v.is_null());
+        merge(&mut merged, overlay());
+        if !has_auth && req.env_var("GEMINI_API_KEY").is_some() {
+            merge(
+                &mut merged,
+                json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}),
+            );
+        }
+        SettingsFile {
+            path: Self::config_dir(req).join("settings.json"),
+            var: SETTINGS_VAR,
+            content: merged.to_string(),
+        }
+    }
+
+    fn policy_path(req: &InvocationRequest) -> PathBuf {
+        Self::config_dir(req).join(format!("pitroom-{}.toml", req.mode.as_str()))
+    }
+
+    fn policy_file(req: &InvocationRequest) -> SettingsFile {
+        SettingsFile {
+            path: Self::policy_path(req),
+            var: POLICY_VAR,
+            content: policy(req.mode, req.web),
+        }
+    }
+
+    fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
+        let Some(user) = Self::user_dir(req) else {
+            return Vec::new();
+        };
+        CREDENTIAL_FILES
+            .iter()
+            .map(|name| (Self::config_dir(req).join(name), user.join(name)))
+            .filter(|(_, target)| target.is_file())
+            .collect()
+    }
+}
+
+/// Pitroom's settings: no usage statistics or telemetry, no update checks, two attempts per
+/// model call (the default of ten takes about four minutes on a persistent 429).
+fn overlay() -> Value {
+    json!({
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false, "maxAttempts": 2},
+    })
+}
+
+/// The mode's policy (user tier, above the CLI's defaults): the shell allowed except the
+/// floor's commands; web, subagents and secret files denied; edits denied in read mode.
+pub(crate) fn policy(mode: Mode, web: bool) -> String {
+    let mut out = String::from("# Written by Pitroom for one worker run.\n");
+    let mut rule = |body: String| out.push_str(&format!("\n[[rule]]\n{body}"));
+    rule("toolName = \"run_shell_command\"\ndecision = \"allow\"\npriority = 100\n".into());
+    let prefixes: Vec<String> = crate::opencode::config::DENIED_COMMANDS
+        .iter()
+        .map(|p| toml_string(p.trim_end_matches('*').trim()))
+        .collect();
+    rule(format!(
+        "toolName = \"run_shell_command\"\ncommandPrefix = [{}]\ndecision = \"deny\"\npriority = 900\n",
+        prefixes.join(", ")
+    ));
+    let mut denied: Vec<&str> = DENIED_TOOLS.to_vec();
+    if !web {
+        denied.extend(WEB_TOOLS);
+    }
+    if !mode.may_edit() {
+        denied.extend(EDIT_TOOLS);
+    }
+    let names: Vec<String> = denied.iter().map(|t| toml_string(t)).collect();
+    rule(format!(
+        "toolName = [{}]\ndecision = \"deny\"\npriority = 900\n",
+        names.join(", ")
+    ));
+    for pattern in SECRET_ARGS {
+        rule(format!(
+            "toolName = [\"read_file\", \"read_many_files\"]\nargsPattern = {}\ndecision = \"deny\"\npriority = 950\n",
+            toml_string(pattern)
+        ));
+    }
+    out
+}
+
+/// A TOML basic string.
+fn toml_string(text: &str) -> String {
+    let escaped: String = text
+        .chars()
+        .flat_map(|c| match c {
+            '\\' => vec!['\\', '\\'],
+            '"' => vec!['\\', '"'],
+            c => vec![c],
+        })
+        .collect();
+    format!("\"{escaped}\"")
+}
+
+fn approval_mode(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Read => "default",
+        Mode::Write | Mode::Isolate => "auto_edit",
+    }
+}
+
+/// HTTP statuses behind Gemini's exit codes (`status & 0xFF` in the JSON output modes).
+fn status_from_exit(code: i32) -> Option<u16> {
+    match code {
+        173 => Some(429),
+        147 => Some(403),
+        144 => Some(400),
+        145 => Some(401),
+        244 => Some(500),
+        247 => Some(503),
+        17 => Some(529),
+        _ => None,
+    }
+}
+
+impl Adapter for Gemini {
+    fn id(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let program = Self::program(req)?;
+        let mut notes = Vec::new();
+        // The prompt comes on stdin; Gemini reads it whole and appends the (empty) -p text.
+        let mut args: Vec<OsString> = ["-p", "", "-o", "stream-json", "--skip-trust"]
+            .map(OsString::from)
+            .to_vec();
+        args.extend([
+            "--approval-mode".into(),
+            approval_mode(req.mode).into(),
+            "--policy".into(),
+            Self::policy_path(req).into_os_string(),
+        ]);
+        if let Some(model) = &req.model {
+            args.extend(["--model".into(), OsString::from(model)]);
+        }
+        if let Some(effort) = &req.effort {
+            notes.push(format!(
+                "--effort {effort} dropped: Gemini CLI has no effort flag (thinking is set per model)"
+            ));
+        }
+        if let Some(session) = &req.resume_session {
+            args.extend(["--resume".into(), OsString::from(session)]);
+        }
+        let files = vec![Self::settings_file(req), Self::policy_file(req)];
+        let (program, args, mut env) = launch_with_files(&program, args, files);
+        env.extend([
+            ("GEMINI_CLI_HOME".into(), Self::cli_home(req).into()),
+            ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
+            // The relaunch only raises Node's heap; skipping it saves a second start.
+            ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
+            ("NO_UPDATE_NOTIFIER".into(), "1".into()),
+            ("PWD".into(), req.workdir.clone().into()),
+        ]);
+        Ok(Invocation {
+            program,
+            args,
+            env,
+            env_remove: vec![
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(),
+                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH".into(),
+                "GEMINI_CLI_TRUST_WORKSPACE".into(),
+            ],
+            notes,
+            links: Self::credential_links(req),
+        })
+    }
+
+    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+        self.stream.parse_line(line)
+    }
+
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
+        let by_text = crate::opencode::classify::classify(evidence);
+        if by_text != FailureKind::Other {
+            return by_text;
+        }
+        match evidence.exit_code.and_then(status_from_exit) {
+            Some(429 | 503 | 529) => FailureKind::RateLimited,
+            Some(400 | 401 | 403) => FailureKind::Auth,
+            _ if evidence.stderr_tail.contains("PERMISSION_DENIED")
+                || evidence.stderr_tail.contains("UNAUTHENTICATED") =>
+            {
+                FailureKind::Auth
+            }
+            _ => FailureKind::Other,
+        }
+    }
+
+    fn retry_signal(&self, stderr_line: &str) -> Option<String> {
+        // `Attempt 1 failed: Resource has been exhausted (e.g. check quota). … Retrying after 5720ms...`
+        // `Attempt 1 failed with status 503. Retrying with backoff... _ApiError: {…}`
+        let line = stderr_line.trim_start();
+        if !line.starts_with("Attempt ") || !line.contains(" failed") {
+            return None;
+        }
+        let after = line.split_once(" failed")?.1;
+        let message = after.trim_start_matches([':', '.']).trim();
+        Some(if message.is_empty() {
+            line.to_string()
+        } else {
+            message.to_string()
+        })
+    }
+
+    fn can_resume(&self) -> bool {
+        true
+    }
+
+    /// Gemini CLI has no model-list command: the models are the user's configured one
+    /// (`GEMINI_MODEL`, `model.name`) and `auto` (the CLI's router), printed by `printf`.
+    fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let settings = Self::user_settings(req);
+        let mut ids: Vec<String> = Vec::new();
+        let configured = req.env_var("GEMINI_MODEL").or_else(|| {
+            settings
+                .get("model")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        ids.extend(configured.filter(|m| !m.is_empty()));
+        if !ids.iter().any(|i| i == "auto") {
+            ids.push("auto".into());
+        }
+        let mut args: Vec<OsString> =
+            vec!["-c".into(), "printf '%s\\n' \"$@\"".into(), "models".into()];
+        args.extend(ids.into_iter().map(OsString::from));
+        Ok(Invocation {
+            program: PathBuf::from("/bin/sh"),
+            args,
+            env: Vec::new(),
+            env_remove: Vec::new(),
+            notes: Vec::new(),
+            links: Vec::new(),
+        })
+    }
+
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
+        stdout
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|id| ModelInfo {
+                id: id.to_string(),
+                efforts: Vec::new(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::StateDirs;
+
+    fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
+        let mut env: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        env.push(("PITROOM_GEMINI_BIN".into(), "/bin/true".into()));
+        InvocationRequest {
+            mode,
+            model: None,
+            effort: None,
+            web: false,
+            workdir: "/w".into(),
+            dirs: StateDirs {
+                shared: "/s".into(),
+                scratch: "/t".into(),
+            },
+            resume_session: None,
+            title: "t".into(),
+            env,
+        }
+    }
+
+    fn file_content(inv: &Invocation, var: &str) -> String {
+        inv.env
+            .iter()
+            .find(|(k, _)| k == var)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .expect("file content")
+    }
+
+    #[test]
+    fn read_policy_denies_edits_web_and_history_commands_and_write_policy_allows_edits() {
+        let read = policy(Mode::Read, false);
+        assert!(read.contains("\"write_file\", \"replace\""), "{read}");
+        assert!(read.contains("\"google_web_search\""), "{read}");
+        assert!(read.contains("\"git push\""), "{read}");
+        assert!(!read.contains("ask_user"));
+        let write = policy(Mode::Write, true);
+        assert!(!write.contains("\"write_file\""), "{write}");
+        assert!(!write.contains("\"web_fetch\""), "{write}");
+        assert_eq!(
+            read.matches("[[rule]]").count(),
+            read.matches("decision = ").count()
+        );
+    }
+
+    #[test]
+    fn settings_keep_the_users_auth_and_switch_off_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".gemini")).unwrap();
+        std::fs::write(
+            dir.path().join(".gemini/settings.json"),
+            r#"{"security":{"auth":{"selectedType":"oauth-personal"}},"privacy":{"usageStatisticsEnabled":true},"policyPaths":["/x"]}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
+        let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
+        let inv = Gemini::default().invocation(&req).unwrap();
+        let s: Value = serde_json::from_str(&file_content(&inv, SETTINGS_VAR)).unwrap();
+        assert_eq!(s["security"]["auth"]["selectedType"], "oauth-personal");
+        assert_eq!(s["privacy"]["usageStatisticsEnabled"], false);
+        assert_eq!(s["general"]["maxAttempts"], 2);
+        assert!(s.get("policyPaths").is_none());
+        assert_eq!(
+            inv.links,
+            vec![(
+                PathBuf::from("/s/gemini-home/.gemini/oauth_creds.json"),
+                dir.path().join(".gemini/oauth_creds.json")
+            )]
+        );
+    }
+
+    #[test]
+    fn an_api_key_in_the_environment_selects_key_auth() {
+        let req = request(
+            Mode::Write,
+            vec![
+                ("HOME", "/nonexistent".into()),
+                ("GEMINI_API_KEY", "k".into()),
+            ],
+        );
+        let inv = Gemini::default().invocation(&req).unwrap();
+        let s: Value = serde_json::from_str(&file_content(&inv, SETTINGS_VAR)).unwrap();
+        assert_eq!(s["security"]["auth"]["selectedType"], "gemini-api-key");
+    }
+
+    #[test]
+    fn exit_codes_that_are_http_statuses_classify_when_the_text_does_not() {
+        let g = Gemini::default();
+        let kind = |code| {
+            g.classify(&FailureEvidence {
+                events: &[],
+                stderr_tail: "",
+                exit_code: Some(code),
+            })
+        };
+        assert_eq!(kind(173), FailureKind::RateLimited);
+        assert_eq!(kind(147), FailureKind::Auth);
+        assert_eq!(kind(244), FailureKind::Other);
+    }
+
+    #[test]
+    fn attempt_lines_on_stderr_are_retry_signals() {
+        let g = Gemini::default();
+        assert_eq!(
+            g.retry_signal("Attempt 1 failed: Resource has been exhausted (e.g. check quota).. Retrying after 5720ms...")
+                .as_deref(),
+            Some("Resource has been exhausted (e.g. check quota).. Retrying after 5720ms...")
+        );
+        assert!(g
+            .retry_signal("Attempt 1 failed with status 503. Retrying with backoff...")
+            .is_some());
+        assert!(g
+            .retry_signal("Warning: 256-color support not detected")
+            .is_none());
+    }
+}

@@ -1,0 +1,321 @@
+//! Kilo Code (`kilo run --format json`), measured with `@kilocode/cli` 7.7.7 (see
+//! `docs/workers/kilo.md`).
+//!
+//! Kilo is OpenCode under another name: the same `run` flags, the same event stream (parsed by
+//! OpenCode's parser), the same config format, permission profile and agents, read from
+//! `KILO_*` variables and `kilo/` directories. Differences this adapter handles: `bash` defaults
+//! to `ask` (the profile says allow/deny only), extra tools that start background work are
+//! denied, telemetry, session ingest, presence, codebase indexing and the daemon are switched
+//! off, and every XDG directory is private so no running Kilo daemon is attached.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use crate::adapter::{
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+};
+use crate::events::{FailureKind, WorkerEvent};
+use crate::find_binary;
+use crate::opencode::config::{
+    agent_name, merge, parse_jsonc, permission_profile, read_jsonc_file,
+};
+use crate::opencode::OpenCode;
+
+/// The Kilo Code adapter.
+pub struct Kilo;
+
+const DATA: &str = "data";
+const CONFIG: &str = "config";
+const CACHE: &str = "cache";
+
+/// Kilo's own tools that OpenCode lacks and that start work outliving the run or reach out.
+const DENIED_KILO_TOOLS: &[&str] = &[
+    "background_process",
+    "schedule_wakeup",
+    "cancel_wakeup",
+    "board_post",
+    "board_read",
+];
+
+impl Kilo {
+    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
+        let lookup = |k: &str| req.env_var(k);
+        Ok(find_binary("kilo", "kilo", &lookup)?)
+    }
+
+    fn base_env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
+        let shared = &req.dirs.shared;
+        let scratch = &req.dirs.scratch;
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("XDG_DATA_HOME".into(), shared.join(DATA).into()),
+            ("XDG_CONFIG_HOME".into(), shared.join(CONFIG).into()),
+            ("XDG_CACHE_HOME".into(), shared.join(CACHE).into()),
+            // Daemon discovery lives in the state dir: a private one per run means no running
+            // Kilo daemon (which would ignore the run's permissions) is attached.
+            ("XDG_STATE_HOME".into(), scratch.join("state").into()),
+            ("TMPDIR".into(), scratch.join("tmp").into()),
+            ("KILO_NO_DAEMON".into(), "1".into()),
+            ("KILO_DISABLE_AUTOUPDATE".into(), "1".into()),
+            ("KILO_DISABLE_MODELS_FETCH".into(), "1".into()),
+            ("KILO_TELEMETRY_LEVEL".into(), "off".into()),
+            ("KILO_DISABLE_SESSION_INGEST".into(), "1".into()),
+            ("KILO_DISABLE_PRESENCE".into(), "1".into()),
+            ("KILO_DISABLE_CODEBASE_INDEXING".into(), "1".into()),
+            ("npm_config_registry".into(), "http://127.0.0.1:9/".into()),
+        ];
+        env.push(("PWD".into(), req.workdir.clone().into()));
+        env
+    }
+}
+
+/// The user's Kilo configuration, lowest precedence first; unreadable files are skipped.
+fn user_config_sources(req: &InvocationRequest) -> Vec<Value> {
+    let mut sources = Vec::new();
+    let config_home = req
+        .env_var("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            req.env_var("HOME")
+                .map(|h| PathBuf::from(h).join(".config"))
+        });
+    if let Some(home) = config_home {
+        for name in [
+            "config.json",
+            "kilo.json",
+            "kilo.jsonc",
+            "opencode.json",
+            "opencode.jsonc",
+        ] {
+            sources.extend(read_jsonc_file(&home.join("kilo").join(name)));
+        }
+    }
+    if let Some(path) = req.env_var("KILO_CONFIG").filter(|v| !v.is_empty()) {
+        sources.extend(read_jsonc_file(&PathBuf::from(path)));
+    }
+    if let Some(content) = req.env_var("KILO_CONFIG_CONTENT") {
+        sources.extend(parse_jsonc(&content));
+    }
+    sources
+}
+
+/// OpenCode's permission profile plus Kilo's extra tools denied.
+pub fn kilo_permission_profile(req: &InvocationRequest) -> Value {
+    let mut profile = permission_profile(req.mode, req.web);
+    if let Value::Object(map) = &mut profile {
+        for tool in DENIED_KILO_TOOLS {
+            map.insert((*tool).into(), "deny".into());
+        }
+    }
+    profile
+}
+
+/// The full `KILO_CONFIG_CONTENT`: the user's config, their permission rules replaced by the
+/// profile, and Pitroom's agent for the mode.
+pub fn worker_config(req: &InvocationRequest) -> Value {
+    let mut merged = Value::Object(Map::new());
+    for source in user_config_sources(req) {
+        merge(&mut merged, source);
+    }
+    let permission = kilo_permission_profile(req);
+    if let Value::Object(map) = &mut merged {
+        map.remove("permission");
+    }
+    let overlay = json!({
+        "autoupdate": false,
+        "share": "disabled",
+        "permission": permission.clone(),
+        "agent": { agent_name(req.mode): {
+            "description": "Pitroom worker",
+            "mode": "primary",
+            "permission": permission,
+        }},
+    });
+    merge(&mut merged, overlay);
+    merged
+}
+
+/// Kilo keeps provider credentials in `$XDG_DATA_HOME/kilo/auth.json`; the worker's data dir
+/// is private, so the user's file is linked into it.
+fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
+    let data_home = req
+        .env_var("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            req.env_var("HOME")
+                .map(|h| PathBuf::from(h).join(".local/share"))
+        });
+    let Some(auth) = data_home.map(|d| d.join("kilo").join("auth.json")) else {
+        return Vec::new();
+    };
+    if !auth.is_file() {
+        return Vec::new();
+    }
+    let link = req.dirs.shared.join(DATA).join("kilo").join("auth.json");
+    vec![(link, auth)]
+}
+
+const ENV_REMOVE: &[&str] = &["KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_SERVER_URL"];
+
+impl Adapter for Kilo {
+    fn id(&self) -> &'static str {
+        "kilo"
+    }
+
+    fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let program = Self::program(req)?;
+        let mut notes = Vec::new();
+        let mut env = Self::base_env(req);
+        env.push((
+            "KILO_CONFIG_CONTENT".into(),
+            worker_config(req).to_string().into(),
+        ));
+        // Applied after every config source, so nothing loosens the mode's rules.
+        env.push((
+            "KILO_PERMISSION".into(),
+            kilo_permission_profile(req).to_string().into(),
+        ));
+        let mut args: Vec<OsString> = ["run", "--format", "json", "--agent"]
+            .map(OsString::from)
+            .to_vec();
+        args.push(agent_name(req.mode).into());
+        args.extend(["--title".into(), OsString::from(&req.title)]);
+        args.extend(["--print-logs", "--log-level", "WARN"].map(OsString::from));
+        args.extend(["--dir".into(), req.workdir.clone().into_os_string()]);
+        if let Some(model) = &req.model {
+            args.extend(["--model".into(), OsString::from(model)]);
+        }
+        match (&req.effort, &req.model) {
+            (Some(effort), Some(_)) => args.extend(["--variant".into(), OsString::from(effort)]),
+            (Some(effort), None) => notes.push(format!(
+                "--effort {effort} dropped: Kilo sets effort per model variant, and no model is pinned"
+            )),
+            _ => {}
+        }
+        if let Some(session) = &req.resume_session {
+            args.extend(["--session".into(), OsString::from(session)]);
+        }
+        Ok(Invocation {
+            program,
+            args,
+            env,
+            env_remove: ENV_REMOVE.iter().map(OsString::from).collect(),
+            notes,
+            links: credential_links(req),
+        })
+    }
+
+    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+        crate::opencode::parse::parse_line(line)
+    }
+
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
+        crate::opencode::classify::classify(evidence)
+    }
+
+    fn retry_signal(&self, stderr_line: &str) -> Option<String> {
+        // The same `--print-logs` lines as OpenCode.
+        OpenCode.retry_signal(stderr_line)
+    }
+
+    fn can_resume(&self) -> bool {
+        true
+    }
+
+    fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let program = Self::program(req)?;
+        let mut env = Self::base_env(req);
+        env.push((
+            "KILO_CONFIG_CONTENT".into(),
+            worker_config(req).to_string().into(),
+        ));
+        Ok(Invocation {
+            program,
+            args: vec!["models".into()],
+            env,
+            env_remove: ENV_REMOVE.iter().map(OsString::from).collect(),
+            notes: Vec::new(),
+            links: credential_links(req),
+        })
+    }
+
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
+        OpenCode.parse_models(stdout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::StateDirs;
+    use crate::events::Mode;
+
+    fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
+        let mut env: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        env.push(("PITROOM_KILO_BIN".into(), "/bin/true".into()));
+        InvocationRequest {
+            mode,
+            model: None,
+            effort: None,
+            web: false,
+            workdir: "/w".into(),
+            dirs: StateDirs {
+                shared: "/s".into(),
+                scratch: "/t".into(),
+            },
+            resume_session: None,
+            title: "t".into(),
+            env,
+        }
+    }
+
+    fn env_of<'a>(inv: &'a Invocation, key: &str) -> Option<&'a OsString> {
+        inv.env.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    #[test]
+    fn the_users_kilo_providers_survive_and_their_permissions_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("kilo")).unwrap();
+        std::fs::write(
+            dir.path().join("kilo/kilo.jsonc"),
+            r#"{ // mine
+               "provider": {"p": {"options": {"baseURL": "http://x"}}},
+               "permission": {"edit": "allow", "bash": "ask"}, }"#,
+        )
+        .unwrap();
+        let req = request(
+            Mode::Read,
+            vec![("XDG_CONFIG_HOME", dir.path().display().to_string())],
+        );
+        let cfg = worker_config(&req);
+        assert_eq!(cfg["provider"]["p"]["options"]["baseURL"], "http://x");
+        assert_eq!(cfg["permission"]["edit"], "deny");
+        assert_eq!(cfg["permission"]["background_process"], "deny");
+        assert_eq!(cfg["agent"]["pitroom-read"]["permission"]["task"], "deny");
+    }
+
+    #[test]
+    fn every_state_dir_is_private_and_the_daemon_is_off() {
+        let inv = Kilo.invocation(&request(Mode::Write, vec![])).unwrap();
+        assert_eq!(env_of(&inv, "XDG_STATE_HOME").unwrap(), "/t/state");
+        assert_eq!(env_of(&inv, "XDG_DATA_HOME").unwrap(), "/s/data");
+        assert_eq!(env_of(&inv, "KILO_NO_DAEMON").unwrap(), "1");
+        assert_eq!(env_of(&inv, "KILO_TELEMETRY_LEVEL").unwrap(), "off");
+        let permission: Value =
+            serde_json::from_str(&env_of(&inv, "KILO_PERMISSION").unwrap().to_string_lossy())
+                .unwrap();
+        assert_eq!(permission["edit"], "allow");
+        let args: Vec<String> = inv
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.windows(2).any(|w| w == ["--agent", "pitroom-write"]));
+        assert!(!args.iter().any(|a| a == "--auto"));
+    }
+}

@@ -1,0 +1,451 @@
+//! Qwen Code (`qwen -o stream-json`), measured with `@qwen-code/qwen-code` 0.24.4 (see
+//! `docs/workers/qwen.md`).
+//!
+//! Facts this adapter is built on: with no prompt argument and stdin not a TTY, Qwen reads the
+//! whole prompt from stdin, so the engine's stdin prompt needs no `-p`; headless runs decline
+//! any tool that needs a confirmation, so the approval mode is the mode's floor (`default` for
+//! read: no edits; `auto-edit` for write); its retries are unbounded by default (a 429 retried
+//! for minutes), so `--max-wall-time` is always passed, the settings cap the request retries and
+//! [`Adapter::retry_signal`] reads its `Retrying in …` lines; it may end without a `result` line,
+//! so a run is judged by its events. Telemetry, usage statistics (sent to Alibaba's RUM
+//! endpoint by default), the auto-memory side agent and update checks are switched off in the
+//! settings, which Qwen reads only from files: see [`settings`].
+
+pub(crate) mod parse;
+pub(crate) mod settings;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::adapter::{
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+};
+use crate::events::{FailureKind, Mode, WorkerEvent};
+use crate::find_binary;
+pub use parse::QwenStream;
+use settings::{launch_with_files, merge, read_json_object, SettingsFile};
+
+/// The Qwen Code adapter. It keeps per-stream state (tool calls awaiting their results), so
+/// each run gets its own value.
+#[derive(Debug, Default)]
+pub struct Qwen {
+    stream: QwenStream,
+}
+
+/// Qwen's home (settings, sessions) inside the shared per-backend state dir.
+const HOME_DIR: &str = "qwen-home";
+/// The variable that carries the settings to the launcher.
+const SETTINGS_VAR: &str = "PITROOM_QWEN_SETTINGS";
+/// Qwen's own bound on a run. The engine's timeout is the real limit; this one ends a Qwen
+/// whose supervisor is gone, instead of letting it retry for an hour.
+const MAX_WALL_TIME: &str = "2h";
+/// Files of the user's Qwen home that carry credentials, made visible in the private one.
+const CREDENTIAL_FILES: &[&str] = &["oauth_creds.json", ".env", "installation_id"];
+/// Tools no worker gets: subagents, messaging, schedulers, worktrees.
+const DENIED_TOOLS: &[&str] = &[
+    "agent",
+    "task",
+    "send_message",
+    "cron_create",
+    "cron_delete",
+    "loop_wakeup",
+    "enter_worktree",
+    "exit_worktree",
+];
+const WEB_TOOLS: &[&str] = &["web_fetch", "web_search"];
+const EDIT_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
+/// Secret files no worker reads (PRODUCT.md §7), as Qwen `Read(…)` path rules.
+const SECRET_GLOBS: &[&str] = &[
+    "**/.env",
+    "**/.env.local",
+    "**/.env.*.local",
+    "**/.env.production",
+    "**/*.pem",
+    "**/*.key",
+    "**/id_rsa*",
+    "**/id_ed25519*",
+    "**/.netrc",
+    "**/credentials.json",
+];
+
+impl Qwen {
+    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
+        let lookup = |k: &str| req.env_var(k);
+        Ok(find_binary("qwen", "qwen", &lookup)?)
+    }
+
+    fn home(req: &InvocationRequest) -> PathBuf {
+        req.dirs.shared.join(HOME_DIR)
+    }
+
+    /// The user's own Qwen home: `$QWEN_HOME`, else `~/.qwen`.
+    fn user_home(req: &InvocationRequest) -> Option<PathBuf> {
+        req.env_var("QWEN_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| req.env_var("HOME").map(|h| PathBuf::from(h).join(".qwen")))
+    }
+
+    fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
+        vec![
+            ("QWEN_HOME".into(), Self::home(req).into()),
+            ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
+            // The relaunch only raises Node's heap; skipping it saves a second start.
+            ("QWEN_CODE_NO_RELAUNCH".into(), "1".into()),
+            ("NO_UPDATE_NOTIFIER".into(), "1".into()),
+            ("PWD".into(), req.workdir.clone().into()),
+        ]
+    }
+
+    /// The settings file: the user's settings (their providers and auth) with Pitroom's
+    /// overlay on top; the user's own permission rules are dropped, so none can loosen a mode.
+    fn settings_file(req: &InvocationRequest) -> SettingsFile {
+        let mut merged = Value::Object(
+            Self::user_home(req)
+                .map(|h| read_json_object(&h.join("settings.json")))
+                .unwrap_or_default(),
+        );
+        if let Value::Object(map) = &mut merged {
+            map.remove("permissions");
+            map.remove("hooks");
+            map.remove("mcpServers");
+            if let Some(Value::Object(tools)) = map.get_mut("tools") {
+                for key in ["allowed", "core", "approvalMode"] {
+                    tools.remove(key);
+                }
+            }
+        }
+        merge(&mut merged, overlay(req.mode, req.web));
+        SettingsFile {
+            path: Self::home(req).join("settings.json"),
+            var: SETTINGS_VAR,
+            content: merged.to_string(),
+        }
+    }
+
+    fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
+        let Some(user) = Self::user_home(req) else {
+            return Vec::new();
+        };
+        CREDENTIAL_FILES
+            .iter()
+            .map(|name| (Self::home(req).join(name), user.join(name)))
+            .filter(|(_, target)| target.is_file())
+            .collect()
+    }
+}
+
+/// Pitroom's settings for every Qwen run: no telemetry or usage statistics, no update checks,
+/// no auto-memory side agent (an extra model call with write tools), request retries capped,
+/// and the mode's deny rules (the highest-priority permission layer).
+fn overlay(mode: Mode, web: bool) -> Value {
+    json!({
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "disableAutoUpdate": true, "disableUpdateNag": true},
+        "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
+        "model": {"generationConfig": {"maxRetries": 1, "retryInitialDelayMs": 500, "retryMaxDelayMs": 1000}},
+        "permissions": {"deny": deny_rules(mode, web)},
+    })
+}
+
+/// Deny rules: denied tools, the floor's shell commands, secret files, and edits in read mode.
+pub(crate) fn deny_rules(mode: Mode, web: bool) -> Vec<String> {
+    let mut rules: Vec<String> = excluded_tools(mode, web)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    for pattern in crate::opencode::config::DENIED_COMMANDS {
+        let base = pattern.trim_end_matches('*').trim();
+        rules.push(format!("Bash({base})"));
+        rules.push(format!("Bash({base} *)"));
+    }
+    rules.extend(SECRET_GLOBS.iter().map(|g| format!("Read({g})")));
+    rules
+}
+
+/// Tools removed outright for a mode (also passed as `--exclude-tools`).
+fn excluded_tools(mode: Mode, web: bool) -> Vec<&'static str> {
+    let mut tools: Vec<&str> = DENIED_TOOLS.to_vec();
+    if !web {
+        tools.extend(WEB_TOOLS);
+    }
+    if !mode.may_edit() {
+        tools.extend(EDIT_TOOLS);
+    }
+    tools
+}
+
+/// `default` declines edits and unlisted shell commands headless; `auto-edit` approves edits.
+fn approval_mode(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Read => "default",
+        Mode::Write | Mode::Isolate => "auto-edit",
+    }
+}
+
+impl Adapter for Qwen {
+    fn id(&self) -> &'static str {
+        "qwen"
+    }
+
+    fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let program = Self::program(req)?;
+        let mut notes = Vec::new();
+        let mut args: Vec<OsString> = ["-o", "stream-json", "--max-wall-time", MAX_WALL_TIME]
+            .map(OsString::from)
+            .to_vec();
+        args.extend(["--approval-mode".into(), approval_mode(req.mode).into()]);
+        // The shell is allowed in every mode, inside the deny rules and the git guard; a write
+        // through it in read mode is caught by the read copy (a read-only violation).
+        args.extend(["--allowed-tools".into(), "run_shell_command".into()]);
+        args.push("--exclude-tools".into());
+        args.extend(
+            excluded_tools(req.mode, req.web)
+                .into_iter()
+                .map(OsString::from),
+        );
+        if let Some(model) = &req.model {
+            args.extend(["--model".into(), OsString::from(model)]);
+        }
+        if let Some(effort) = &req.effort {
+            notes.push(format!(
+                "--effort {effort} dropped: Qwen Code has no effort setting"
+            ));
+        }
+        if let Some(session) = &req.resume_session {
+            args.extend(["--resume".into(), OsString::from(session)]);
+        }
+        let (program, args, mut env) =
+            launch_with_files(&program, args, vec![Self::settings_file(req)]);
+        env.extend(Self::env(req));
+        Ok(Invocation {
+            program,
+            args,
+            env,
+            env_remove: vec![
+                "QWEN_CODE_SYSTEM_SETTINGS_PATH".into(),
+                "QWEN_CODE_SYSTEM_DEFAULTS_PATH".into(),
+            ],
+            notes,
+            links: Self::credential_links(req),
+        })
+    }
+
+    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+        self.stream.parse_line(line)
+    }
+
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
+        crate::opencode::classify::classify(evidence)
+    }
+
+    fn retry_signal(&self, stderr_line: &str) -> Option<String> {
+        // `Retrying in 1s (attempt 1/1): [API Error: 429 Rate limit reached for requests.]`
+        if !stderr_line.contains("Retrying in") {
+            return None;
+        }
+        let at = stderr_line.find("[API Error:")?;
+        Some(stderr_line[at..].trim().to_string())
+    }
+
+    fn can_resume(&self) -> bool {
+        true
+    }
+
+    /// Qwen Code has no model-list command: the models are the ones the user configured
+    /// (`OPENAI_MODEL`, `model.name`, `modelProviders`), printed by `printf`.
+    fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        let settings = Self::user_home(req)
+            .map(|h| read_json_object(&h.join("settings.json")))
+            .unwrap_or_default();
+        let mut ids: Vec<String> = Vec::new();
+        let mut add = |id: &str| {
+            if !id.is_empty() && !ids.iter().any(|i| i == id) {
+                ids.push(id.to_string());
+            }
+        };
+        for var in ["OPENAI_MODEL", "QWEN_MODEL"] {
+            if let Some(model) = req.env_var(var) {
+                add(&model);
+            }
+        }
+        if let Some(name) = settings
+            .get("model")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+        {
+            add(name);
+        }
+        if let Some(Value::Object(providers)) = settings.get("modelProviders") {
+            for models in providers.values().filter_map(Value::as_array) {
+                for id in models
+                    .iter()
+                    .filter_map(|m| m.get("id").and_then(Value::as_str))
+                {
+                    add(id);
+                }
+            }
+        }
+        let mut args: Vec<OsString> =
+            vec!["-c".into(), "printf '%s\\n' \"$@\"".into(), "models".into()];
+        args.extend(ids.into_iter().map(OsString::from));
+        Ok(Invocation {
+            program: PathBuf::from("/bin/sh"),
+            args,
+            env: Vec::new(),
+            env_remove: Vec::new(),
+            notes: Vec::new(),
+            links: Vec::new(),
+        })
+    }
+
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
+        stdout
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|id| ModelInfo {
+                id: id.to_string(),
+                efforts: Vec::new(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::StateDirs;
+
+    fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
+        let mut env: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        env.push(("PITROOM_QWEN_BIN".into(), "/bin/true".into()));
+        InvocationRequest {
+            mode,
+            model: None,
+            effort: None,
+            web: false,
+            workdir: "/w".into(),
+            dirs: StateDirs {
+                shared: "/s".into(),
+                scratch: "/t".into(),
+            },
+            resume_session: None,
+            title: "t".into(),
+            env,
+        }
+    }
+
+    fn cli(inv: &Invocation) -> Vec<String> {
+        settings::cli_args(&inv.args)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn settings_of(inv: &Invocation) -> Value {
+        let (_, content) = inv
+            .env
+            .iter()
+            .find(|(k, _)| k == SETTINGS_VAR)
+            .expect("settings");
+        serde_json::from_str(&content.to_string_lossy()).expect("json")
+    }
+
+    #[test]
+    fn read_mode_denies_edits_and_write_mode_auto_approves_them() {
+        let read = Qwen::default()
+            .invocation(&request(Mode::Read, vec![]))
+            .unwrap();
+        let args = cli(&read);
+        assert!(args.windows(2).any(|w| w == ["--approval-mode", "default"]));
+        assert!(args.contains(&"write_file".to_string()) && args.contains(&"edit".to_string()));
+        let write = Qwen::default()
+            .invocation(&request(Mode::Write, vec![]))
+            .unwrap();
+        let args = cli(&write);
+        assert!(args
+            .windows(2)
+            .any(|w| w == ["--approval-mode", "auto-edit"]));
+        assert!(!args.contains(&"write_file".to_string()));
+        assert!(args
+            .windows(2)
+            .any(|w| w == ["--max-wall-time", MAX_WALL_TIME]));
+    }
+
+    #[test]
+    fn the_users_providers_survive_but_not_their_permission_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("settings.json"),
+            r#"{"security":{"auth":{"selectedType":"openai"}},"modelProviders":{"openai":[{"id":"m1"}]},
+               "permissions":{"allow":["Bash"]},"privacy":{"usageStatisticsEnabled":true}}"#,
+        )
+        .unwrap();
+        let req = request(
+            Mode::Write,
+            vec![("QWEN_HOME", dir.path().display().to_string())],
+        );
+        let s = settings_of(&Qwen::default().invocation(&req).unwrap());
+        assert_eq!(s["security"]["auth"]["selectedType"], "openai");
+        assert_eq!(s["modelProviders"]["openai"][0]["id"], "m1");
+        assert_eq!(s["privacy"]["usageStatisticsEnabled"], false);
+        assert!(s["permissions"].get("allow").is_none(), "{s}");
+        let deny: Vec<&str> = s["permissions"]["deny"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(deny.contains(&"Bash(git push *)") && deny.contains(&"Read(**/.env)"));
+        assert!(deny.contains(&"web_fetch") && deny.contains(&"agent"));
+    }
+
+    #[test]
+    fn the_settings_go_to_the_private_home_and_credentials_are_linked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("oauth_creds.json"), "{}").unwrap();
+        let req = request(
+            Mode::Read,
+            vec![
+                ("HOME", dir.path().parent().unwrap().display().to_string()),
+                ("QWEN_HOME", dir.path().display().to_string()),
+            ],
+        );
+        let inv = Qwen::default().invocation(&req).unwrap();
+        assert!(inv
+            .env
+            .iter()
+            .any(|(k, v)| k == "QWEN_HOME" && v == "/s/qwen-home"));
+        let launcher: Vec<String> = inv
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(launcher.contains(&"/s/qwen-home/settings.json".to_string()));
+        assert_eq!(
+            inv.links,
+            vec![(
+                PathBuf::from("/s/qwen-home/oauth_creds.json"),
+                dir.path().join("oauth_creds.json")
+            )]
+        );
+    }
+
+    #[test]
+    fn retry_lines_on_stderr_are_signals() {
+        let q = Qwen::default();
+        assert_eq!(
+            q.retry_signal(
+                "Retrying in 1s (attempt 1/1): [API Error: 429 Rate limit reached for requests.]"
+            )
+            .as_deref(),
+            Some("[API Error: 429 Rate limit reached for requests.]")
+        );
+        assert!(q.retry_signal("Warning: Basic terminal detected").is_none());
+    }
+}
