@@ -1,0 +1,266 @@
+//! One contract, run over every adapter Pitroom has: whatever a CLI's flags, the safety floor
+//! and the plumbing hold the same way. Adapters added later are covered without a new test.
+
+use std::path::{Path, PathBuf};
+
+use pitroom_workers::{
+    adapter_for, Adapter, AdapterError, Invocation, InvocationRequest, Mode, StateDirs,
+    KNOWN_BACKENDS,
+};
+
+/// Flags and settings that switch a CLI's own permission checks or sandbox off.
+const BYPASSES: &[&str] = &[
+    "--yolo",
+    "--dangerously-skip-permissions",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--allow-dangerously-skip-permissions",
+    "bypassPermissions",
+    "danger-full-access",
+    "--auto",
+    "--force",
+    "approval_policy=\"never\" sandbox_mode=\"danger-full-access\"",
+];
+
+fn adapters() -> Vec<Box<dyn Adapter>> {
+    let found: Vec<Box<dyn Adapter>> = KNOWN_BACKENDS
+        .iter()
+        .filter_map(|b| adapter_for(b))
+        .collect();
+    assert!(found.len() >= 2, "the contract needs adapters to check");
+    found
+}
+
+fn request(backend: &str, mode: Mode, root: &Path) -> InvocationRequest {
+    let bin = PathBuf::from("/bin/true");
+    InvocationRequest {
+        mode,
+        model: Some("provider/some-model".into()),
+        effort: None,
+        web: false,
+        workdir: root.join("work"),
+        dirs: StateDirs {
+            shared: root.join("state/shared"),
+            scratch: root.join("state/scratch"),
+        },
+        resume_session: None,
+        title: "pitroom read: a task title".into(),
+        env: vec![
+            (
+                format!("PITROOM_{}_BIN", backend.to_ascii_uppercase()),
+                bin.display().to_string(),
+            ),
+            ("HOME".into(), root.join("home").display().to_string()),
+            ("PATH".into(), "/usr/bin:/bin".into()),
+        ],
+    }
+}
+
+fn invocation(adapter: &dyn Adapter, mode: Mode, root: &Path) -> Option<Invocation> {
+    match adapter.invocation(&request(adapter.id(), mode, root)) {
+        Ok(inv) => Some(inv),
+        // Refusing a mode the CLI cannot enforce is allowed, and must say why.
+        Err(AdapterError::ModeUnsupported { why, .. }) => {
+            assert!(
+                !why.trim().is_empty(),
+                "{}: a refusal says why",
+                adapter.id()
+            );
+            None
+        }
+        Err(e) => panic!("{}: {mode:?}: {e}", adapter.id()),
+    }
+}
+
+fn words(inv: &Invocation) -> Vec<String> {
+    let mut all: Vec<String> = inv
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    all.extend(
+        inv.env
+            .iter()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy())),
+    );
+    all
+}
+
+#[test]
+fn no_adapter_switches_its_clis_permission_checks_off_in_any_mode() {
+    let root = tempfile::tempdir().unwrap();
+    for adapter in adapters() {
+        for mode in [Mode::Read, Mode::Write, Mode::Isolate] {
+            let Some(inv) = invocation(adapter.as_ref(), mode, root.path()) else {
+                continue;
+            };
+            for word in words(&inv) {
+                for bypass in BYPASSES {
+                    let hit = if bypass.starts_with("--") {
+                        word == *bypass || word.starts_with(&format!("{bypass}="))
+                    } else {
+                        word.contains(bypass)
+                    };
+                    assert!(
+                        !hit,
+                        "{} {mode:?}: `{word}` bypasses the CLI's checks",
+                        adapter.id()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn read_and_write_invocations_differ_for_every_adapter() {
+    let root = tempfile::tempdir().unwrap();
+    for adapter in adapters() {
+        let read = invocation(adapter.as_ref(), Mode::Read, root.path());
+        let write = invocation(adapter.as_ref(), Mode::Write, root.path());
+        if let (Some(read), Some(write)) = (read, write) {
+            assert_ne!(
+                words(&read),
+                words(&write),
+                "{}: a read run must be launched with narrower permissions than a write run",
+                adapter.id()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_adapter_keeps_the_worker_out_of_the_users_home() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let state = root.path().join("state");
+    for adapter in adapters() {
+        for mode in [Mode::Read, Mode::Write] {
+            let Some(inv) = invocation(adapter.as_ref(), mode, root.path()) else {
+                continue;
+            };
+            for (key, value) in &inv.env {
+                let key = key.to_string_lossy();
+                let is_home_dir = key == "HOME"
+                    || key == "TMPDIR"
+                    || (key.starts_with("XDG_") && key.ends_with("_HOME"))
+                    || key.ends_with("_CONFIG_DIR")
+                    || key == "CODEX_HOME";
+                if is_home_dir {
+                    let value = PathBuf::from(value);
+                    assert!(
+                        value.starts_with(&state),
+                        "{} sets {key}={} outside the run's state dirs",
+                        adapter.id(),
+                        value.display()
+                    );
+                }
+            }
+            // Links may make the user's credentials visible, but only inside the state dirs.
+            for (link, _target) in &inv.links {
+                assert!(
+                    link.starts_with(&state) && !link.starts_with(&home),
+                    "{}: link {} outside the state dirs",
+                    adapter.id(),
+                    link.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn no_adapter_passes_the_task_on_the_command_line() {
+    // The engine writes the prompt to a file that becomes the worker's stdin, then EOF: every
+    // adapter's CLI reads it whole from there (a long prompt, a leading dash and flag-like lines
+    // are covered by each CLI's e2e tests). Here: the title is the only task text an adapter
+    // sees, and at most as a session title.
+    let root = tempfile::tempdir().unwrap();
+    for adapter in adapters() {
+        let mut req = request(adapter.id(), Mode::Read, root.path());
+        req.title = "pitroom read: --model evil -- rm -rf".into();
+        let Ok(inv) = adapter.invocation(&req) else {
+            continue;
+        };
+        let args: Vec<String> = inv
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !args.iter().any(|a| a == "rm" || a == "evil"),
+            "{}: title text split into arguments: {args:?}",
+            adapter.id()
+        );
+    }
+}
+
+#[test]
+fn every_adapters_recorded_fixtures_parse_and_survive_a_torn_last_line() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut checked = 0;
+    for adapter in adapters() {
+        let dir = fixtures.join(adapter.id());
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            let events: usize = lines.iter().map(|l| adapter.parse_line(l).len()).sum();
+            assert!(
+                events > 0,
+                "{}: no event in {}",
+                adapter.id(),
+                path.display()
+            );
+            if let Some(last) = lines.last() {
+                // A stream cut mid-line (the CLI killed while writing) yields nothing for the
+                // torn line, and never panics.
+                for cut in [1, last.len() / 2, last.len().saturating_sub(1)] {
+                    let torn = &last[..floor_char_boundary(last, cut)];
+                    if serde_json::from_str::<serde_json::Value>(torn).is_err() {
+                        assert!(
+                            adapter.parse_line(torn).is_empty(),
+                            "{}: torn line of {} parsed as events",
+                            adapter.id(),
+                            path.display()
+                        );
+                    }
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} fixtures found");
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[test]
+fn every_adapter_names_itself_and_lists_models_through_its_cli() {
+    let root = tempfile::tempdir().unwrap();
+    for adapter in adapters() {
+        assert!(KNOWN_BACKENDS.contains(&adapter.id()));
+        let req = request(adapter.id(), Mode::Read, root.path());
+        match adapter.models_invocation(&req) {
+            // The CLI itself, or a shell around it (some CLIs list models only interactively).
+            Ok(inv) => assert!(
+                inv.program.is_absolute(),
+                "{}: {:?}",
+                adapter.id(),
+                inv.program
+            ),
+            Err(AdapterError::ModeUnsupported { .. }) | Err(AdapterError::Config(_)) => {}
+            Err(e) => panic!("{}: {e}", adapter.id()),
+        }
+    }
+}
