@@ -1,7 +1,5 @@
 //! `history stats` and `savings`: sums and medians over the ledger.
 
-use std::collections::BTreeMap;
-
 use rusqlite::Connection;
 
 use crate::row::worker_label;
@@ -49,44 +47,73 @@ pub fn median(values: &mut [u64]) -> Option<u64> {
     })
 }
 
-/// One finished run as the sums need it.
-struct Fact {
-    backend: String,
-    model: Option<String>,
-    state: String,
-    failure: Option<String>,
+/// One finished run as the sums need it, borrowed from the row being read: a period of
+/// 100,000 runs is summed without allocating per row.
+struct Fact<'a> {
+    backend: &'a str,
+    model: Option<&'a str>,
+    state: &'a str,
+    failure: Option<&'a str>,
     duration_ms: Option<i64>,
     tokens: i64,
     returned_tokens: Option<i64>,
     cost: Option<f64>,
     cost_estimated: bool,
     saved: Option<f64>,
-    primary: Option<String>,
+    primary: Option<&'a str>,
 }
 
-fn facts(conn: &Connection, since: &Since) -> rusqlite::Result<Vec<Fact>> {
+fn text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<&'r str>> {
+    Ok(r.get_ref(i)?.as_str_or_null()?)
+}
+
+/// Calls `visit` with every finished run started in the period.
+fn for_each_fact(
+    conn: &Connection,
+    since: &Since,
+    mut visit: impl FnMut(&Fact<'_>),
+) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(
         "SELECT backend, model, state, failure, duration_ms, tokens, returned_tokens, cost,
                 cost_estimated, saved, primary_label
          FROM runs
          WHERE state NOT IN ('queued', 'running') AND started_ms >= ?1",
     )?;
-    let rows = stmt.query_map([since.from_ms.unwrap_or(i64::MIN)], |r| {
-        Ok(Fact {
-            backend: r.get(0)?,
-            model: r.get(1)?,
-            state: r.get(2)?,
-            failure: r.get(3)?,
+    let mut rows = stmt.query([since.from_ms.unwrap_or(i64::MIN)])?;
+    while let Some(r) = rows.next()? {
+        visit(&Fact {
+            backend: text(r, 0)?.unwrap_or_default(),
+            model: text(r, 1)?,
+            state: text(r, 2)?.unwrap_or_default(),
+            failure: text(r, 3)?,
             duration_ms: r.get(4)?,
             tokens: r.get(5)?,
             returned_tokens: r.get(6)?,
             cost: r.get(7)?,
             cost_estimated: r.get(8)?,
             saved: r.get(9)?,
-            primary: r.get(10)?,
-        })
-    })?;
-    rows.collect()
+            primary: text(r, 10)?,
+        });
+    }
+    Ok(())
+}
+
+/// The index of the group for `backend` and `model` in `groups`, added by `make` when new.
+/// Periods hold a handful of workers, so a linear search beats hashing an owned key per row.
+fn group<T>(
+    groups: &mut Vec<(String, Option<String>, T)>,
+    backend: &str,
+    model: Option<&str>,
+    make: impl FnOnce() -> T,
+) -> usize {
+    if let Some(i) = groups
+        .iter()
+        .position(|(b, m, _)| b == backend && m.as_deref() == model)
+    {
+        return i;
+    }
+    groups.push((backend.to_string(), model.map(str::to_string), make()));
+    groups.len() - 1
 }
 
 fn non_negative(n: i64) -> u64 {
@@ -94,22 +121,20 @@ fn non_negative(n: i64) -> u64 {
 }
 
 pub(crate) fn worker_stats(conn: &Connection, since: &Since) -> rusqlite::Result<Vec<WorkerStats>> {
-    let mut groups: BTreeMap<(String, Option<String>), (WorkerStats, Vec<u64>)> = BTreeMap::new();
-    for f in facts(conn, since)? {
-        let key = (f.backend.clone(), f.model.clone());
-        let (s, times) = groups.entry(key).or_insert_with(|| {
-            (
-                WorkerStats {
-                    worker: worker_label(&f.backend, f.model.as_deref()),
-                    backend: f.backend.clone(),
-                    model: f.model.clone(),
-                    ..WorkerStats::default()
-                },
-                Vec::new(),
-            )
+    let mut groups: Vec<(String, Option<String>, (WorkerStats, Vec<u64>))> = Vec::new();
+    for_each_fact(conn, since, |f| {
+        let i = group(&mut groups, f.backend, f.model, || {
+            let stats = WorkerStats {
+                worker: worker_label(f.backend, f.model),
+                backend: f.backend.to_string(),
+                model: f.model.map(str::to_string),
+                ..WorkerStats::default()
+            };
+            (stats, Vec::new())
         });
+        let (s, times) = &mut groups[i].2;
         s.runs += 1;
-        let rate_limited = f.failure.as_deref() == Some("rate_limited") && f.state != "done";
+        let rate_limited = f.failure == Some("rate_limited") && f.state != "done";
         if rate_limited {
             s.rate_limited += 1;
         } else if let Some(ms) = f.duration_ms {
@@ -128,16 +153,18 @@ pub(crate) fn worker_stats(conn: &Connection, since: &Since) -> rusqlite::Result
             None => {}
         }
         s.saved += f.saved.unwrap_or(0.0);
-    }
-    Ok(groups
-        .into_values()
-        .map(|(mut s, mut times)| {
+    })?;
+    let mut out: Vec<WorkerStats> = groups
+        .into_iter()
+        .map(|(_, _, (mut s, mut times))| {
             let judged = s.runs - s.rate_limited;
             s.success_rate = (judged > 0).then(|| s.done as f64 / judged as f64);
             s.median_ms = median(&mut times);
             s
         })
-        .collect())
+        .collect();
+    out.sort_by(|a, b| (&a.backend, &a.model).cmp(&(&b.backend, &b.model)));
+    Ok(out)
 }
 
 /// Savings over one period.
@@ -179,10 +206,10 @@ pub(crate) fn savings(conn: &Connection, since: &Since) -> rusqlite::Result<Savi
         from_ms: since.from_ms,
         ..Savings::default()
     };
-    let mut per_model: BTreeMap<String, ModelSavings> = BTreeMap::new();
-    for f in facts(conn, since)? {
+    let mut per_model: Vec<(String, Option<String>, ModelSavings)> = Vec::new();
+    for_each_fact(conn, since, |f| {
         if f.tokens <= 0 {
-            continue;
+            return;
         }
         let tokens = non_negative(f.tokens);
         total.runs += 1;
@@ -196,24 +223,24 @@ pub(crate) fn savings(conn: &Connection, since: &Since) -> rusqlite::Result<Savi
             None => total.cost_unknown_runs += 1,
         }
         if let Some(p) = f.primary {
-            if !total.primaries.contains(&p) {
-                total.primaries.push(p);
+            if !total.primaries.iter().any(|known| known == p) {
+                total.primaries.push(p.to_string());
             }
         }
-        let worker = worker_label(&f.backend, f.model.as_deref());
-        let m = per_model.entry(worker.clone()).or_insert(ModelSavings {
-            worker,
+        let i = group(&mut per_model, f.backend, f.model, || ModelSavings {
+            worker: worker_label(f.backend, f.model),
             ..ModelSavings::default()
         });
+        let m = &mut per_model[i].2;
         m.runs += 1;
         m.tokens += tokens;
         m.saved += f.saved.unwrap_or(0.0);
         m.worker_cost += f.cost.unwrap_or(0.0);
-    }
+    })?;
     total.compression =
         (total.returned_tokens > 0).then(|| total.tokens as f64 / total.returned_tokens as f64);
     total.primaries.sort();
-    total.per_model = per_model.into_values().collect();
+    total.per_model = per_model.into_iter().map(|(_, _, m)| m).collect();
     total
         .per_model
         .sort_by(|a, b| b.saved.total_cmp(&a.saved).then(a.worker.cmp(&b.worker)));
