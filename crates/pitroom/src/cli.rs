@@ -95,6 +95,10 @@ pub struct RunArgs {
     /// Model for the worker (overrides the target's).
     #[arg(short = 'm', long, value_name = "MODEL")]
     pub model: Option<String>,
+    /// Use the target configured for this tier (`[tiers]` in the config: cheap, standard,
+    /// capable, review, or your own names); -W wins over it.
+    #[arg(long, value_name = "NAME")]
+    pub tier: Option<String>,
     /// Reasoning effort (low, medium, high, …) where the worker supports it.
     #[arg(long, value_name = "LEVEL")]
     pub effort: Option<String>,
@@ -159,6 +163,9 @@ pub struct CrewArgs {
     pub worker: Option<String>,
     #[arg(short = 'm', long, value_name = "MODEL")]
     pub model: Option<String>,
+    /// Use the target configured for this tier (`[tiers]` in the config).
+    #[arg(long, value_name = "NAME")]
+    pub tier: Option<String>,
     #[arg(long, value_name = "LEVEL")]
     pub effort: Option<String>,
     #[arg(short = 'd', long = "dir", value_name = "DIR")]

@@ -120,6 +120,7 @@ fn run_args(args: &CrewArgs, task: String, group: &str) -> RunArgs {
         isolate: args.isolate,
         worker: args.worker.clone(),
         model: args.model.clone(),
+        tier: args.tier.clone(),
         effort: args.effort.clone(),
         dir: args.dir.clone(),
         timeout: args.timeout.clone(),

@@ -151,7 +151,7 @@ pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
             )
         }
         None => {
-            let target = resolve_target(&config)?;
+            let target = resolve_target(&config, args.tier.as_deref())?;
             let dir = resolve_dir(args.dir.as_ref())?;
             (
                 requested_mode.unwrap_or(Mode::Read),
@@ -210,17 +210,29 @@ pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
 
 /// The worker target with its model: flag > environment > file, and the per-backend default
 /// model from `models` last (none means the CLI's own default).
-fn resolve_target(config: &Config) -> Result<Target, i32> {
-    let worker = config.text("worker").unwrap_or_else(|| "opencode".into());
+fn resolve_target(config: &Config, tier: Option<&str>) -> Result<Target, i32> {
+    let worker_is_flag = matches!(config.source("worker"), Source::Flag(_));
+    let tiered = match tier {
+        Some(name) if !worker_is_flag => Some(config.map_value("tiers", name).ok_or_else(|| {
+            output::error(format!(
+                "no tier `{name}` in the config; define it, e.g. [tiers] {name} = \"opencode:provider/model\" (see pitroom config)"
+            ));
+            exit::USAGE
+        })?),
+        _ => None,
+    };
+    let worker = tiered
+        .or_else(|| config.text("worker"))
+        .unwrap_or_else(|| "opencode".into());
     let mut target = Target::parse(&worker, "opencode").map_err(|e| {
         output::error(e);
         exit::USAGE
     })?;
     let model = config.text("model");
-    let worker_is_flag = matches!(config.source("worker"), Source::Flag(_));
+    let explicit_target = worker_is_flag || tier.is_some();
     target.model = match config.source("model") {
         Source::Flag(_) => model,
-        _ if worker_is_flag && target.model.is_some() => target.model,
+        _ if explicit_target && target.model.is_some() => target.model,
         _ if model.is_some() => model,
         _ => target
             .model

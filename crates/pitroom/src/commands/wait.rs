@@ -9,7 +9,7 @@ use crate::cli::{StatusArgs, StopArgs, WaitArgs};
 use crate::output;
 
 /// How often `wait` looks at the records again.
-const WAIT_POLL: Duration = Duration::from_millis(100);
+const WAIT_POLL: Duration = Duration::from_millis(50);
 
 fn print_one(record: &RunRecord, json: bool, brief: bool) {
     if json {

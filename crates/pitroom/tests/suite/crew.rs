@@ -513,3 +513,94 @@ fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() 
     assert_ne!(fingerprint(&repo), before_revert);
     assert!(!repo.join("first.txt").exists() && !repo.join("second.txt").exists());
 }
+
+#[test]
+fn thirty_two_second_workers_all_finish_within_the_default_twenty_slots() {
+    let env = fake_env(json!([
+        {"sleep_ms": 2000},
+        {"text": "SUMMARY: slept"},
+        {"step": {"input": 10, "output": 1, "reason": "stop"}}
+    ]));
+    let dir = env.dir("plain");
+    let tasks: Vec<String> = (0..30).map(|i| format!("task {i}")).collect();
+    let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+    let ids = crew(&env, &dir, "thirty", &tasks, &[]);
+    let out = env.run(
+        &dir,
+        &["wait", "-g", "thirty", "--brief", "--timeout", "120"],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let spans: Vec<(jiff::Timestamp, jiff::Timestamp)> = ids
+        .iter()
+        .map(|id| {
+            let r = show(&env, &dir, id);
+            assert_eq!(r["state"], "done", "{r:#}");
+            let start = timestamp(&r["started_at"]);
+            let ms = r["duration_ms"].as_i64().expect("duration");
+            (start, start + jiff::SignedDuration::from_millis(ms))
+        })
+        .collect();
+    let peak = spans
+        .iter()
+        .map(|(start, _)| {
+            spans
+                .iter()
+                .filter(|(s, e)| s <= start && start < e)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(peak <= 20, "{peak} workers at once");
+    assert!(peak > 1, "they ran side by side");
+}
+
+#[test]
+fn killing_a_waiter_or_a_watcher_leaves_the_runs_and_the_queue_intact() {
+    let mut env = fake_env(slow_answer(1500, "intact"));
+    env.set("PITROOM_MAX_PARALLEL", "1");
+    let dir = env.dir("plain");
+    let ids = crew(&env, &dir, "kept", &["a", "b"], &[]);
+    for args in [
+        vec!["wait", "-g", "kept"],
+        vec!["watch", "-g", "kept", "--json"],
+    ] {
+        let mut child = env
+            .pitroom(&dir, &args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starts");
+        std::thread::sleep(Duration::from_millis(300));
+        kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("kill");
+        let _ = child.wait();
+    }
+    let out = env.run(&dir, &["wait", "-g", "kept", "--timeout", "30"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    for id in &ids {
+        assert_eq!(show(&env, &dir, id)["state"], "done");
+    }
+}
+
+#[test]
+fn a_tier_names_the_configured_target_and_an_unknown_tier_is_a_usage_error() {
+    let mut env = fake_env(json!({"by_model": {
+        "fake/cheap": [{"text": "SUMMARY: the cheap tier answered"}, {"step": {"reason": "stop"}}],
+        "*": [{"text": "SUMMARY: the default answered"}, {"step": {"reason": "stop"}}]
+    }}));
+    let dir = env.dir("plain");
+    let config = dir.join("pitroom.toml");
+    std::fs::write(&config, "[tiers]\ncheap = \"opencode:fake/cheap\"\n").unwrap();
+    env.set("PITROOM_CONFIG", config.display().to_string());
+    let out = env.run(&dir, &["--tier", "cheap", "x", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["spec"]["model"], "fake/cheap");
+    assert!(r["answer"].as_str().unwrap().contains("cheap tier"));
+    // -W wins over a tier.
+    let out = env.run(&dir, &["--tier", "cheap", "-W", "opencode", "x", "--json"]);
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(r["answer"].as_str().unwrap().contains("default"), "{r:#}");
+    let out = env.run(&dir, &["--tier", "premium", "x"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no tier `premium`"));
+}
