@@ -98,10 +98,13 @@ fn for_each_fact(
     Ok(())
 }
 
+/// Sums for one backend and model.
+type Group<T> = (String, Option<String>, T);
+
 /// The index of the group for `backend` and `model` in `groups`, added by `make` when new.
 /// Periods hold a handful of workers, so a linear search beats hashing an owned key per row.
 fn group<T>(
-    groups: &mut Vec<(String, Option<String>, T)>,
+    groups: &mut Vec<Group<T>>,
     backend: &str,
     model: Option<&str>,
     make: impl FnOnce() -> T,
@@ -121,7 +124,7 @@ fn non_negative(n: i64) -> u64 {
 }
 
 pub(crate) fn worker_stats(conn: &Connection, since: &Since) -> rusqlite::Result<Vec<WorkerStats>> {
-    let mut groups: Vec<(String, Option<String>, (WorkerStats, Vec<u64>))> = Vec::new();
+    let mut groups: Vec<Group<(WorkerStats, Vec<u64>)>> = Vec::new();
     for_each_fact(conn, since, |f| {
         let i = group(&mut groups, f.backend, f.model, || {
             let stats = WorkerStats {
@@ -206,7 +209,7 @@ pub(crate) fn savings(conn: &Connection, since: &Since) -> rusqlite::Result<Savi
         from_ms: since.from_ms,
         ..Savings::default()
     };
-    let mut per_model: Vec<(String, Option<String>, ModelSavings)> = Vec::new();
+    let mut per_model: Vec<Group<ModelSavings>> = Vec::new();
     for_each_fact(conn, since, |f| {
         if f.tokens <= 0 {
             return;
