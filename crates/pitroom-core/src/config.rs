@@ -57,6 +57,7 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     ("tiers", Kind::TextMap, None, None),
     ("costs", Kind::Table, None, None),
     ("worker_prices", Kind::Table, None, None),
+    ("workers", Kind::Table, None, None),
     (
         "timeout",
         Kind::Duration,
@@ -269,6 +270,15 @@ impl Config {
                     .filter_map(|v| v.as_str().map(str::to_string))
                     .collect()
             })
+            .unwrap_or_default()
+    }
+
+    /// The raw table of a `Kind::Table` key (empty when unset).
+    pub fn table(&self, key: &str) -> serde_json::Map<String, Value> {
+        self.entries
+            .get(key)
+            .and_then(|e| e.value.as_object())
+            .cloned()
             .unwrap_or_default()
     }
 

@@ -120,6 +120,18 @@ impl Engine {
             .map(|(_, v)| v.clone())
     }
 
+    /// The adapter for `backend`: a built-in one, else a CLI described in the config
+    /// (`[workers.<name>]`, carried in the run's spec so a background supervisor has it too).
+    fn adapter_in(&self, spec: &RunSpec, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {
+        if let Some(def) = spec.custom_workers.get(backend) {
+            return Ok(Box::new(pitroom_workers::Custom {
+                name: backend.to_string(),
+                def: def.clone(),
+            }));
+        }
+        self.adapter(backend)
+    }
+
     fn adapter(&self, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {
         adapter_for(backend).ok_or_else(|| {
             EngineError::Refused(format!(
@@ -143,7 +155,7 @@ impl Engine {
         if let Some(group) = &spec.group {
             crate::home::check_group_name(group).map_err(EngineError::Usage)?;
         }
-        let adapter = self.adapter(&spec.backend)?;
+        let adapter = self.adapter_in(&spec, &spec.backend)?;
         if spec.parent.is_some() && !adapter.can_resume() {
             return Err(EngineError::Refused(format!(
                 "{} cannot resume a session, so --continue is unavailable",
@@ -402,7 +414,7 @@ impl Engine {
                 index += 1;
                 continue;
             }
-            let adapter = match self.adapter(&backend) {
+            let adapter = match self.adapter_in(&record.spec, &backend) {
                 Ok(a) => a,
                 Err(e) if !last => {
                     record
@@ -534,13 +546,14 @@ impl Engine {
             (None, None) => prompt::worker_prompt(mode, task),
         };
         let prompt_path = run_dir.join("prompt.md");
-        std::fs::write(&prompt_path, prompt_text).map_err(io("writing the prompt"))?;
+        std::fs::write(&prompt_path, &prompt_text).map_err(io("writing the prompt"))?;
+        let (args, stdin_file) = place_prompt(&invocation.args, &prompt_text, &prompt_path);
 
         let spec = KeeperSpec {
             program: invocation.program.clone(),
-            args: invocation.args.clone(),
+            args,
             cwd: tree.workdir.clone(),
-            stdin_file: Some(prompt_path),
+            stdin_file,
             stderr_file: run_dir.join("stderr.log"),
             env: self.guarded_env(worker_env(&self.env, &invocation), tree)?,
             grace: GRACE,
@@ -673,6 +686,7 @@ impl Engine {
             verify: None,
             verify_timeout_secs: 60.0,
             fallback: vec![],
+            custom_workers: Default::default(),
             max_parallel: 20,
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
@@ -1606,11 +1620,32 @@ fn read_lines(stdout: Option<std::process::ChildStdout>) -> mpsc::Receiver<Vec<u
 
 /// The worker's environment: the caller's, minus what the adapter removes, plus its settings
 /// and Pitroom's floor (no prompts, pagers or editors; no recursive delegation).
+/// Where the prompt goes: on stdin (the file, then EOF), or, for a CLI described in the config
+/// with `prompt = "argument"`, whole in place of the `{prompt}` argument with stdin closed.
+/// `{prompt_file}` in any argument becomes the prompt file's path.
+fn place_prompt(args: &[OsString], prompt: &str, file: &Path) -> (Vec<OsString>, Option<PathBuf>) {
+    let as_argument = args
+        .iter()
+        .any(|a| a == pitroom_workers::custom::PROMPT_ARGUMENT);
+    let placed = args
+        .iter()
+        .map(|a| match a.to_str() {
+            Some(pitroom_workers::custom::PROMPT_ARGUMENT) => OsString::from(prompt),
+            Some(text) if text.contains("{prompt_file}") => {
+                OsString::from(text.replace("{prompt_file}", &file.to_string_lossy()))
+            }
+            _ => a.clone(),
+        })
+        .collect();
+    (placed, (!as_argument).then(|| file.to_path_buf()))
+}
+
 /// The run's chain of targets: the chosen one, then its fallbacks, without repeats.
 fn fallback_chain(spec: &RunSpec) -> Vec<(String, Option<String>)> {
     let mut chain = vec![(spec.backend.clone(), spec.model.clone())];
+    let custom: Vec<&str> = spec.custom_workers.keys().map(String::as_str).collect();
     for given in &spec.fallback {
-        if let Ok(t) = crate::target::Target::parse(given, &spec.backend) {
+        if let Ok(t) = crate::target::Target::parse_known(given, &spec.backend, &custom) {
             let entry = (t.backend, t.model);
             if !chain.contains(&entry) {
                 chain.push(entry);
@@ -1781,6 +1816,7 @@ mod tests {
             verify: None,
             verify_timeout_secs: 60.0,
             fallback: vec![],
+            custom_workers: Default::default(),
             max_parallel: 20,
         };
         RunRecord::new("x".into(), spec, "now".into())

@@ -83,6 +83,10 @@ pub struct RunSpec {
     /// quota, unknown model, auth), as `backend[:model]`. Empty with `--no-fallback`.
     #[serde(default)]
     pub fallback: Vec<String>,
+    /// The CLIs described in the config (`[workers.<name>]`), so the supervisor and the
+    /// fallback chain can drive them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub custom_workers: std::collections::BTreeMap<String, pitroom_workers::WorkerDef>,
     /// How many workers may run at once across all Pitroom processes (the queue's slot count).
     #[serde(default = "default_max_parallel")]
     pub max_parallel: usize,

@@ -426,6 +426,7 @@ mod tests {
             verify: None,
             verify_timeout_secs: 60.0,
             fallback: vec![],
+            custom_workers: Default::default(),
             max_parallel: 20,
         };
         let mut r = RunRecord::new(

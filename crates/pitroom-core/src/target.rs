@@ -14,6 +14,16 @@ impl Target {
     /// Parses a target. A prefix counts as a backend only if it is a known backend id, so
     /// `ollama/qwen3:8b` is a model for `default_backend`.
     pub fn parse(text: &str, default_backend: &str) -> Result<Target, String> {
+        Target::parse_known(text, default_backend, &[])
+    }
+
+    /// Like [`Target::parse`], with more backend ids: the CLIs described in the config.
+    pub fn parse_known(
+        text: &str,
+        default_backend: &str,
+        extra: &[&str],
+    ) -> Result<Target, String> {
+        let known = |b: &str| KNOWN_BACKENDS.contains(&b) || extra.contains(&b);
         let text = text.trim();
         if text.is_empty() {
             return Err("empty worker target; use backend[:model][#effort], e.g. opencode".into());
@@ -24,11 +34,11 @@ impl Target {
             None => (text, None),
         };
         let (backend, model) = match body.split_once(':') {
-            Some((prefix, model)) if KNOWN_BACKENDS.contains(&prefix) => (
+            Some((prefix, model)) if known(prefix) => (
                 prefix.to_string(),
                 Some(model.to_string()).filter(|m| !m.is_empty()),
             ),
-            _ if KNOWN_BACKENDS.contains(&body) => (body.to_string(), None),
+            _ if known(body) => (body.to_string(), None),
             _ if body.is_empty() => (default_backend.to_string(), None),
             _ => (default_backend.to_string(), Some(body.to_string())),
         };
@@ -99,5 +109,17 @@ mod tests {
     #[test]
     fn empty_target_is_an_error() {
         assert!(Target::parse(" ", "opencode").is_err());
+    }
+
+    #[test]
+    fn configured_workers_count_as_backends() {
+        let x = Target::parse_known("mycli:big#high", "opencode", &["mycli"]).unwrap();
+        assert_eq!(
+            (x.backend.as_str(), x.model.as_deref()),
+            ("mycli", Some("big"))
+        );
+        assert_eq!(x.effort.as_deref(), Some("high"));
+        let y = Target::parse("mycli:big", "opencode").unwrap();
+        assert_eq!(y.backend, "opencode", "unknown without the config");
     }
 }

@@ -10,6 +10,7 @@ mod adapter;
 mod binary;
 pub mod claude;
 pub mod codex;
+pub mod custom;
 mod events;
 pub mod gemini;
 pub mod kilo;
@@ -20,6 +21,7 @@ pub use adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StateDirs,
 };
 pub use binary::{find_binary, BinaryNotFound};
+pub use custom::{Custom, WorkerDef};
 pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 
 /// Backend ids Pitroom knows. A target prefix counts as a backend only if it is one of these,

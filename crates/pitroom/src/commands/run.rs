@@ -1,5 +1,6 @@
 //! `pitroom run` (and a bare task), plus the hidden background supervisor.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -9,7 +10,7 @@ use pitroom_core::home::WriterLock;
 use pitroom_core::slots::Ticket;
 use pitroom_core::target::Target;
 use pitroom_core::{exit, report, Engine, Prepared, RunRecord, RunSpec, Silent};
-use pitroom_workers::Mode;
+use pitroom_workers::{Mode, WorkerDef};
 
 use crate::cli::{ModelsArgs, RunArgs, SuperviseArgs};
 use crate::output::{self, Progress};
@@ -119,6 +120,7 @@ pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
         output::warning(w);
     }
     let task = read_task(args)?;
+    let custom = custom_workers(&config);
     let parent = match &args.continue_run {
         Some(given) => Some(load_parent(given)?),
         None => None,
@@ -151,7 +153,7 @@ pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
             )
         }
         None => {
-            let target = resolve_target(&config, args.tier.as_deref())?;
+            let target = resolve_target(&config, args.tier.as_deref(), &custom)?;
             let dir = resolve_dir(args.dir.as_ref())?;
             (
                 requested_mode.unwrap_or(Mode::Read),
@@ -199,8 +201,9 @@ pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
             // A follow-up continues one worker's session: it never moves to another.
             Vec::new()
         } else {
-            fallback_targets(&config)
+            fallback_targets(&config, &custom)
         },
+        custom_workers: custom,
         max_parallel: config
             .count("max_parallel")
             .and_then(|n| usize::try_from(n).ok())
@@ -208,9 +211,34 @@ pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
     })
 }
 
+/// The CLIs described in the config (`[workers.<name>]`). A section that does not parse is
+/// skipped with a warning naming the field; one that shadows a built-in worker is ignored.
+fn custom_workers(config: &Config) -> BTreeMap<String, WorkerDef> {
+    let mut workers = BTreeMap::new();
+    for (name, value) in config.table("workers") {
+        if pitroom_workers::KNOWN_BACKENDS.contains(&name.as_str()) {
+            output::warning(format!(
+                "[workers.{name}] ignored: {name} is a built-in worker; pick another name"
+            ));
+            continue;
+        }
+        match WorkerDef::from_value(&name, &value) {
+            Ok(def) => {
+                workers.insert(name, def);
+            }
+            Err(why) => output::warning(format!("{why}; that worker is unavailable")),
+        }
+    }
+    workers
+}
+
 /// The worker target with its model: flag > environment > file, and the per-backend default
 /// model from `models` last (none means the CLI's own default).
-fn resolve_target(config: &Config, tier: Option<&str>) -> Result<Target, i32> {
+fn resolve_target(
+    config: &Config,
+    tier: Option<&str>,
+    custom: &BTreeMap<String, WorkerDef>,
+) -> Result<Target, i32> {
     let worker_is_flag = matches!(config.source("worker"), Source::Flag(_));
     let tiered = match tier {
         Some(name) if !worker_is_flag => Some(config.map_value("tiers", name).ok_or_else(|| {
@@ -224,7 +252,8 @@ fn resolve_target(config: &Config, tier: Option<&str>) -> Result<Target, i32> {
     let worker = tiered
         .or_else(|| config.text("worker"))
         .unwrap_or_else(|| "opencode".into());
-    let mut target = Target::parse(&worker, "opencode").map_err(|e| {
+    let names: Vec<&str> = custom.keys().map(String::as_str).collect();
+    let mut target = Target::parse_known(&worker, "opencode", &names).map_err(|e| {
         output::error(e);
         exit::USAGE
     })?;
@@ -243,10 +272,11 @@ fn resolve_target(config: &Config, tier: Option<&str>) -> Result<Target, i32> {
 
 /// The configured fallback targets, each with its backend's default model from `models`;
 /// targets that do not parse are skipped with a warning.
-fn fallback_targets(config: &Config) -> Vec<String> {
+fn fallback_targets(config: &Config, custom: &BTreeMap<String, WorkerDef>) -> Vec<String> {
+    let names: Vec<&str> = custom.keys().map(String::as_str).collect();
     let mut targets = Vec::new();
     for given in config.list("fallback") {
-        match Target::parse(&given, "opencode") {
+        match Target::parse_known(&given, "opencode", &names) {
             Ok(mut t) => {
                 if t.model.is_none() {
                     t.model = config.map_value("models", &t.backend);

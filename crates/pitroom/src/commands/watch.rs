@@ -358,6 +358,7 @@ mod tests {
             verify: None,
             verify_timeout_secs: 60.0,
             fallback: vec![],
+            custom_workers: Default::default(),
             max_parallel: 20,
         };
         let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "t".into());

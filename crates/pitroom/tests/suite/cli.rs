@@ -11,14 +11,14 @@ use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, record, text, PITROOM};
+use super::common::{code, eventually, fake_env, invocation_file, record, text, PITROOM};
 
 fn answer(text: &str) -> Value {
     json!([{"step": {"input": 100, "output": 10, "cost": 0.001}}, {"text": text}, {"step": {"input": 50, "output": 5, "reason": "stop"}}])
 }
 
 fn recorded_invocation(env: &TestEnv) -> Value {
-    let raw = std::fs::read_to_string(env.root.join("invocation.json"))
+    let raw = std::fs::read_to_string(invocation_file(env, "opencode"))
         .expect("the fake worker recorded its invocation");
     serde_json::from_str(&raw).expect("json")
 }
@@ -28,7 +28,7 @@ fn bare_task_runs_a_read_worker_with_the_prompt_on_a_closed_stdin() {
     let mut env = fake_env(answer("SUMMARY: fine"));
     env.set(
         "PITROOM_FAKE_RECORD",
-        env.root.join("invocation.json").display().to_string(),
+        invocation_file(&env, "opencode").display().to_string(),
     );
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["Which files read the cookie?"]);
@@ -349,7 +349,7 @@ fn follow_up_passes_the_session_and_keeps_the_mode() {
     assert_eq!(code(&env.run(&dir, &["first"])), 0);
     env.set(
         "PITROOM_FAKE_RECORD",
-        env.root.join("invocation.json").display().to_string(),
+        invocation_file(&env, "opencode").display().to_string(),
     );
     let out = env.run(&dir, &["run", "--continue", "last", "second"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -373,7 +373,7 @@ fn task_comes_from_stdin_only_with_a_dash_and_from_a_task_file() {
     let mut env = fake_env(json!([{"echo_prompt": true}]));
     env.set(
         "PITROOM_FAKE_RECORD",
-        env.root.join("invocation.json").display().to_string(),
+        invocation_file(&env, "opencode").display().to_string(),
     );
     let dir = env.dir("plain");
     let mut child = env

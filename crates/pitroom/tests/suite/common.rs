@@ -22,6 +22,15 @@ pub fn fake_env(script: Value) -> TestEnv {
     env
 }
 
+/// Where the fake worker records its invocation (`PITROOM_FAKE_RECORD`): in the backend's
+/// private state dir, one of the few places a worker may write under Landlock.
+pub fn invocation_file(env: &TestEnv, backend: &str) -> PathBuf {
+    env.state
+        .join("workers")
+        .join(backend)
+        .join("fake-invocation.json")
+}
+
 /// The run record printed by `--json`, or the latest one on disk.
 pub fn record(env: &TestEnv, dir: &Path) -> Value {
     let out = env.run(dir, &["show", "--json"]);

@@ -11,7 +11,7 @@ use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, processes_with_cmdline, text};
+use super::common::{code, eventually, fake_env, invocation_file, processes_with_cmdline, text};
 
 /// A worker that takes `ms`, makes one step with a tool call, and answers.
 fn slow_answer(ms: u64, answer: &str) -> Value {
@@ -457,8 +457,6 @@ fn no_fallback_and_a_lone_target_fail_with_the_real_cause() {
 
 #[test]
 fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() {
-    let record_file =
-        std::env::temp_dir().join(format!("pitroom-handoff-{}.json", std::process::id()));
     let mut env = fake_env(json!({"by_model": {
         "fake/limited": [
             {"write": {"path": "first.txt", "content": "from the first worker\n"}},
@@ -474,6 +472,7 @@ fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() 
         ]
     }}));
     env.set("PITROOM_FALLBACK", "opencode:fake/good");
+    let record_file = invocation_file(&env, "opencode");
     env.set("PITROOM_FAKE_RECORD", record_file.display().to_string());
     let repo = dirty_repo(&env, "repo");
     let out = env.run(

@@ -3,6 +3,7 @@ mod cli;
 mod codex_e2e;
 mod common;
 mod crew;
+mod custom_worker;
 mod gemini_e2e;
 mod guard;
 mod history;
