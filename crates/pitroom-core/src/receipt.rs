@@ -212,7 +212,8 @@ pub fn apply_worker_prices(record: &mut RunRecord, prices: &WorkerPrices) -> boo
     let Some((_, price)) = prices.lookup(&record.spec.backend, record.spec.model.as_deref()) else {
         return false;
     };
-    let Some(receipt) = record.receipt.as_mut() else {
+    // Already priced (by an earlier call): nothing to do, so calling this twice is harmless.
+    let Some(receipt) = record.receipt.as_mut().filter(|r| r.cost.is_none()) else {
         return false;
     };
     let cost = primary_cost(&record.tally.usage, &price);
@@ -357,6 +358,11 @@ mod tests {
         assert!((before.saved.unwrap() - after.saved.unwrap() - 2.0).abs() < 1e-9);
         assert!(cost_is_estimate(&r));
         assert_eq!(r.tally.cost, None, "the tally keeps what the CLI reported");
+        assert!(
+            !apply_worker_prices(&mut r, &prices()),
+            "a second call changes nothing"
+        );
+        assert_eq!(r.receipt, Some(after));
     }
 
     #[test]
