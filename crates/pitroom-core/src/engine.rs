@@ -400,7 +400,7 @@ impl Engine {
         let mut handoff: Option<String> = None;
         let mut prior = Tally::default();
         let mut index = 0;
-        let (adapter, stream, ending, attempt_started) = loop {
+        let (adapter, mut stream, ending, attempt_started) = loop {
             let (backend, model) = chain[index].clone();
             let last = index + 1 == chain.len();
             let target = target_display(&backend, model.as_deref());
@@ -492,6 +492,9 @@ impl Engine {
         drop(slot);
         record.duration_ms = Some(started.elapsed().as_millis() as u64);
         record.ended_at = Some(jiff::Timestamp::now().to_string());
+        if adapter.resumed_usage_is_cumulative() && index == 0 {
+            own_usage_of_follow_up(record, &mut stream, parent.as_ref());
+        }
         self.finish(record, run_dir, &tree, adapter.as_ref(), &stream, ending)?;
         record.attempts.push(Attempt {
             target: record.worker_target(),
@@ -912,6 +915,11 @@ impl Engine {
                     let _ = events_file.write_all(b"\n");
                     let _ = events_file.flush();
                     stream.absorb(adapter.parse_line(&text), record);
+                    // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
+                    if let Some(error) = adapter.retry_signal(&text) {
+                        stream.retry_errors += 1;
+                        stream.last_retry_error = Some(error);
+                    }
                     // A new step or tool call is published at once (watchers follow the
                     // record); anything else at most every PROGRESS_EVERY.
                     let counters = (record.tally.steps, record.tally.tool_calls);
@@ -932,12 +940,7 @@ impl Engine {
             if let Some(code) = keeper.try_wait() {
                 break code;
             }
-            stderr_tail.poll(|line| {
-                if let Some(error) = adapter.retry_signal(line) {
-                    stream.retry_errors += 1;
-                    stream.last_retry_error = Some(error);
-                }
-            });
+            stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
             let wanted = if stop.load(Ordering::SeqCst) || run_dir.join(STOP_REQUESTED).exists() {
                 Some(Ending::Stopped)
             } else if started.elapsed() >= timeout {
@@ -975,6 +978,8 @@ impl Engine {
             stream.absorb(adapter.parse_line(&text), record);
         }
         let _ = events_file.flush();
+        // What the CLI wrote to stderr after the last poll (Codex logs refused commands there).
+        stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
         Ok(requested.unwrap_or(Ending::Exited(exit_code)))
     }
 
@@ -1620,6 +1625,36 @@ fn read_lines(stdout: Option<std::process::ChildStdout>) -> mpsc::Receiver<Vec<u
 
 /// The worker's environment: the caller's, minus what the adapter removes, plus its settings
 /// and Pitroom's floor (no prompts, pagers or editors; no recursive delegation).
+/// A CLI that reports a resumed session's usage as the session's total (Codex after `exec
+/// resume`): the record keeps that total as `session_usage`, and the run's own usage is the
+/// total minus what the session had used before.
+fn own_usage_of_follow_up(record: &mut RunRecord, stream: &mut Stream, parent: Option<&RunRecord>) {
+    let total = stream.tally.usage;
+    if let Some(parent) = parent {
+        let before = parent.session_usage.unwrap_or(parent.tally.usage);
+        let own = &mut stream.tally.usage;
+        own.input = own.input.saturating_sub(before.input);
+        own.output = own.output.saturating_sub(before.output);
+        own.reasoning = own.reasoning.saturating_sub(before.reasoning);
+        own.cache_read = own.cache_read.saturating_sub(before.cache_read);
+        own.cache_write = own.cache_write.saturating_sub(before.cache_write);
+    }
+    record.session_usage = Some(total);
+}
+
+/// One line of the worker's stderr: a retry the CLI is about to make silently, or events it
+/// reports only there.
+fn follow_stderr(stream: &mut Stream, adapter: &dyn Adapter, line: &str, record: &mut RunRecord) {
+    if let Some(error) = adapter.retry_signal(line) {
+        stream.retry_errors += 1;
+        stream.last_retry_error = Some(error);
+    }
+    let events = adapter.stderr_events(line);
+    if !events.is_empty() {
+        stream.absorb(events, record);
+    }
+}
+
 /// Where the prompt goes: on stdin (the file, then EOF), or, for a CLI described in the config
 /// with `prompt = "argument"`, whole in place of the `{prompt}` argument with stdin closed.
 /// `{prompt_file}` in any argument becomes the prompt file's path.
@@ -1820,6 +1855,26 @@ mod tests {
             max_parallel: 20,
         };
         RunRecord::new("x".into(), spec, "now".into())
+    }
+
+    #[test]
+    fn a_follow_up_of_a_cli_reporting_session_totals_counts_only_its_own_usage() {
+        let mut parent = blank_record();
+        parent.tally.usage.input = 2500;
+        let mut second = blank_record();
+        let mut stream = Stream::default();
+        stream.tally.usage.input = 5000;
+        stream.tally.usage.output = 30;
+        own_usage_of_follow_up(&mut second, &mut stream, Some(&parent));
+        assert_eq!(stream.tally.usage.input, 2500);
+        assert_eq!(stream.tally.usage.output, 30);
+        assert_eq!(second.session_usage.map(|u| u.input), Some(5000));
+        // The next follow-up subtracts the session's total so far, not the parent's share.
+        let mut third = blank_record();
+        let mut stream = Stream::default();
+        stream.tally.usage.input = 7000;
+        own_usage_of_follow_up(&mut third, &mut stream, Some(&second));
+        assert_eq!(stream.tally.usage.input, 2000);
     }
 
     #[test]

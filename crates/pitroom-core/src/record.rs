@@ -235,6 +235,10 @@ pub struct RunRecord {
     #[serde(default)]
     pub discarded: bool,
     pub verify: Option<VerifyOutcome>,
+    /// For a CLI that reports a session's total usage (Codex): the total after this run, so a
+    /// follow-up can tell its own share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_usage: Option<Usage>,
     /// Every worker attempt, in order (one unless the run fell back to another target).
     #[serde(default)]
     pub attempts: Vec<Attempt>,
@@ -257,6 +261,7 @@ impl RunRecord {
             ended_at: None,
             duration_ms: None,
             queued_ms: None,
+            session_usage: None,
             attempts: Vec::new(),
             pid: None,
             pid_start: None,
