@@ -9,5 +9,6 @@ mod guard;
 mod history;
 mod isolate;
 mod kill;
+mod kilo_e2e;
 mod opencode_e2e;
 mod qwen_e2e;
