@@ -11,7 +11,8 @@ use pitroom_workers::{Adapter, FailureEvidence, FailureKind, ToolOutcome, Worker
 
 fn fixture(name: &str) -> (String, String) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kilo");
-    let events = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).expect("fixture");
+    // A run the engine stopped before the CLI wrote any event has only its stderr.
+    let events = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).unwrap_or_default();
     let stderr =
         std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
     (events, stderr)
@@ -64,8 +65,6 @@ const ALL: &[&str] = &[
     "read-edit-denied",
     "bash-git-denied",
     "err404",
-    "err429",
-    "err500",
     "malformed-sse",
 ];
 
@@ -134,10 +133,7 @@ fn retried_failures_are_signalled_on_stderr_and_classified_from_it() {
         ("err500", FailureKind::Other),
     ] {
         let (events, stderr) = fixture(name);
-        assert!(
-            parse(&events).is_empty(),
-            "{name}: stopped before any event"
-        );
+        assert!(events.is_empty(), "{name}: stopped before any event");
         let signals: Vec<String> = stderr
             .lines()
             .filter_map(|l| Kilo.retry_signal(l))
