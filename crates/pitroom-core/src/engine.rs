@@ -558,7 +558,10 @@ impl Engine {
             cwd: tree.workdir.clone(),
             stdin_file,
             stderr_file: run_dir.join("stderr.log"),
-            env: self.guarded_env(worker_env(&self.env, &invocation), tree)?,
+            env: with_worker_cli(
+                self.guarded_env(worker_env(&self.env, &invocation), tree)?,
+                &invocation.program,
+            ),
             grace: GRACE,
         };
         self.supervise(record, run_dir, &spec, adapter, stop, stream, observer)
@@ -1653,6 +1656,19 @@ fn follow_stderr(stream: &mut Stream, adapter: &dyn Adapter, line: &str, record:
     if !events.is_empty() {
         stream.absorb(events, record);
     }
+}
+
+/// Tells the floor (floor.rs) which CLI the worker is, so it may run itself again while other
+/// agent CLIs are refused.
+fn with_worker_cli(
+    mut env: Vec<(OsString, OsString)>,
+    program: &Path,
+) -> Vec<(OsString, OsString)> {
+    if let Some(name) = program.file_name() {
+        env.retain(|(k, _)| k != "PITROOM_WORKER_CLI");
+        env.push(("PITROOM_WORKER_CLI".into(), name.to_os_string()));
+    }
+    env
 }
 
 /// Where the prompt goes: on stdin (the file, then EOF), or, for a CLI described in the config

@@ -27,6 +27,10 @@ pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
         hooks_dir: home.root.join("hooks"),
     };
     link(exe, &links.shim_dir.join("git"))?;
+    // The floor: privilege, publishing and other agent CLIs (see floor.rs).
+    for program in crate::floor::GUARDED_PROGRAMS {
+        link(exe, &links.shim_dir.join(program))?;
+    }
     link(exe, &links.hooks_dir.join("reference-transaction"))?;
     Ok(links)
 }

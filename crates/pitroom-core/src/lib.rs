@@ -11,6 +11,7 @@ pub mod cooldown;
 pub mod duration;
 pub mod engine;
 pub mod exit;
+pub mod floor;
 pub mod guard_env;
 pub mod home;
 pub mod isolate;

@@ -23,8 +23,51 @@ pub fn role(argv0: Option<&OsString>) -> Option<&'static str> {
     match name {
         "git" => Some("git"),
         "reference-transaction" => Some("reference-transaction"),
+        _ if pitroom_core::floor::GUARDED_PROGRAMS.contains(&name) => Some("floor"),
         _ => None,
     }
+}
+
+/// The worker's own CLI (file name), which the floor lets run itself again.
+pub const WORKER_CLI_ENV: &str = "PITROOM_WORKER_CLI";
+
+/// `sudo`, `npm`, `cargo`, `gh`, another agent CLI… inside a worker: refused when the floor
+/// says so (one line, exit 1), else the real program, untouched.
+pub fn floor_main(argv0: &OsString, args: &[OsString]) -> i32 {
+    let name = Path::new(argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let own = std::env::var(WORKER_CLI_ENV).ok();
+    if let Err(why) = pitroom_core::floor::decide(&name, &words, own.as_deref()) {
+        eprintln!("pitroom: {why}");
+        return 1;
+    }
+    let Some(real) = real_program(&name) else {
+        eprintln!("pitroom: {name}: command not found");
+        return 127;
+    };
+    let err = std::process::Command::new(&real)
+        .arg0(argv0)
+        .args(args)
+        .exec();
+    eprintln!("pitroom: could not run {}: {err}", real.display());
+    127
+}
+
+/// The first `name` on `PATH` that is not this binary (the shim).
+fn real_program(name: &str) -> Option<PathBuf> {
+    let me = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.canonicalize().ok());
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(name))
+        .find(|c| c.is_file() && c.canonicalize().ok() != me)
 }
 
 /// `git ARGS` inside a worker.

@@ -15,12 +15,20 @@ fn main() {
     // Inside a worker this binary is also `git` and git's `reference-transaction` hook.
     match guard::role(args.first()) {
         Some("git") => std::process::exit(guard::shim_main(&args[1..])),
+        Some("floor") => std::process::exit(guard::floor_main(&args[0], &args[1..])),
         Some(_) => std::process::exit(guard::hook_main(&args[1..])),
         None => {}
     }
     // The keeper starts often and must start fast: no clap, no config.
     if pitroom_proc::is_keeper_invocation(args.get(1).map(OsString::as_os_str)) {
         std::process::exit(pitroom_proc::keeper_main(&args[2..]));
+    }
+    // Like other command-line tools, end quietly when the reader of our output goes away
+    // (`pitroom history --json | head`) instead of panicking on a broken pipe. (Child processes
+    // start with the default disposition either way.)
+    // SAFETY: setting a signal disposition at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = match cli::Cli::try_parse_from(cli::with_default_command(args)) {
         Ok(cli) => cli,

@@ -217,3 +217,88 @@ fn secrets_are_redacted_in_events_answers_logs_and_shown_patches() {
     // The stored patch stays exact, so revert still restores the tree.
     assert_eq!(code(&env.run(&repo, &["revert"])), 0);
 }
+
+/// The floor beyond git: privilege, publishing and other agent CLIs are refused for any
+/// worker, whatever its CLI; everyday use of the same tools passes through untouched.
+#[test]
+fn no_worker_raises_privileges_publishes_or_starts_another_agent() {
+    let refused = [
+        "sudo -n true",
+        "su -c id",
+        "gh repo list",
+        "npm publish",
+        "npm --prefix . publish --dry-run",
+        "cargo publish --dry-run",
+        "cargo +stable publish",
+        "twine upload dist/x",
+        "docker push example.invalid/x",
+        "codex exec hello",
+        "claude -p hello",
+        "sh -c 'cargo publish'",
+        "env npm publish",
+    ];
+    let allowed = ["cargo test --workspace", "npm run build", "git --version"];
+    let script: Vec<Value> = refused
+        .iter()
+        .chain(allowed.iter())
+        .map(|c| json!({"sh": c}))
+        .chain([json!({"text": "SUMMARY: tried"})])
+        .collect();
+    let mut env = fake_env(Value::Array(script));
+    // Stand-ins for the real tools, behind the floor's links on PATH: they print what they got.
+    let tools = env.dir("tools");
+    for tool in [
+        "cargo", "npm", "sudo", "su", "gh", "twine", "docker", "codex", "claude",
+    ] {
+        let path = tools.join(tool);
+        std::fs::write(&path, format!("#!/bin/sh\necho real-{tool} \"$@\"\n")).unwrap();
+        let mut perms = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        tools.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.set("PATH", path);
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["-w", "try to publish"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let events = env.run(&repo, &["show", "--events"]);
+    let calls: Vec<(String, i64, String)> = String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "tool_use")
+        .map(|v| {
+            let state = &v["part"]["state"];
+            (
+                state["input"]["command"].as_str().unwrap_or("").to_string(),
+                state["metadata"]["exit"].as_i64().unwrap_or(-1),
+                state["output"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(calls.len(), refused.len() + allowed.len());
+    for (command, exit, output) in &calls {
+        if allowed.contains(&command.as_str()) {
+            assert_eq!(*exit, 0, "{command} must pass through: {output}");
+            if !command.starts_with("git") {
+                assert!(
+                    output.contains(&format!("real-{command}")),
+                    "untouched: {output}"
+                );
+            }
+        } else {
+            assert_ne!(*exit, 0, "{command} must be refused: {output}");
+            assert!(
+                output.contains("refused inside a Pitroom worker"),
+                "{command}: {output}"
+            );
+            assert!(
+                !output.contains("real-"),
+                "{command} reached the real tool: {output}"
+            );
+        }
+    }
+}
