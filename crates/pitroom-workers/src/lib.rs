@@ -7,9 +7,11 @@
 //! run engine owns every side effect and adapters are tested on recorded streams.
 
 mod adapter;
+pub mod antigravity;
 mod binary;
 pub mod claude;
 pub mod codex;
+pub mod cursor;
 pub mod custom;
 mod events;
 pub mod gemini;
@@ -46,6 +48,8 @@ pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
         "qwen" => Some(Box::new(qwen::Qwen::default())),
         "kilo" => Some(Box::new(kilo::Kilo)),
         "gemini" => Some(Box::new(gemini::Gemini::default())),
+        "cursor" => Some(Box::new(cursor::Cursor::default())),
+        "antigravity" => Some(Box::new(antigravity::Antigravity::default())),
         _ => None,
     }
 }

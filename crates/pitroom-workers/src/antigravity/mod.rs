@@ -1,0 +1,308 @@
+//! Antigravity CLI (`agy -p … --output-format stream-json`), built from Google's documented
+//! headless mode and settings (see `docs/workers/antigravity.md`). **Unproven**: the CLI is not
+//! installable here, so no run of the real binary backs this adapter; its contract tests run on
+//! fixtures written by hand from the documentation.
+//!
+//! Only read runs are offered. The documented safety settings are presets in
+//! `~/.gemini/antigravity-cli/settings.json`: `toolPermission` `strict` asks before every
+//! non-read tool, and a headless run has nobody to ask, so only reads run. Letting a headless
+//! run write needs `always-proceed` or `--dangerously-skip-permissions` (every tool, the shell
+//! included, unprompted), and the format of allow/deny rules in that file is not documented,
+//! so the floor's commands could not be denied: edit modes are refused.
+//!
+//! `-p` takes the prompt as its argument (the CLI documents no stdin prompt), so the launcher
+//! reads stdin and passes it there; see [`PROMPT_SCRIPT`].
+
+pub(crate) mod parse;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::adapter::{
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+};
+use crate::events::{FailureKind, WorkerEvent};
+use crate::find_binary;
+use crate::qwen::settings::{launch_with_files, SettingsFile};
+pub use parse::AntigravityStream;
+
+/// The Antigravity CLI adapter; each run gets its own value (the parser keeps per-stream state).
+#[derive(Debug, Default)]
+pub struct Antigravity {
+    stream: AntigravityStream,
+}
+
+const PROGRAM: &str = "agy";
+/// The private home inside the shared per-backend state dir (conversations persist there).
+const HOME_DIR: &str = "antigravity-home";
+const SETTINGS_VAR: &str = "PITROOM_AGY_SETTINGS";
+
+/// Reads the whole prompt from stdin, then runs the CLI with it as `-p`'s argument. `$(cat)`
+/// drops trailing newlines only. The prompt is then in the CLI's argv: one argument is capped
+/// by the kernel (128 KiB on Linux), and a longer one fails the exec with "Argument list too
+/// long" instead of being cut.
+const PROMPT_SCRIPT: &str = r#"prompt=$(cat) || exit 70
+exec "$@" -p "$prompt""#;
+
+/// Texts that name each failure kind beyond the generic ones every adapter shares.
+const AUTH: &[&str] = &[
+    "not signed in",
+    "sign in",
+    "not logged in",
+    "login required",
+];
+
+impl Antigravity {
+    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
+        let lookup = |k: &str| req.env_var(k);
+        Ok(find_binary("antigravity", PROGRAM, &lookup)?)
+    }
+
+    fn home(req: &InvocationRequest) -> PathBuf {
+        req.dirs.shared.join(HOME_DIR)
+    }
+
+    fn settings_file(req: &InvocationRequest) -> SettingsFile {
+        SettingsFile {
+            path: Self::home(req).join(".gemini/antigravity-cli/settings.json"),
+            var: SETTINGS_VAR,
+            content: settings().to_string(),
+        }
+    }
+}
+
+/// The read-run settings: every non-read tool asks (so a headless run never runs one), the
+/// shell sandboxed, no access outside the workspace, no telemetry, tips or surveys, and no
+/// paid credits spent when the plan's quota runs out.
+pub(crate) fn settings() -> serde_json::Value {
+    json!({
+        "toolPermission": "strict",
+        "artifactReviewPolicy": "asks-for-review",
+        "enableTerminalSandbox": true,
+        "allowNonWorkspaceAccess": false,
+        "enableTelemetry": false,
+        "useG1Credits": false,
+        "showTips": false,
+        "showFeedbackSurvey": false,
+        "notifications": false,
+        "altScreenMode": "never",
+    })
+}
+
+impl Adapter for Antigravity {
+    fn id(&self) -> &'static str {
+        "antigravity"
+    }
+
+    fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        if req.mode.may_edit() {
+            return Err(AdapterError::ModeUnsupported {
+                backend: "antigravity".into(),
+                mode: req.mode.as_str().into(),
+                why: "a headless Antigravity run writes files only with toolPermission always-proceed or \
+                      --dangerously-skip-permissions, which also run every shell command unasked, and its \
+                      settings file documents no rule format to deny the floor's commands"
+                    .into(),
+            });
+        }
+        let program = Self::program(req)?;
+        let mut notes = Vec::new();
+        let mut args: Vec<OsString> = vec![
+            "-c".into(),
+            PROMPT_SCRIPT.into(),
+            "pitroom-prompt".into(),
+            program.into_os_string(),
+        ];
+        args.extend(["--output-format", "stream-json", "--sandbox"].map(OsString::from));
+        if let Some(model) = &req.model {
+            args.extend(["--model".into(), OsString::from(model)]);
+        }
+        if let Some(effort) = &req.effort {
+            notes.push(format!(
+                "--effort {effort} dropped: Antigravity CLI has no effort flag (pick a model variant instead)"
+            ));
+        }
+        if req.web {
+            notes.push(
+                "--web has no effect: read runs use toolPermission strict, which leaves web tools unapproved"
+                    .into(),
+            );
+        }
+        if let Some(conversation) = &req.resume_session {
+            args.extend(["--conversation".into(), OsString::from(conversation)]);
+        }
+        let (program, args, mut env) = launch_with_files(
+            std::path::Path::new("/bin/sh"),
+            args,
+            vec![Self::settings_file(req)],
+        );
+        env.extend([
+            ("HOME".into(), Self::home(req).into()),
+            ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
+        ]);
+        Ok(Invocation {
+            program,
+            args,
+            env,
+            env_remove: Vec::new(),
+            notes,
+            links: Vec::new(),
+        })
+    }
+
+    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+        self.stream.parse_line(line)
+    }
+
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
+        let by_text = crate::opencode::classify::classify(evidence);
+        if by_text != FailureKind::Other {
+            return by_text;
+        }
+        let stderr = evidence.stderr_tail.to_lowercase();
+        let errors = evidence.events.iter().any(|e| match e {
+            WorkerEvent::Error { message, .. } => {
+                let m = message.to_lowercase();
+                AUTH.iter().any(|a| m.contains(a))
+            }
+            _ => false,
+        });
+        if errors || AUTH.iter().any(|a| stderr.contains(a)) {
+            FailureKind::Auth
+        } else {
+            FailureKind::Other
+        }
+    }
+
+    fn can_resume(&self) -> bool {
+        true
+    }
+
+    fn models_invocation(&self, _req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        Err(AdapterError::Config(
+            "Antigravity CLI documents no model-list command; pass a model by the name its /model panel shows"
+                .into(),
+        ))
+    }
+
+    fn parse_models(&self, _stdout: &str) -> Vec<ModelInfo> {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::StateDirs;
+    use crate::events::Mode;
+    use std::process::Command;
+
+    fn request(mode: Mode, bin: &str) -> InvocationRequest {
+        InvocationRequest {
+            mode,
+            model: Some("Gemini 3.5 Flash".into()),
+            effort: None,
+            web: false,
+            workdir: "/w".into(),
+            dirs: StateDirs {
+                shared: "/s".into(),
+                scratch: "/t".into(),
+            },
+            resume_session: Some("conv-1".into()),
+            title: "t".into(),
+            env: vec![("PITROOM_ANTIGRAVITY_BIN".into(), bin.into())],
+        }
+    }
+
+    #[test]
+    fn edit_modes_are_refused_with_the_reason() {
+        for mode in [Mode::Write, Mode::Isolate] {
+            match Antigravity::default().invocation(&request(mode, "/bin/true")) {
+                Err(AdapterError::ModeUnsupported { why, .. }) => {
+                    assert!(why.contains("always-proceed"), "{why}")
+                }
+                other => panic!("{mode:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn read_settings_ask_for_every_non_read_tool_and_switch_telemetry_off() {
+        let s = settings();
+        assert_eq!(s["toolPermission"], "strict");
+        assert_eq!(s["enableTerminalSandbox"], true);
+        assert_eq!(s["enableTelemetry"], false);
+        assert_eq!(s["allowNonWorkspaceAccess"], false);
+    }
+
+    #[test]
+    fn the_prompt_read_from_stdin_reaches_the_cli_whole_as_ps_argument() {
+        // A stand-in CLI that prints its arguments one per line.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("agy");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut req = request(Mode::Read, &fake.display().to_string());
+        req.dirs.shared = dir.path().join("shared");
+        let inv = Antigravity::default().invocation(&req).unwrap();
+        let mut child = Command::new(&inv.program)
+            .args(&inv.args)
+            .envs(inv.env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let prompt = "--model evil\nline two with \"quotes\" and $HOME\n";
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(prompt.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.ends_with("[-p]\n[--model evil\nline two with \"quotes\" and $HOME]\n"),
+            "{text}"
+        );
+        assert!(text.contains("[--conversation]\n[conv-1]"), "{text}");
+        let written = std::fs::read_to_string(
+            dir.path()
+                .join("shared/antigravity-home/.gemini/antigravity-cli/settings.json"),
+        )
+        .unwrap();
+        assert!(
+            written.contains("\"toolPermission\":\"strict\""),
+            "{written}"
+        );
+    }
+
+    #[test]
+    fn a_sign_in_failure_is_auth_and_a_quota_is_rate_limited() {
+        let kind = |stderr: &str| {
+            Antigravity::default().classify(&FailureEvidence {
+                events: &[],
+                stderr_tail: stderr,
+                exit_code: Some(1),
+            })
+        };
+        assert_eq!(
+            kind("Error: not signed in. Run agy to sign in."),
+            FailureKind::Auth
+        );
+        assert_eq!(
+            kind("RESOURCE_EXHAUSTED: quota exceeded"),
+            FailureKind::RateLimited
+        );
+        assert_eq!(kind("something else"), FailureKind::Other);
+    }
+}
