@@ -309,7 +309,7 @@ mod tests {
         let permission: Value =
             serde_json::from_str(&env_of(&inv, "KILO_PERMISSION").unwrap().to_string_lossy())
                 .unwrap();
-        assert_eq!(permission["edit"], "allow");
+        assert_eq!(permission["edit"]["*"], "allow");
         let args: Vec<String> = inv
             .args
             .iter()

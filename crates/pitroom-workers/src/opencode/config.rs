@@ -61,19 +61,76 @@ pub(crate) const DENIED_COMMANDS: &[&str] = &[
     "cursor-agent*",
 ];
 
+/// Secret-looking files, as OpenCode permission patterns (`*` matches any characters, `/`
+/// included; the last matching rule wins). The same files Pitroom keeps out of read copies.
+const SECRET_PATTERNS: &[&str] = &[
+    ".env",
+    "*/.env",
+    ".env.*",
+    "*/.env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.keystore",
+    "*.jks",
+    "id_rsa*",
+    "*/id_rsa*",
+    "id_ed25519*",
+    "*/id_ed25519*",
+    "id_ecdsa*",
+    "*/id_ecdsa*",
+    ".netrc",
+    "*/.netrc",
+    ".npmrc",
+    "*/.npmrc",
+    ".pypirc",
+    "*/.pypirc",
+    "credentials.json",
+    "*/credentials.json",
+    "secrets.json",
+    "*/secrets.json",
+    "secrets.y*ml",
+    "*/secrets.y*ml",
+    "service-account.json",
+    "*/service-account.json",
+    ".pgpass",
+    "*/.pgpass",
+];
+/// Templates of secret files hold no secrets: allowed again after the denials.
+const SECRET_TEMPLATES: &[&str] = &["*.example", "*.sample", "*.template", "*.dist"];
+
+/// `{"*": base, <secret pattern>: "deny", <template pattern>: base}` for a path-taking tool.
+fn path_rules(base: &str) -> Value {
+    let mut rules = Map::new();
+    rules.insert("*".into(), base.into());
+    for pattern in SECRET_PATTERNS {
+        rules.insert((*pattern).into(), "deny".into());
+    }
+    for pattern in SECRET_TEMPLATES {
+        rules.insert((*pattern).into(), base.into());
+    }
+    Value::Object(rules)
+}
+
 /// The permission profile for a mode: allow or deny only, never `ask` (an `ask` silently ends
-/// a headless run with exit 0).
+/// a headless run with exit 0). Secret-looking files can be neither read nor edited.
 pub fn permission_profile(mode: Mode, web: bool) -> Value {
     let mut bash = Map::new();
     bash.insert("*".into(), "allow".into());
     for pattern in DENIED_COMMANDS {
         bash.insert((*pattern).into(), "deny".into());
     }
-    let edit = if mode.may_edit() { "allow" } else { "deny" };
+    let edit = if mode.may_edit() {
+        path_rules("allow")
+    } else {
+        // A blanket deny removes the edit and write tools from what the model is offered.
+        "deny".into()
+    };
     let web = if web { "allow" } else { "deny" };
     json!({
         "*": "allow",
-        "read": "allow",
+        "read": path_rules("allow"),
         "grep": "allow",
         "glob": "allow",
         "list": "allow",
@@ -277,7 +334,10 @@ mod tests {
         let cfg = worker_config(&req).unwrap();
         assert_eq!(cfg["provider"]["a"]["name"], "A");
         assert_eq!(cfg["share"], "disabled", "pitroom's overlay wins");
-        assert_eq!(cfg["agent"]["pitroom-write"]["permission"]["edit"], "allow");
+        assert_eq!(
+            cfg["agent"]["pitroom-write"]["permission"]["edit"]["*"],
+            "allow"
+        );
     }
 
     #[test]
@@ -301,6 +361,32 @@ mod tests {
         );
         assert_eq!(bash["git commit*"], "deny");
         assert_eq!(bash["git push*"], "deny");
+    }
+
+    #[test]
+    fn secret_files_can_be_neither_read_nor_edited_but_templates_can() {
+        let p = permission_profile(Mode::Write, false);
+        for tool in ["read", "edit"] {
+            let rules = p[tool].as_object().unwrap();
+            let keys: Vec<&String> = rules.keys().collect();
+            assert_eq!(keys[0], "*", "the catch-all first, so the denials win");
+            assert_eq!(rules["*/.env"], "deny");
+            assert_eq!(rules["*.pem"], "deny");
+            let last_deny = keys
+                .iter()
+                .rposition(|k| rules[k.as_str()] == "deny")
+                .unwrap();
+            let template = keys.iter().position(|k| k.as_str() == "*.example").unwrap();
+            assert!(
+                template > last_deny,
+                "templates are allowed after the denials"
+            );
+        }
+        assert_eq!(permission_profile(Mode::Read, false)["edit"], "deny");
+        assert_eq!(
+            permission_profile(Mode::Read, false)["read"]["*/.env"],
+            "deny"
+        );
     }
 
     #[test]

@@ -61,6 +61,13 @@ pub fn script() -> Value {
                 {"tool_calls": [{"name": "write", "arguments": {"filePath": "{{workdir}}/second.txt", "content": "from the second worker\n"}}]},
                 {"text": "SUMMARY: finished the task the first worker started\nFILES CHANGED: first.txt, second.txt"}
             ],
+            "readsecret": [
+                {"tool_calls": [
+                    {"name": "read", "arguments": {"filePath": "{{workdir}}/.env"}},
+                    {"name": "read", "arguments": {"filePath": "{{workdir}}/config/.env.example"}}
+                ]},
+                {"text": "SUMMARY: read what I could"}
+            ],
             "err404": [{"error": 404}],
             "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
             "err429slow": [{"error": 429}],
@@ -548,4 +555,44 @@ fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finish
     let out = w.run(&["revert"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(!w.repo.join("first.txt").exists() && !w.repo.join("second.txt").exists());
+}
+
+#[test]
+fn opencode_cannot_read_secret_files_even_in_a_write_run_but_templates_stay_readable() {
+    let w = World::new();
+    std::fs::write(w.repo.join(".env"), "API_TOKEN=tok-3f9c2a71d0e8b6\n").unwrap();
+    std::fs::create_dir_all(w.repo.join("config")).unwrap();
+    std::fs::write(
+        w.repo.join("config/.env.example"),
+        "API_TOKEN=put-yours-here\n",
+    )
+    .unwrap();
+    let out = w.run(&[
+        "-w",
+        "Show the settings scenario:readsecret",
+        "-t",
+        "90s",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["tally"]["tool_calls"], 2, "{r:#}");
+    assert_eq!(
+        r["tally"]["denied_calls"].as_u64().unwrap_or(0)
+            + r["tally"]["failed_calls"].as_u64().unwrap_or(0),
+        1,
+        "{r:#}"
+    );
+    // The secret never reached the model; the template did.
+    let sent: String = w
+        .server
+        .chat_requests()
+        .iter()
+        .map(|q| q["body"].to_string())
+        .collect();
+    assert!(
+        !sent.contains("tok-3f9c2a71d0e8b6"),
+        "the secret reached the model"
+    );
+    assert!(sent.contains("put-yours-here"), "the template was readable");
 }
