@@ -361,6 +361,49 @@ mod tests {
     }
 
     #[test]
+    fn the_launch_writes_the_config_where_cursor_reads_it_and_passes_stdin_through_whole() {
+        // A stand-in CLI: prints its config (found the way Cursor documents: CURSOR_CONFIG_DIR)
+        // and then its stdin.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("cursor-agent");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\ncat \"$CURSOR_CONFIG_DIR/cli-config.json\"; echo; cat\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut req = request(Mode::Read, vec![]);
+        req.env.retain(|(k, _)| k != "PITROOM_CURSOR_BIN");
+        req.env
+            .push(("PITROOM_CURSOR_BIN".into(), fake.display().to_string()));
+        req.dirs.shared = dir.path().join("shared");
+        let inv = Cursor::default().invocation(&req).unwrap();
+        let mut child = std::process::Command::new(&inv.program)
+            .args(&inv.args)
+            .envs(inv.env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let prompt = "-p --force\nsecond line\n\n";
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(prompt.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (config, stdin) = text.split_once('\n').unwrap();
+        let config: serde_json::Value = serde_json::from_str(config).unwrap();
+        assert_eq!(config, cli_config(Mode::Read, false));
+        assert_eq!(stdin, prompt, "the prompt reaches the CLI byte for byte");
+    }
+
+    #[test]
     fn the_users_login_is_linked_into_the_private_config_dir() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".config/cursor")).unwrap();
