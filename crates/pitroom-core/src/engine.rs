@@ -10,7 +10,10 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use pitroom_git::Repo;
-use pitroom_proc::{spawn_keeper, terminate_descendants, KeeperSpec};
+use pitroom_proc::{
+    spawn_keeper, terminate_descendants, GitDirState, KeeperSpec, LandlockState, SandboxReport,
+    SandboxSpec, TreeAccess,
+};
 use pitroom_workers::{
     adapter_for, Adapter, AdapterError, FailureEvidence, FailureKind, InvocationRequest, Mode,
     StateDirs, ToolOutcome, WorkerEvent,
@@ -563,8 +566,79 @@ impl Engine {
                 &invocation.program,
             ),
             grace: GRACE,
+            sandbox: self.worker_sandbox(record, run_dir, tree, adapter, &req, &invocation),
         };
-        self.supervise(record, run_dir, &spec, adapter, stop, stream, observer)
+        let ending = self.supervise(record, run_dir, &spec, adapter, stop, stream, observer);
+        note_sandbox(record, run_dir, spec.sandbox.is_some());
+        ending
+    }
+
+    /// Layer 3 for one attempt: what the worker's tree may write — its scratch dir, the CLI's
+    /// private state dirs (and the credential files they link to), `/dev/null`, and for edit
+    /// runs the tree the patch covers with its git dirs kept read-only. `None` for a CLI that
+    /// keeps its own sandbox; the record says so.
+    fn worker_sandbox(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        adapter: &dyn Adapter,
+        req: &InvocationRequest,
+        invocation: &pitroom_workers::Invocation,
+    ) -> Option<SandboxSpec> {
+        let safety = record.safety.get_or_insert_with(Default::default);
+        // guarded_env put both in place (it fails the attempt otherwise).
+        (safety.guard_shim, safety.git_env_config) = (true, true);
+        if adapter.has_own_sandbox() {
+            safety.landlock = Some(SandboxReport::skipped(
+                "the worker CLI enforces the mode in its own OS sandbox, which cannot start inside Landlock",
+            ));
+            return None;
+        }
+        if self
+            .env
+            .iter()
+            .any(|(k, v)| k == "PITROOM_LANDLOCK" && v == "off")
+        {
+            safety.landlock = Some(SandboxReport::skipped(
+                "turned off with PITROOM_LANDLOCK=off",
+            ));
+            return None;
+        }
+        let mut private_dirs = vec![req.dirs.scratch.clone(), req.dirs.shared.clone()];
+        private_dirs.extend(
+            invocation
+                .env
+                .iter()
+                .filter(|(k, _)| is_state_dir_var(&k.to_string_lossy()))
+                .map(|(_, v)| PathBuf::from(v)),
+        );
+        let link_targets: Vec<PathBuf> = invocation.links.iter().map(|(_, t)| t.clone()).collect();
+        let mut git_dirs: Vec<PathBuf> = tree.copy.iter().map(|c| c.join(".git")).collect();
+        if let Some(repo) = &tree.repo {
+            git_dirs.extend([repo.git_dir.clone(), repo.common_dir.clone()]);
+        }
+        // Edit runs write the tree their patch covers: the copy, or the user's repository.
+        let writable_tree = tree
+            .copy
+            .clone()
+            .or_else(|| tree.repo.as_ref().map(|r| r.toplevel.clone()))
+            .unwrap_or_else(|| tree.workdir.clone());
+        let access = match record.spec.mode {
+            Mode::Read => TreeAccess::ReadOnly,
+            Mode::Isolate | Mode::Write => TreeAccess::Writable {
+                tree: &writable_tree,
+                git_dirs: &git_dirs,
+            },
+        };
+        let report = run_dir.join(SANDBOX_REPORT);
+        let _ = std::fs::remove_file(&report);
+        Some(SandboxSpec::for_worker(
+            access,
+            &private_dirs,
+            &link_targets,
+            report,
+        ))
     }
 
     /// Whether an attempt failed in a way the next target may fix (model unavailable, rate
@@ -708,6 +782,8 @@ impl Engine {
             stderr_file: scratch.join("stderr.log"),
             env: worker_env(&self.env, &invocation),
             grace: GRACE,
+            // Listing models writes nothing of the user's; the CLI may refresh its caches.
+            sandbox: None,
         };
         let mut models = Vec::new();
         // A CLI may answer with nothing while its model catalogue loads: ask twice.
@@ -917,7 +993,7 @@ impl Engine {
                     let _ = events_file.write_all(stream.redact(&text).as_bytes());
                     let _ = events_file.write_all(b"\n");
                     let _ = events_file.flush();
-                    stream.absorb(adapter.parse_line(&text), record);
+                    absorb_line(stream, adapter, &text, record);
                     // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
                     if let Some(error) = adapter.retry_signal(&text) {
                         stream.retry_errors += 1;
@@ -978,7 +1054,7 @@ impl Engine {
             let text = String::from_utf8_lossy(&line);
             let _ = events_file.write_all(stream.redact(&text).as_bytes());
             let _ = events_file.write_all(b"\n");
-            stream.absorb(adapter.parse_line(&text), record);
+            absorb_line(stream, adapter, &text, record);
         }
         let _ = events_file.flush();
         // What the CLI wrote to stderr after the last poll (Codex logs refused commands there).
@@ -1063,6 +1139,8 @@ impl Engine {
             stderr_file: log_path.clone(),
             env,
             grace: GRACE,
+            // The primary agent's own check (tests, a build), not the worker's: unconfined.
+            sandbox: None,
         };
         let limit = Duration::from_secs_f64(record.spec.verify_timeout_secs);
         let started = Instant::now();
@@ -1760,6 +1838,81 @@ fn worker_env(
     }
     env
 }
+
+/// The keeper's report of what the sandbox enforced, kept in the run dir.
+const SANDBOX_REPORT: &str = "sandbox.json";
+
+/// Environment variables through which an adapter points a CLI at its private state.
+fn is_state_dir_var(name: &str) -> bool {
+    name == "HOME"
+        || name == "TMPDIR"
+        || (name.starts_with("XDG_") && name.ends_with("_HOME"))
+        || matches!(
+            name,
+            "CODEX_HOME" | "CLAUDE_CONFIG_DIR" | "GEMINI_CLI_HOME" | "QWEN_HOME"
+        )
+}
+
+/// One stdout line of the worker: its events, and whether a tool result in it reads like a
+/// write the sandbox refused (a denied write leaves no other trace).
+fn absorb_line(stream: &mut Stream, adapter: &dyn Adapter, text: &str, record: &mut RunRecord) {
+    let events = adapter.parse_line(text);
+    let is_tool_result = events
+        .iter()
+        .any(|e| matches!(e, WorkerEvent::ToolCall { .. }));
+    if is_tool_result && pitroom_proc::looks_like_blocked_write(text) {
+        record
+            .safety
+            .get_or_insert_with(Default::default)
+            .blocked_writes += 1;
+    }
+    stream.absorb(events, record);
+}
+
+/// Takes the keeper's sandbox report into the record, with a warning for each layer that did
+/// not hold and for refused writes.
+fn note_sandbox(record: &mut RunRecord, run_dir: &Path, sandboxed: bool) {
+    let safety = record.safety.get_or_insert_with(Default::default);
+    if sandboxed {
+        safety.landlock = Some(
+            SandboxReport::read(&run_dir.join(SANDBOX_REPORT))
+                .unwrap_or_else(|| SandboxReport::unknown("the keeper left no sandbox report")),
+        );
+    }
+    let mut notes = Vec::new();
+    if let Some(report) = &safety.landlock {
+        let why = report.reason.as_deref().unwrap_or("no reason given");
+        match report.landlock {
+            LandlockState::Enforced => {}
+            LandlockState::Skipped => notes.push(format!("layer 3 (Landlock) not applied: {why}")),
+            LandlockState::Partial | LandlockState::Unavailable => notes.push(format!(
+                "layer 3 (Landlock) {}: {why}; the worker could write outside its allowed directories",
+                report.landlock.as_str()
+            )),
+        }
+        if report.git_dir == GitDirState::Writable {
+            notes.push(
+                "the repository's .git stayed writable to plain file operations (no mount namespace); only the git guard (layers 1-2) protected it".into(),
+            );
+        }
+    }
+    let blocked = safety.blocked_writes;
+    record
+        .warnings
+        .retain(|w| !w.starts_with(BLOCKED_WRITES_NOTE));
+    if blocked > 0 {
+        notes.push(format!(
+            "{BLOCKED_WRITES_NOTE} {blocked} tool result(s) (Permission denied / Read-only file system)"
+        ));
+    }
+    for note in notes {
+        if !record.warnings.contains(&note) {
+            record.warnings.push(note);
+        }
+    }
+}
+
+const BLOCKED_WRITES_NOTE: &str = "the sandbox refused writes in";
 
 fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
     for sub in ["data", "config", "cache"] {

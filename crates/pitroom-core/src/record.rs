@@ -244,6 +244,24 @@ pub struct RunRecord {
     pub attempts: Vec<Attempt>,
     /// Pitroom's own peak resident memory while supervising, in KiB.
     pub supervisor_peak_kb: Option<u64>,
+    /// Which safety layers held around the worker (`None` in records from before layer 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<Safety>,
+}
+
+/// Which layers of the safety floor held for a run (see `docs/safety.md`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Safety {
+    /// Layer 1: the `git` shim first on the worker's `PATH`.
+    pub guard_shim: bool,
+    /// Layer 2: the ref-refusing hook and push rewrite in git's environment config.
+    pub git_env_config: bool,
+    /// Layer 3, as the keeper enforced it for the latest attempt.
+    pub landlock: Option<pitroom_proc::SandboxReport>,
+    /// Tool results that read like a refused write ("Permission denied", "Read-only file
+    /// system", EACCES): the only trace a denied write leaves.
+    #[serde(default)]
+    pub blocked_writes: u32,
 }
 
 impl RunRecord {
@@ -285,6 +303,7 @@ impl RunRecord {
             discarded: false,
             verify: None,
             supervisor_peak_kb: None,
+            safety: None,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -12,6 +12,7 @@ use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
+use crate::landlock::{enter_sandbox, SandboxSpec};
 use crate::tree::{reap_children, terminate_descendants};
 use crate::STOPPED_EXIT;
 
@@ -32,6 +33,9 @@ pub struct KeeperSpec {
     pub env: Vec<(OsString, OsString)>,
     /// How long descendants get between TERM and KILL.
     pub grace: Duration,
+    /// Layer 3: what the worker's tree may write (`None`: unconfined, e.g. a CLI with its own
+    /// sandbox, or pitroom's own `--verify` command).
+    pub sandbox: Option<SandboxSpec>,
 }
 
 /// The supervisor's handle on a running keeper.
@@ -64,6 +68,7 @@ pub fn spawn_keeper(exe: &std::path::Path, spec: &KeeperSpec) -> Result<KeeperHa
         .arg(&spec.stderr_file)
         .arg("--grace-ms")
         .arg(spec.grace.as_millis().to_string())
+        .args(sandbox_args(spec.sandbox.as_ref()))
         .arg("--")
         .arg(&spec.program)
         .args(&spec.args)
@@ -89,6 +94,28 @@ pub fn spawn_keeper(exe: &std::path::Path, spec: &KeeperSpec) -> Result<KeeperHa
         stdout,
         _lifeline: lifeline,
     })
+}
+
+/// The sandbox as keeper flags (paths may hold any bytes, so no serialisation format).
+fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
+    let Some(sandbox) = sandbox else {
+        return Vec::new();
+    };
+    let mut args: Vec<OsString> = vec![
+        "--sandbox-report".into(),
+        sandbox.report_file.clone().into(),
+    ];
+    for (flag, paths) in [
+        ("--write-dir", &sandbox.writable_dirs),
+        ("--write-file", &sandbox.writable_files),
+        ("--ro-bind", &sandbox.read_only_binds),
+    ] {
+        for path in paths {
+            args.push(flag.into());
+            args.push(path.clone().into());
+        }
+    }
+    args
 }
 
 impl KeeperHandle {
@@ -139,6 +166,7 @@ struct KeeperArgs {
     stdin: PathBuf,
     stderr: PathBuf,
     grace: Duration,
+    sandbox: Option<SandboxSpec>,
     program: OsString,
     args: Vec<OsString>,
 }
@@ -150,6 +178,7 @@ fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
     let mut stdin = None;
     let mut stderr = None;
     let mut grace = Duration::from_secs(3);
+    let mut sandbox: Option<SandboxSpec> = None;
     while let Some(flag) = it.next() {
         match flag.to_str()? {
             "--parent" => parent = it.next()?.to_str()?.parse().ok(),
@@ -157,6 +186,12 @@ fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
             "--stdin" => stdin = Some(PathBuf::from(it.next()?)),
             "--stderr" => stderr = Some(PathBuf::from(it.next()?)),
             "--grace-ms" => grace = Duration::from_millis(it.next()?.to_str()?.parse().ok()?),
+            "--sandbox-report" => {
+                sandbox.get_or_insert_with(SandboxSpec::default).report_file = it.next()?.into()
+            }
+            "--write-dir" => sandbox.as_mut()?.writable_dirs.push(it.next()?.into()),
+            "--write-file" => sandbox.as_mut()?.writable_files.push(it.next()?.into()),
+            "--ro-bind" => sandbox.as_mut()?.read_only_binds.push(it.next()?.into()),
             "--" => break,
             _ => return None,
         }
@@ -168,6 +203,7 @@ fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
         stdin: stdin?,
         stderr: stderr?,
         grace,
+        sandbox,
         program,
         args: it.cloned().collect(),
     })
@@ -185,13 +221,14 @@ pub fn keeper_main(argv: &[OsString]) -> i32 {
     let worker = match start_worker(&args) {
         Ok(child) => child.id() as i32,
         Err(e) => {
-            let _ = std::fs::write(
-                &args.stderr,
-                format!(
-                    "pitroom: could not start {}: {e}\n",
+            // Through a descriptor opened before the sandbox, which may not allow the path.
+            if let Ok(mut log) = OpenOptions::new().append(true).open(&args.stderr) {
+                let _ = writeln!(
+                    log,
+                    "pitroom: could not start {}: {e}",
                     args.program.to_string_lossy()
-                ),
-            );
+                );
+            }
             return 127;
         }
     };
@@ -240,6 +277,9 @@ fn start_worker(args: &KeeperArgs) -> std::io::Result<Child> {
         .create(true)
         .append(true)
         .open(&args.stderr)?;
+    if let Some(sandbox) = &args.sandbox {
+        confine(sandbox)?;
+    }
     let mut cmd = Command::new(&args.program);
     cmd.args(&args.args)
         .current_dir(&args.cwd)
@@ -254,6 +294,16 @@ fn start_worker(args: &KeeperArgs) -> std::io::Result<Child> {
         });
     }
     cmd.spawn()
+}
+
+/// Confines this (main) thread before it forks the worker, so the worker's whole tree
+/// inherits the sandbox; the lifeline thread stays outside, which is harmless (it only reads
+/// its pipe and signals this process). The report goes through a descriptor opened first.
+fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
+    let mut report_file = File::create(&sandbox.report_file)?;
+    let report = enter_sandbox(sandbox);
+    let json = serde_json::to_string(&report).map_err(std::io::Error::other)?;
+    report_file.write_all(json.as_bytes())
 }
 
 fn supervise(worker: i32, args: &KeeperArgs) -> i32 {
@@ -335,6 +385,38 @@ mod tests {
         assert_eq!(a.grace, Duration::from_millis(250));
         assert_eq!(a.program, "opencode");
         assert_eq!(a.args.len(), 3);
+    }
+
+    #[test]
+    fn sandbox_flags_round_trip() {
+        let sandbox = SandboxSpec {
+            writable_dirs: vec!["/run/scratch".into(), "/state".into()],
+            writable_files: vec!["/dev/null".into()],
+            read_only_binds: vec!["/w/.git".into()],
+            report_file: "/run/sandbox.json".into(),
+        };
+        let mut argv: Vec<OsString> = [
+            "--parent", "1", "--cwd", "/w", "--stdin", "/p", "--stderr", "/e",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        argv.extend(sandbox_args(Some(&sandbox)));
+        argv.extend(["--", "worker"].iter().map(OsString::from));
+        let parsed = parse_args(&argv).expect("parses");
+        assert_eq!(parsed.sandbox, Some(sandbox));
+        assert_eq!(
+            parse_args(
+                &argv[..8]
+                    .iter()
+                    .cloned()
+                    .chain(["--".into(), "w".into()])
+                    .collect::<Vec<_>>()
+            )
+            .expect("parses")
+            .sandbox,
+            None
+        );
     }
 
     #[test]

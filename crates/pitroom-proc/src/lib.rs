@@ -8,11 +8,16 @@
 //! what keeps "no worker process outlives its run" true even under SIGKILL of the supervisor.
 
 mod keeper;
+pub mod landlock;
 mod tree;
 
 pub use keeper::{
     is_keeper_invocation, keeper_main, spawn_keeper, KeeperHandle, KeeperSpec, SpawnError,
     KEEPER_SUBCOMMAND,
+};
+pub use landlock::{
+    enter_sandbox, kernel_abi, looks_like_blocked_write, GitDirState, LandlockState, SandboxReport,
+    SandboxSpec, TreeAccess,
 };
 pub use tree::{
     descendants, is_running, process_start_time, terminate_descendants, terminate_exact,

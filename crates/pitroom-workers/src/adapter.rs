@@ -127,6 +127,13 @@ pub trait Adapter: Send + Sync {
     /// Whether `resume_session` is honoured.
     fn can_resume(&self) -> bool;
 
+    /// Whether the CLI confines itself in an OS sandbox of its own. Pitroom then does not put
+    /// its Landlock layer around it: a Landlocked process cannot set up that sandbox (Codex's
+    /// bubblewrap cannot write its uid map or mount), so every command would fail.
+    fn has_own_sandbox(&self) -> bool {
+        false
+    }
+
     /// The invocation that lists models, and how to read its output.
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError>;
     fn parse_models(&self, stdout: &str) -> Vec<ModelInfo>;

@@ -190,6 +190,11 @@ impl Adapter for Codex {
         true
     }
 
+    /// Codex enforces the mode in its own bubblewrap sandbox (see `config.rs`).
+    fn has_own_sandbox(&self) -> bool {
+        true
+    }
+
     /// Measured: after `exec resume`, `turn.completed.usage` covers the whole thread.
     fn resumed_usage_is_cumulative(&self) -> bool {
         true

@@ -142,26 +142,35 @@ fn guard_check() -> Check {
     }
 }
 
-/// Layer 3: whether the kernel offers Landlock (Pitroom does not use it yet).
+/// Layer 3: whether runs are Landlocked here, and whether edit runs keep `.git` read-only.
 fn landlock_check() -> Check {
-    // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) returns the ABI version.
-    // SAFETY: a query with a null attribute pointer, as the kernel documents.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            1u32,
-        )
+    let git_dir = if pitroom_proc::landlock::can_protect_git_dir_with_mount() {
+        "edit runs bind the repository's .git read-only in a private mount namespace"
+    } else {
+        "no CAP_SYS_ADMIN for a private mount namespace, so in edit runs .git stays writable to plain file writes (layers 1–2 still stop git)"
     };
-    Check {
-        name: "landlock".into(),
-        ok: false,
-        essential: false,
-        detail: if abi > 0 {
-            format!("the kernel offers Landlock ABI {abi}; layer 3 is not built yet, so .git is protected by layers 1–2 only")
-        } else {
-            "not offered by this kernel; layer 3 is not built yet".into()
+    match pitroom_proc::kernel_abi() {
+        Some(abi) if abi >= 3 => Check {
+            name: "landlock".into(),
+            ok: true,
+            essential: false,
+            detail: format!(
+                "ABI {abi}: enforced around every worker except Codex (its own sandbox); {git_dir}"
+            ),
+        },
+        Some(abi) => Check {
+            name: "landlock".into(),
+            ok: false,
+            essential: false,
+            detail: format!(
+                "ABI {abi}: partially enforced (truncating files needs ABI 3, Linux 6.2); {git_dir}"
+            ),
+        },
+        None => Check {
+            name: "landlock".into(),
+            ok: false,
+            essential: false,
+            detail: "not offered here (Linux 5.13+ with Landlock enabled): runs go on with layers 1–2 only, and say so".into(),
         },
     }
 }

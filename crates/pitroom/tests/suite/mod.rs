@@ -10,5 +10,6 @@ mod history;
 mod isolate;
 mod kill;
 mod kilo_e2e;
+mod landlock;
 mod opencode_e2e;
 mod qwen_e2e;

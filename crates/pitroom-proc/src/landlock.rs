@@ -1,0 +1,569 @@
+//! Layer 3 of the safety floor: the worker's whole process tree may write only beneath the
+//! directories its run allows (its scratch dir, the CLI's private state dirs, and for edit runs
+//! the work tree), plus `/dev/null`. Everything else stays readable and executable but not
+//! writable — including the repository's `.git`.
+//!
+//! Two mechanisms, applied by the keeper to itself right before it starts the worker (the
+//! worker and everything it spawns inherit both):
+//!
+//! - **Landlock** (Linux 5.13+), through the `landlock` crate: a ruleset that handles the
+//!   twelve write rights of ABI 3 (`WRITE_FILE`, `TRUNCATE`, `REFER`, every `MAKE_*` and
+//!   `REMOVE_*`) and grants them only beneath the allowed paths. Reads and execution are not
+//!   handled, so they work everywhere. `IOCTL_DEV` is left unhandled on purpose: terminals and
+//!   `/dev/null` need ioctls, and it guards no file content.
+//! - A **read-only bind mount** of each git dir that lies inside a writable tree, in a private
+//!   mount namespace of the keeper. Landlock rules cover whole hierarchies, so "the tree is
+//!   writable but its `.git` is not" cannot be said with Landlock alone (measured in
+//!   `spec/workers/sandbox.md`); the bind mount says it. It needs `CAP_SYS_ADMIN`; without it
+//!   the git dir stays writable to plain file operations and only layers 1–2 guard git itself.
+//!   A Landlocked process cannot unmount, remount or leave the namespace, so it cannot undo the
+//!   bind.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What a worker may write. Built by [`SandboxSpec::for_worker`], applied by the keeper.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// Directories beneath which every write right is granted.
+    pub writable_dirs: Vec<PathBuf>,
+    /// Single files that may be written and truncated, never created or removed (`/dev/null`,
+    /// a credentials file a private state dir links to).
+    pub writable_files: Vec<PathBuf>,
+    /// Directories inside a writable dir that are bind-mounted read-only (git dirs).
+    pub read_only_binds: Vec<PathBuf>,
+    /// Where the keeper writes its [`SandboxReport`] as JSON before it starts the worker.
+    pub report_file: PathBuf,
+}
+
+/// Whether and how far Landlock held for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LandlockState {
+    /// Every handled write right is enforced.
+    Enforced,
+    /// The kernel enforces only part of the rights (an older ABI: e.g. no `TRUNCATE` below 3).
+    Partial,
+    /// Not enforced at all: no Landlock in this kernel, not Linux, or the ruleset failed.
+    Unavailable,
+    /// Deliberately not applied: the worker CLI keeps its own OS sandbox (Codex).
+    Skipped,
+}
+
+impl LandlockState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LandlockState::Enforced => "enforced",
+            LandlockState::Partial => "partial",
+            LandlockState::Unavailable => "unavailable",
+            LandlockState::Skipped => "skipped",
+        }
+    }
+}
+
+/// How the git dirs of a run were protected from plain file writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GitDirState {
+    /// No git dir lies inside a writable dir (read runs; or no repository): Landlock alone keeps
+    /// it read-only.
+    #[default]
+    NotExposed,
+    /// Bind-mounted read-only in the worker's mount namespace.
+    ReadOnlyMount,
+    /// Inside a writable tree and not protected by a mount: plain file operations can change it;
+    /// only layers 1–2 (the shim and git's own config) stop git itself.
+    Writable,
+}
+
+/// What the keeper could enforce, as the run record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxReport {
+    pub landlock: LandlockState,
+    /// The kernel's Landlock ABI version, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abi: Option<i32>,
+    /// Why Landlock is not (fully) enforced, or why the git dir stayed writable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub git_dir: GitDirState,
+    /// The paths the worker could write beneath.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<PathBuf>,
+}
+
+impl SandboxReport {
+    /// The report for a worker that keeps its own sandbox.
+    pub fn skipped(reason: &str) -> SandboxReport {
+        SandboxReport {
+            landlock: LandlockState::Skipped,
+            abi: kernel_abi(),
+            reason: Some(reason.to_string()),
+            git_dir: GitDirState::NotExposed,
+            writable: Vec::new(),
+        }
+    }
+
+    /// The report when the keeper left none (it could not start, or died first).
+    pub fn unknown(reason: &str) -> SandboxReport {
+        SandboxReport {
+            landlock: LandlockState::Unavailable,
+            abi: kernel_abi(),
+            reason: Some(reason.to_string()),
+            git_dir: GitDirState::NotExposed,
+            writable: Vec::new(),
+        }
+    }
+
+    /// Reads the report a keeper wrote to `path`.
+    pub fn read(path: &Path) -> Option<SandboxReport> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+}
+
+/// What the worker's tree is to the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeAccess<'a> {
+    /// Nothing beneath the tree may be written (read runs).
+    ReadOnly,
+    /// The tree is writable (edit runs); `git_dirs` are kept read-only.
+    Writable {
+        tree: &'a Path,
+        git_dirs: &'a [PathBuf],
+    },
+}
+
+impl SandboxSpec {
+    /// The rules for one worker: `private_dirs` (its scratch dir and the CLI's state dirs) and
+    /// `/dev/null` always; the tree only when it is writable, with every git dir beneath a
+    /// writable dir bind-mounted read-only. Paths are canonicalised (a rule lands on a
+    /// symlink's target anyway, so the record should say where writes really go); paths that
+    /// do not exist are left out; a dir beneath another allowed dir adds nothing and is dropped.
+    pub fn for_worker(
+        access: TreeAccess<'_>,
+        private_dirs: &[PathBuf],
+        private_files: &[PathBuf],
+        report_file: PathBuf,
+    ) -> SandboxSpec {
+        let mut dirs: Vec<PathBuf> = private_dirs
+            .iter()
+            .filter_map(|d| existing_dir(d))
+            .collect();
+        let mut binds = Vec::new();
+        if let TreeAccess::Writable { tree, git_dirs } = access {
+            dirs.extend(existing_dir(tree));
+            let exposed: Vec<PathBuf> = git_dirs.iter().filter_map(|g| existing_dir(g)).collect();
+            binds = outermost(exposed)
+                .into_iter()
+                .filter(|g| dirs.iter().any(|d| g.starts_with(d)))
+                .collect();
+        }
+        let mut files = vec![PathBuf::from("/dev/null")];
+        files.extend(private_files.iter().filter_map(|f| existing_file(f)));
+        files.sort();
+        files.dedup();
+        SandboxSpec {
+            writable_dirs: outermost(dirs),
+            writable_files: files,
+            read_only_binds: binds,
+            report_file,
+        }
+    }
+}
+
+fn existing_dir(path: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(path).ok().filter(|p| p.is_dir())
+}
+
+fn existing_file(path: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(path).ok().filter(|p| !p.is_dir())
+}
+
+/// Sorted, without duplicates and without paths beneath another path of the list.
+fn outermost(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths.sort();
+    paths.dedup();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        if !kept.iter().any(|k| path.starts_with(k)) {
+            kept.push(path);
+        }
+    }
+    kept
+}
+
+/// The kernel's Landlock ABI version, or `None` when it has no Landlock (or this is not Linux).
+pub fn kernel_abi() -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+        // SAFETY: the version query takes no attribute pointer and creates no descriptor.
+        let abi = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                LANDLOCK_CREATE_RULESET_VERSION,
+            )
+        };
+        (abi > 0).then_some(abi as i32)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Whether this process may make a private mount namespace (to bind git dirs read-only).
+pub fn can_protect_git_dir_with_mount() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        has_cap_sys_admin()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn has_cap_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+}
+
+/// Text in a tool result that means a write was refused by the sandbox (or by the file
+/// system's permissions): every CLI reports a denied write only inside its tool output, and
+/// a denied shell write even inside a "successful" call.
+pub fn looks_like_blocked_write(text: &str) -> bool {
+    const MARKS: [&str; 5] = [
+        "Permission denied",
+        "permission denied",
+        "Read-only file system",
+        "EACCES",
+        "PermissionDenied",
+    ];
+    MARKS.iter().any(|m| text.contains(m))
+}
+
+/// Confines the calling thread (and every process it starts from now on) to `spec`. Called
+/// by the keeper on its main thread, after it opened everything it still needs to write and
+/// before it starts the worker. Never fails the run: what did not hold is in the report.
+pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
+    #[cfg(target_os = "linux")]
+    {
+        linux::enter(spec)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = spec;
+        SandboxReport {
+            landlock: LandlockState::Unavailable,
+            abi: None,
+            reason: Some("Landlock is Linux only".into()),
+            git_dir: GitDirState::NotExposed,
+            writable: Vec::new(),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::path::{Path, PathBuf};
+
+    use ::landlock::{
+        AccessFs, LandlockStatus, PathBeneath, PathFd, RestrictionStatus, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, RulesetError, RulesetStatus, ABI,
+    };
+    use nix::mount::{mount, MsFlags};
+    use nix::sched::{unshare, CloneFlags};
+
+    use super::{kernel_abi, GitDirState, LandlockState, SandboxReport, SandboxSpec};
+
+    /// The write rights of ABI 3 (ABI 5's `IOCTL_DEV` deliberately left out).
+    fn write_rights() -> ::landlock::BitFlags<AccessFs> {
+        AccessFs::from_write(ABI::V3)
+    }
+
+    pub(super) fn enter(spec: &SandboxSpec) -> SandboxReport {
+        // Mounts first: a Landlocked process may no longer change mounts.
+        let (git_dir, git_reason) = if spec.read_only_binds.is_empty() {
+            (GitDirState::NotExposed, None)
+        } else {
+            match bind_read_only(&spec.read_only_binds) {
+                Ok(()) => (GitDirState::ReadOnlyMount, None),
+                Err(e) => (
+                    GitDirState::Writable,
+                    Some(format!("the git dir could not be mounted read-only ({e})")),
+                ),
+            }
+        };
+        let (landlock, abi, reason) = match restrict(spec) {
+            Ok(status) => describe(&status),
+            Err(e) => (
+                LandlockState::Unavailable,
+                kernel_abi(),
+                Some(format!("the Landlock ruleset failed: {e}")),
+            ),
+        };
+        let reason = match (reason, git_reason) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        SandboxReport {
+            landlock,
+            abi,
+            reason,
+            git_dir,
+            writable: spec.writable_dirs.clone(),
+        }
+    }
+
+    fn describe(status: &RestrictionStatus) -> (LandlockState, Option<i32>, Option<String>) {
+        let abi = match status.landlock {
+            LandlockStatus::Available {
+                effective_abi,
+                kernel_abi,
+            } => Some(kernel_abi.unwrap_or(effective_abi as i32)),
+            _ => None,
+        };
+        match status.ruleset {
+            RulesetStatus::FullyEnforced => (LandlockState::Enforced, abi, None),
+            RulesetStatus::PartiallyEnforced => (
+                LandlockState::Partial,
+                abi,
+                Some(format!(
+                    "the kernel's Landlock ABI {} lacks some write rights (truncation needs ABI 3)",
+                    abi.unwrap_or(0)
+                )),
+            ),
+            RulesetStatus::NotEnforced => (
+                LandlockState::Unavailable,
+                abi,
+                Some(match status.landlock {
+                    LandlockStatus::NotEnabled => {
+                        "Landlock is built in but not enabled at boot".into()
+                    }
+                    LandlockStatus::NotImplemented => "the kernel has no Landlock".into(),
+                    _ => "the kernel did not enforce the ruleset".into(),
+                }),
+            ),
+        }
+    }
+
+    fn restrict(spec: &SandboxSpec) -> Result<RestrictionStatus, RulesetError> {
+        let rights = write_rights();
+        let file_rights = rights & AccessFs::from_file(ABI::V3);
+        let mut ruleset = Ruleset::default().handle_access(rights)?.create()?;
+        for dir in &spec.writable_dirs {
+            // A path that vanished since the spec was built simply grants nothing.
+            if let Ok(fd) = PathFd::new(dir) {
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
+            }
+        }
+        for file in &spec.writable_files {
+            if let Ok(fd) = PathFd::new(file) {
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
+            }
+        }
+        ruleset.restrict_self()
+    }
+
+    /// A private mount namespace for this thread, nothing propagating back, and each path
+    /// bound onto itself read-only.
+    fn bind_read_only(paths: &[PathBuf]) -> nix::Result<()> {
+        unshare(CloneFlags::CLONE_NEWNS)?;
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )?;
+        for path in paths {
+            bind_one(path)?;
+        }
+        Ok(())
+    }
+
+    fn bind_one(path: &Path) -> nix::Result<()> {
+        mount(
+            Some(path),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )?;
+        // A read-only remount must keep the flags the file system is already locked to.
+        let kept = inherited_flags(path);
+        mount(
+            None::<&str>,
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
+            None::<&str>,
+        )
+    }
+
+    fn inherited_flags(path: &Path) -> MsFlags {
+        use nix::sys::statvfs::{statvfs, FsFlags};
+        let Ok(stat) = statvfs(path) else {
+            return MsFlags::empty();
+        };
+        let flags = stat.flags();
+        let mut kept = MsFlags::empty();
+        for (fs, ms) in [
+            (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+            (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+            (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+            (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+            (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+            (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+        ] {
+            if flags.contains(fs) {
+                kept |= ms;
+            }
+        }
+        kept
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+        let root = tempfile::tempdir().expect("tempdir");
+        let base = std::fs::canonicalize(root.path()).expect("canonical");
+        let tree = base.join("tree");
+        let scratch = base.join("run/scratch");
+        let state = base.join("state");
+        for d in [&tree.join(".git"), &scratch, &state] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        (root, tree, scratch, state)
+    }
+
+    #[test]
+    fn a_read_run_may_write_only_its_private_dirs_and_dev_null() {
+        let (_root, tree, scratch, state) = dirs();
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::ReadOnly,
+            &[scratch.clone(), state.clone()],
+            &[],
+            scratch.join("sandbox.json"),
+        );
+        assert_eq!(spec.writable_dirs, vec![scratch, state]);
+        assert!(!spec.writable_dirs.iter().any(|d| d.starts_with(&tree)));
+        assert_eq!(spec.writable_files, vec![PathBuf::from("/dev/null")]);
+        assert!(spec.read_only_binds.is_empty());
+    }
+
+    #[test]
+    fn an_edit_run_may_write_its_tree_but_binds_the_git_dir_inside_it_read_only() {
+        let (_root, tree, scratch, state) = dirs();
+        let git = tree.join(".git");
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::Writable {
+                tree: &tree,
+                git_dirs: std::slice::from_ref(&git),
+            },
+            &[scratch.clone(), state.clone()],
+            &[],
+            scratch.join("sandbox.json"),
+        );
+        assert_eq!(spec.writable_dirs, vec![scratch, state, tree]);
+        assert_eq!(spec.read_only_binds, vec![git]);
+    }
+
+    #[test]
+    fn a_git_dir_outside_every_writable_dir_needs_no_mount() {
+        let (_root, tree, scratch, state) = dirs();
+        // A linked worktree's common dir elsewhere: Landlock alone keeps it read-only.
+        let outside = state.parent().expect("parent").join("elsewhere.git");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::Writable {
+                tree: &tree,
+                git_dirs: &[outside, tree.join(".git")],
+            },
+            &[scratch],
+            &[],
+            PathBuf::from("/x"),
+        );
+        assert_eq!(spec.read_only_binds, vec![tree.join(".git")]);
+    }
+
+    #[test]
+    fn nested_missing_and_symlinked_paths_are_normalised() {
+        let (_root, tree, scratch, state) = dirs();
+        let link = state.parent().expect("parent").join("link-to-state");
+        std::os::unix::fs::symlink(&state, &link).expect("symlink");
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::ReadOnly,
+            &[
+                scratch.clone(),
+                scratch.join("tmp-does-not-exist"),
+                scratch.clone(),
+                link,
+                tree.join("missing"),
+            ],
+            &[],
+            PathBuf::from("/x"),
+        );
+        assert_eq!(spec.writable_dirs, vec![scratch, state]);
+    }
+
+    #[test]
+    fn a_linked_credentials_file_is_writable_as_a_file_only() {
+        let (_root, _tree, scratch, state) = dirs();
+        let creds = state.join("auth.json");
+        std::fs::write(&creds, "{}").expect("write");
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::ReadOnly,
+            &[scratch],
+            &[creds.clone(), state.join("gone.json")],
+            PathBuf::from("/x"),
+        );
+        assert_eq!(spec.writable_files, vec![PathBuf::from("/dev/null"), creds]);
+    }
+
+    #[test]
+    fn denied_writes_are_recognised_in_each_clis_wording() {
+        for text in [
+            "/usr/bin/bash: line 1: probe.txt: Permission denied",
+            "EACCES: permission denied, open '/w/src/lib.rs.tmp.1'",
+            "PermissionDenied: FileSystem.writeFile (/w/x)",
+            "touch: cannot touch '.git/x': Read-only file system",
+        ] {
+            assert!(looks_like_blocked_write(text), "{text}");
+        }
+        assert!(!looks_like_blocked_write("wrote 3 files"));
+    }
+
+    #[test]
+    fn the_report_round_trips_through_json() {
+        let report = SandboxReport {
+            landlock: LandlockState::Enforced,
+            abi: Some(7),
+            reason: None,
+            git_dir: GitDirState::ReadOnlyMount,
+            writable: vec![PathBuf::from("/w")],
+        };
+        let text = serde_json::to_string(&report).expect("json");
+        assert!(text.contains("\"landlock\":\"enforced\""), "{text}");
+        assert!(text.contains("\"git_dir\":\"read_only_mount\""), "{text}");
+        let back: SandboxReport = serde_json::from_str(&text).expect("parse");
+        assert_eq!(back, report);
+    }
+}
