@@ -185,7 +185,7 @@ fn worker_check(backend: &str) -> Check {
         };
     };
     let lookup = |k: &str| std::env::var(k).ok();
-    match find_binary(backend, backend, &lookup) {
+    match find_binary(backend, program_of(backend), &lookup) {
         Ok(path) => {
             let version =
                 version_of(&path, &["--version"]).unwrap_or_else(|| "version unknown".into());
@@ -193,15 +193,34 @@ fn worker_check(backend: &str) -> Check {
                 name: backend.into(),
                 ok: true,
                 essential: false,
-                detail: format!("{} ({version})", path.display()),
+                detail: format!("{} ({version}){}", path.display(), unproven_note(backend)),
             }
         }
         Err(e) => Check {
             name: backend.into(),
             ok: false,
             essential: false,
-            detail: e.to_string(),
+            detail: format!("{e}{}", unproven_note(backend)),
         },
+    }
+}
+
+/// The executable a backend's CLI installs, where it differs from the backend id.
+fn program_of(backend: &str) -> &str {
+    match backend {
+        "cursor" => "cursor-agent",
+        "antigravity" => "agy",
+        other => other,
+    }
+}
+
+/// Adapters no real-CLI test backs (the CLI is not installable where Pitroom is built).
+fn unproven_note(backend: &str) -> &'static str {
+    match backend {
+        "cursor" | "antigravity" => {
+            "; unproven: built from the documented format, no real-CLI test"
+        }
+        _ => "",
     }
 }
 
@@ -248,6 +267,22 @@ fn parse_version(text: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursor_and_antigravity_are_reported_unproven_found_or_not_and_proven_ones_are_not() {
+        for backend in ["cursor", "antigravity"] {
+            let check = worker_check(backend);
+            assert!(
+                check
+                    .detail
+                    .contains("unproven: built from the documented format, no real-CLI test"),
+                "{backend}: {}",
+                check.detail
+            );
+        }
+        assert_eq!(program_of("antigravity"), "agy");
+        assert_eq!(unproven_note("codex"), "");
+    }
 
     #[test]
     fn git_versions_are_read() {
