@@ -616,7 +616,13 @@ impl Engine {
         let link_targets: Vec<PathBuf> = invocation.links.iter().map(|(_, t)| t.clone()).collect();
         let mut git_dirs: Vec<PathBuf> = tree.copy.iter().map(|c| c.join(".git")).collect();
         if let Some(repo) = &tree.repo {
-            git_dirs.extend([repo.git_dir.clone(), repo.common_dir.clone()]);
+            // In a linked worktree `.git` is a file pointing at the git dir: rewritten, it would
+            // hand the supervisor's next git call a config of the worker's making.
+            git_dirs.extend([
+                repo.git_dir.clone(),
+                repo.common_dir.clone(),
+                repo.toplevel.join(".git"),
+            ]);
         }
         // Edit runs write the tree their patch covers: the copy, or the user's repository.
         let writable_tree = tree

@@ -31,7 +31,8 @@ pub struct SandboxSpec {
     /// Single files that may be written and truncated, never created or removed (`/dev/null`,
     /// a credentials file a private state dir links to).
     pub writable_files: Vec<PathBuf>,
-    /// Directories inside a writable dir that are bind-mounted read-only (git dirs).
+    /// Paths inside a writable dir that are bind-mounted read-only: git dirs, and the `.git`
+    /// file of a linked worktree.
     pub read_only_binds: Vec<PathBuf>,
     /// Where the keeper writes its [`SandboxReport`] as JSON before it starts the worker.
     pub report_file: PathBuf,
@@ -129,7 +130,8 @@ impl SandboxReport {
 pub enum TreeAccess<'a> {
     /// Nothing beneath the tree may be written (read runs).
     ReadOnly,
-    /// The tree is writable (edit runs); `git_dirs` are kept read-only.
+    /// The tree is writable (edit runs); `git_dirs` (dirs, or a worktree's `.git` file) are
+    /// kept read-only.
     Writable {
         tree: &'a Path,
         git_dirs: &'a [PathBuf],
@@ -155,7 +157,10 @@ impl SandboxSpec {
         let mut binds = Vec::new();
         if let TreeAccess::Writable { tree, git_dirs } = access {
             dirs.extend(existing_dir(tree));
-            let exposed: Vec<PathBuf> = git_dirs.iter().filter_map(|g| existing_dir(g)).collect();
+            let exposed: Vec<PathBuf> = git_dirs
+                .iter()
+                .filter_map(|g| std::fs::canonicalize(g).ok())
+                .collect();
             binds = outermost(exposed)
                 .into_iter()
                 .filter(|g| dirs.iter().any(|d| g.starts_with(d)))
@@ -502,6 +507,24 @@ mod tests {
             PathBuf::from("/x"),
         );
         assert_eq!(spec.read_only_binds, vec![tree.join(".git")]);
+    }
+
+    #[test]
+    fn a_linked_worktrees_git_file_is_bound_read_only_too() {
+        let (_root, _tree, scratch, state) = dirs();
+        let worktree = state.parent().expect("parent").join("wt");
+        std::fs::create_dir_all(&worktree).expect("mkdir");
+        std::fs::write(worktree.join(".git"), "gitdir: /elsewhere\n").expect("write");
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::Writable {
+                tree: &worktree,
+                git_dirs: &[worktree.join(".git"), worktree.join("missing")],
+            },
+            &[scratch],
+            &[],
+            PathBuf::from("/x"),
+        );
+        assert_eq!(spec.read_only_binds, vec![worktree.join(".git")]);
     }
 
     #[test]

@@ -283,3 +283,52 @@ fn a_real_codex_run_keeps_its_own_sandbox_and_the_record_says_landlock_was_skipp
         "{r:#}"
     );
 }
+
+#[test]
+fn a_write_worker_in_a_linked_worktree_cannot_repoint_its_git_file() {
+    let refused = [
+        "echo 'gitdir: /tmp/planted' > .git".to_string(),
+        "rm .git".to_string(),
+    ];
+    let allowed = ["echo created > created.txt".to_string()];
+    let all: Vec<String> = refused.iter().chain(&allowed).cloned().collect();
+    let env = fake_env(script(&all));
+    let repo = dirty_repo(&env, "repo");
+    let worktree = env.root.join("wt");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "wt",
+            &worktree.display().to_string(),
+        ],
+    );
+    let pointer = std::fs::read(worktree.join(".git")).expect(".git file");
+
+    let out = env.run(&worktree, &["-w", "edit in the worktree"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+
+    let r = record(&env, &worktree);
+    expect_landlock(&r);
+    assert!(worktree.join("created.txt").exists());
+    if pitroom_proc::landlock::can_protect_git_dir_with_mount() {
+        assert_eq!(
+            r["safety"]["landlock"]["git_dir"], "read_only_mount",
+            "{r:#}"
+        );
+        let calls = shell_calls(&env, &worktree);
+        assert_outcomes(
+            &calls,
+            &refused,
+            &allowed,
+            &["Read-only file system", "Device or resource busy"],
+        );
+        assert_eq!(
+            std::fs::read(worktree.join(".git")).expect(".git file"),
+            pointer
+        );
+    }
+}
