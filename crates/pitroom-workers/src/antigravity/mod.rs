@@ -10,8 +10,9 @@
 //! included, unprompted), and the format of allow/deny rules in that file is not documented,
 //! so the floor's commands could not be denied: edit modes are refused.
 //!
-//! `-p` takes the prompt as its argument (the CLI documents no stdin prompt), so the launcher
-//! reads stdin and passes it there; see [`PROMPT_SCRIPT`].
+//! `-p` takes the prompt as its argument (the CLI documents no stdin prompt), so the adapter puts
+//! the engine's prompt placeholder ([`crate::custom::PROMPT_ARGUMENT`]) there: the engine
+//! replaces it with the whole prompt (stdin is `/dev/null`), as for a `prompt = "argument"` worker.
 
 pub(crate) mod parse;
 
@@ -38,13 +39,6 @@ const PROGRAM: &str = "agy";
 /// The private home inside the shared per-backend state dir (conversations persist there).
 const HOME_DIR: &str = "antigravity-home";
 const SETTINGS_VAR: &str = "PITROOM_AGY_SETTINGS";
-
-/// Reads the whole prompt from stdin, then runs the CLI with it as `-p`'s argument. `$(cat)`
-/// drops trailing newlines only. The prompt is then in the CLI's argv: one argument is capped
-/// by the kernel (128 KiB on Linux), and a longer one fails the exec with "Argument list too
-/// long" instead of being cut.
-const PROMPT_SCRIPT: &str = r#"prompt=$(cat) || exit 70
-exec "$@" -p "$prompt""#;
 
 /// Texts that name each failure kind beyond the generic ones every adapter shares.
 const AUTH: &[&str] = &[
@@ -109,13 +103,9 @@ impl Adapter for Antigravity {
         }
         let program = Self::program(req)?;
         let mut notes = Vec::new();
-        let mut args: Vec<OsString> = vec![
-            "-c".into(),
-            PROMPT_SCRIPT.into(),
-            "pitroom-prompt".into(),
-            program.into_os_string(),
-        ];
-        args.extend(["--output-format", "stream-json", "--sandbox"].map(OsString::from));
+        let mut args: Vec<OsString> = ["--output-format", "stream-json", "--sandbox"]
+            .map(OsString::from)
+            .to_vec();
         if let Some(model) = &req.model {
             args.extend(["--model".into(), OsString::from(model)]);
         }
@@ -133,11 +123,12 @@ impl Adapter for Antigravity {
         if let Some(conversation) = &req.resume_session {
             args.extend(["--conversation".into(), OsString::from(conversation)]);
         }
-        let (program, args, mut env) = launch_with_files(
-            std::path::Path::new("/bin/sh"),
-            args,
-            vec![Self::settings_file(req)],
-        );
+        // Last, so nothing after it can be taken for part of the prompt. The prompt is then in
+        // the CLI's argv: one argument is capped by the kernel (128 KiB on Linux), and a longer
+        // one fails the exec with "Argument list too long" instead of being cut.
+        args.extend(["-p".into(), crate::custom::PROMPT_ARGUMENT.into()]);
+        let (program, args, mut env) =
+            launch_with_files(&program, args, vec![Self::settings_file(req)]);
         env.extend([
             ("HOME".into(), Self::home(req).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
@@ -238,8 +229,9 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_read_from_stdin_reaches_the_cli_whole_as_ps_argument() {
-        // A stand-in CLI that prints its arguments one per line.
+    fn the_prompt_goes_last_as_ps_argument_and_the_settings_are_written_where_agy_reads_them() {
+        // A stand-in CLI that prints its arguments one per line; the placeholder is passed as
+        // is here (the engine replaces it with the prompt).
         let dir = tempfile::tempdir().unwrap();
         let fake = dir.path().join("agy");
         std::fs::write(
@@ -252,29 +244,17 @@ mod tests {
         let mut req = request(Mode::Read, &fake.display().to_string());
         req.dirs.shared = dir.path().join("shared");
         let inv = Antigravity::default().invocation(&req).unwrap();
-        let mut child = Command::new(&inv.program)
+        let out = Command::new(&inv.program)
             .args(&inv.args)
             .envs(inv.env.iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
+            .stdin(std::process::Stdio::null())
+            .output()
             .unwrap();
-        use std::io::Write;
-        let prompt = "--model evil\nline two with \"quotes\" and $HOME\n";
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(prompt.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.ends_with("[-p]\n[--model evil\nline two with \"quotes\" and $HOME]\n"),
-            "{text}"
-        );
+        assert!(text.ends_with("[-p]\n[{prompt}]\n"), "{text}");
         assert!(text.contains("[--conversation]\n[conv-1]"), "{text}");
+        assert!(text.contains("[--model]\n[Gemini 3.5 Flash]"), "{text}");
         let written = std::fs::read_to_string(
             dir.path()
                 .join("shared/antigravity-home/.gemini/antigravity-cli/settings.json"),
