@@ -26,8 +26,12 @@ pub const GUARDED_PROGRAMS: &[&str] = &[
     "gemini",
     "qwen",
     "kilo",
+    // Cursor's CLI, under its old and its new name.
     "cursor-agent",
+    "agent",
+    // Antigravity's binary is `agy`.
     "antigravity",
+    "agy",
 ];
 
 /// The agent CLIs a worker may not start (it would delegate on the user's behalf, outside the
@@ -39,8 +43,12 @@ const AGENT_CLIS: &[&str] = &[
     "gemini",
     "qwen",
     "kilo",
+    // Cursor's CLI, under its old and its new name.
     "cursor-agent",
+    "agent",
+    // Antigravity's binary is `agy`.
     "antigravity",
+    "agy",
 ];
 
 /// Whether `program args` may run inside a worker; `Err` carries the one-line reason.
@@ -163,6 +171,8 @@ mod tests {
             "qwen -p hi",
             "kilo run x",
             "cursor-agent -p x",
+            "agent -p x",
+            "agy -p x",
         ];
         for line in refused {
             assert!(check(line, None).is_err(), "{line} passed");
