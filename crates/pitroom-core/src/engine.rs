@@ -491,9 +491,11 @@ impl Engine {
             self.save(record)?;
             index += 1;
         };
+        // Worker time ends before the slot is freed: a queued run that starts now must never
+        // seem to overlap this one.
+        record.duration_ms = Some(started.elapsed().as_millis() as u64);
         // The next queued run may start while this one is judged and verified.
         drop(slot);
-        record.duration_ms = Some(started.elapsed().as_millis() as u64);
         record.ended_at = Some(jiff::Timestamp::now().to_string());
         if adapter.resumed_usage_is_cumulative() && index == 0 {
             own_usage_of_follow_up(record, &mut stream, parent.as_ref());
@@ -1710,38 +1712,6 @@ fn read_lines(stdout: Option<std::process::ChildStdout>) -> mpsc::Receiver<Vec<u
     rx
 }
 
-/// The worker's environment: the caller's, minus what the adapter removes, plus its settings
-/// and Pitroom's floor (no prompts, pagers or editors; no recursive delegation).
-/// A CLI that reports a resumed session's usage as the session's total (Codex after `exec
-/// resume`): the record keeps that total as `session_usage`, and the run's own usage is the
-/// total minus what the session had used before.
-fn own_usage_of_follow_up(record: &mut RunRecord, stream: &mut Stream, parent: Option<&RunRecord>) {
-    let total = stream.tally.usage;
-    if let Some(parent) = parent {
-        let before = parent.session_usage.unwrap_or(parent.tally.usage);
-        let own = &mut stream.tally.usage;
-        own.input = own.input.saturating_sub(before.input);
-        own.output = own.output.saturating_sub(before.output);
-        own.reasoning = own.reasoning.saturating_sub(before.reasoning);
-        own.cache_read = own.cache_read.saturating_sub(before.cache_read);
-        own.cache_write = own.cache_write.saturating_sub(before.cache_write);
-    }
-    record.session_usage = Some(total);
-}
-
-/// One line of the worker's stderr: a retry the CLI is about to make silently, or events it
-/// reports only there.
-fn follow_stderr(stream: &mut Stream, adapter: &dyn Adapter, line: &str, record: &mut RunRecord) {
-    if let Some(error) = adapter.retry_signal(line) {
-        stream.retry_errors += 1;
-        stream.last_retry_error = Some(error);
-    }
-    let events = adapter.stderr_events(line);
-    if !events.is_empty() {
-        stream.absorb(events, record);
-    }
-}
-
 /// Tells the floor (floor.rs) which CLI the worker is, so it may run itself again while other
 /// agent CLIs are refused.
 fn with_worker_cli(
@@ -1815,6 +1785,8 @@ fn rotate_stderr(run_dir: &Path, next_attempt: usize) {
     );
 }
 
+/// The worker's environment: the caller's, minus what the adapter removes, plus its settings
+/// and Pitroom's floor (no prompts, pagers or editors; no recursive delegation).
 fn worker_env(
     base: &[(String, String)],
     inv: &pitroom_workers::Invocation,
@@ -1857,6 +1829,36 @@ fn is_state_dir_var(name: &str) -> bool {
             name,
             "CODEX_HOME" | "CLAUDE_CONFIG_DIR" | "GEMINI_CLI_HOME" | "QWEN_HOME"
         )
+}
+
+/// A CLI that reports a resumed session's usage as the session's total (Codex after `exec
+/// resume`): the record keeps that total as `session_usage`, and the run's own usage is the
+/// total minus what the session had used before.
+fn own_usage_of_follow_up(record: &mut RunRecord, stream: &mut Stream, parent: Option<&RunRecord>) {
+    let total = stream.tally.usage;
+    if let Some(parent) = parent {
+        let before = parent.session_usage.unwrap_or(parent.tally.usage);
+        let own = &mut stream.tally.usage;
+        own.input = own.input.saturating_sub(before.input);
+        own.output = own.output.saturating_sub(before.output);
+        own.reasoning = own.reasoning.saturating_sub(before.reasoning);
+        own.cache_read = own.cache_read.saturating_sub(before.cache_read);
+        own.cache_write = own.cache_write.saturating_sub(before.cache_write);
+    }
+    record.session_usage = Some(total);
+}
+
+/// One line of the worker's stderr: a retry the CLI is about to make silently, or events it
+/// reports only there.
+fn follow_stderr(stream: &mut Stream, adapter: &dyn Adapter, line: &str, record: &mut RunRecord) {
+    if let Some(error) = adapter.retry_signal(line) {
+        stream.retry_errors += 1;
+        stream.last_retry_error = Some(error);
+    }
+    let events = adapter.stderr_events(line);
+    if !events.is_empty() {
+        stream.absorb(events, record);
+    }
 }
 
 /// One stdout line of the worker: its events, and whether a tool result in it reads like a
