@@ -78,6 +78,12 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     ),
     ("price", Kind::Text, Some("PITROOM_PRICE"), None),
     ("link", Kind::TextList, None, None),
+    (
+        "sandbox_writable",
+        Kind::TextList,
+        Some("PITROOM_SANDBOX_WRITABLE"),
+        None,
+    ),
     ("verify_timeout", Kind::Duration, None, Some("15m")),
     ("web", Kind::Bool, None, Some("false")),
     (

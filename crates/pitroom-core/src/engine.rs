@@ -608,6 +608,7 @@ impl Engine {
             return None;
         }
         let mut private_dirs = vec![req.dirs.scratch.clone(), req.dirs.shared.clone()];
+        private_dirs.extend(record.spec.sandbox_writable.iter().cloned());
         private_dirs.extend(
             invocation
                 .env
@@ -775,6 +776,7 @@ impl Engine {
             verify_timeout_secs: 60.0,
             fallback: vec![],
             custom_workers: Default::default(),
+            sandbox_writable: vec![],
             max_parallel: 20,
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
@@ -2029,6 +2031,7 @@ mod tests {
             verify_timeout_secs: 60.0,
             fallback: vec![],
             custom_workers: Default::default(),
+            sandbox_writable: vec![],
             max_parallel: 20,
         };
         RunRecord::new("x".into(), spec, "now".into())

@@ -87,6 +87,10 @@ pub struct RunSpec {
     /// fallback chain can drive them.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub custom_workers: std::collections::BTreeMap<String, pitroom_workers::WorkerDef>,
+    /// Extra directories a worker may write under Landlock (config `sandbox_writable`), e.g. a
+    /// package cache its builds need. Opt-in: a worker could poison what it may write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_writable: Vec<PathBuf>,
     /// How many workers may run at once across all Pitroom processes (the queue's slot count).
     #[serde(default = "default_max_parallel")]
     pub max_parallel: usize,

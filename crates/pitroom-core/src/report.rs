@@ -427,6 +427,7 @@ mod tests {
             verify_timeout_secs: 60.0,
             fallback: vec![],
             custom_workers: Default::default(),
+            sandbox_writable: vec![],
             max_parallel: 20,
         };
         let mut r = RunRecord::new(

@@ -204,6 +204,11 @@ pub(super) fn build_spec(args: &RunArgs) -> Result<RunSpec, i32> {
             fallback_targets(&config, &custom)
         },
         custom_workers: custom,
+        sandbox_writable: config
+            .list("sandbox_writable")
+            .iter()
+            .map(|p| expand_home(p))
+            .collect(),
         max_parallel: config
             .count("max_parallel")
             .and_then(|n| usize::try_from(n).ok())
@@ -287,6 +292,14 @@ fn fallback_targets(config: &Config, custom: &BTreeMap<String, WorkerDef>) -> Ve
         }
     }
     targets
+}
+
+/// `~/x` → `$HOME/x`, for paths in the config.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
 }
 
 fn resolve_dir(given: Option<&PathBuf>) -> Result<PathBuf, i32> {

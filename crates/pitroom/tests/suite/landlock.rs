@@ -332,3 +332,34 @@ fn a_write_worker_in_a_linked_worktree_cannot_repoint_its_git_file() {
         );
     }
 }
+
+#[test]
+fn a_directory_opted_in_with_sandbox_writable_is_writable_and_nothing_else_is() {
+    let cache = tempfile::tempdir().expect("a cache dir");
+    let other = tempfile::tempdir().expect("another dir");
+    let allowed = vec![format!(
+        "echo built > {}/cached.txt",
+        cache.path().display()
+    )];
+    let refused = vec![format!(
+        "echo built > {}/elsewhere.txt",
+        other.path().display()
+    )];
+    let mut env = fake_env(script(&[refused.clone(), allowed.clone()].concat()));
+    env.set(
+        "PITROOM_SANDBOX_WRITABLE",
+        cache.path().display().to_string(),
+    );
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["build and cache"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    expect_landlock(&record(&env, &repo));
+    assert_outcomes(
+        &shell_calls(&env, &repo),
+        &refused,
+        &allowed,
+        &["Permission denied"],
+    );
+    assert!(cache.path().join("cached.txt").exists());
+    assert!(!other.path().join("elsewhere.txt").exists());
+}
