@@ -6,6 +6,7 @@ pub mod fake_anthropic;
 pub mod fake_gemini;
 pub mod fake_openai;
 pub mod fake_responses;
+pub mod launcher;
 pub mod real_cli;
 pub mod repo;
 
