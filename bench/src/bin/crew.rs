@@ -51,6 +51,8 @@ impl Bench {
             .env("PITROOM_OPENCODE_BIN", &self.worker)
             .env("PITROOM_FAKE_SCRIPT", script.to_string())
             .env("PITROOM_MAX_PARALLEL", parallel.to_string())
+            // The watch benchmark's worker stamps the time into a file beside the state dirs.
+            .env("PITROOM_SANDBOX_WRITABLE", &self.root)
             .env_remove("PITROOM_ACTIVE")
             .stdin(Stdio::null());
         c
