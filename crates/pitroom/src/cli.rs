@@ -332,7 +332,11 @@ pub struct DoctorArgs {
 #[derive(Debug, Args)]
 pub struct ModelsArgs {
     /// The worker backend (default: the configured one).
+    #[arg(conflicts_with = "all")]
     pub worker: Option<String>,
+    /// Every backend Pitroom has an adapter for, each as its CLI lists them (or why not).
+    #[arg(long)]
+    pub all: bool,
     #[arg(long)]
     pub json: bool,
 }

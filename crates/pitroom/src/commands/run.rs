@@ -414,6 +414,9 @@ pub fn models(args: ModelsArgs) -> i32 {
             return exit::REFUSED;
         }
     };
+    if args.all {
+        return all_models(args.json);
+    }
     let worker = args
         .worker
         .or_else(|| config.text("worker"))
@@ -439,4 +442,34 @@ pub fn models(args: ModelsArgs) -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// `pitroom models --all`: every backend with an adapter, its models as its CLI lists them, or
+/// the reason it cannot (not installed, no listing). Exit 0 as long as the listing itself ran.
+fn all_models(json: bool) -> i32 {
+    let engine = match engine() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let mut rows = Vec::new();
+    for backend in pitroom_workers::KNOWN_BACKENDS {
+        let listed = engine.list_models(backend);
+        if json {
+            rows.push(match listed {
+                Ok(models) => serde_json::json!({"worker": backend, "models": models}),
+                Err(e) => {
+                    serde_json::json!({"worker": backend, "models": [], "error": e.to_string()})
+                }
+            });
+        } else {
+            match listed {
+                Ok(models) => super::history::print_models(backend, &models, false),
+                Err(e) => println!("{backend}: {e}"),
+            }
+        }
+    }
+    if json {
+        output::json(&serde_json::json!({"workers": rows}));
+    }
+    exit::OK
 }

@@ -603,3 +603,31 @@ fn a_tier_names_the_configured_target_and_an_unknown_tier_is_a_usage_error() {
     assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no tier `premium`"));
 }
+
+#[test]
+fn models_all_lists_every_backend_with_its_models_or_why_not() {
+    let env = fake_env(json!([]));
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["models", "--all", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rows = v["workers"].as_array().expect("workers");
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["worker"].as_str()).collect();
+    assert_eq!(names, pitroom_workers::KNOWN_BACKENDS, "{v:#}");
+    let codex = &rows[names.iter().position(|n| *n == "codex").unwrap()];
+    assert!(
+        codex["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("PITROOM_CODEX_BIN")),
+        "a CLI that is not installed says how to point at it: {codex:#}"
+    );
+    let out = env.run(&dir, &["models", "--all"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for name in pitroom_workers::KNOWN_BACKENDS {
+        assert!(
+            stdout.contains(&format!("{name}:")),
+            "{name} missing: {stdout}"
+        );
+    }
+}
