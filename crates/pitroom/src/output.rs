@@ -81,3 +81,8 @@ impl Observer for Progress {
         self.drawn = true;
     }
 }
+
+/// What to do next, after an error.
+pub fn hint(message: impl std::fmt::Display) {
+    eprintln!("pitroom: hint: {message}");
+}

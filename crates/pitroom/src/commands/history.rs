@@ -1,14 +1,12 @@
-//! `history`, `history stats`, `history import`, `savings`, `clean`, the ledger write at the end
-//! of a run, and the usage columns of `models`. The ledger lives in `pitroom-store`; the run
+//! `history`, `history stats`, `history import`, `savings`, `clean`, and the usage columns of
+//! `models`. The ledger lives in `pitroom-store`; the run
 //! directories stay the source of truth.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use pitroom_core::config::{Config, FlagValues};
 use pitroom_core::duration::format_duration;
-use pitroom_core::receipt::{apply_worker_prices, WorkerPrices};
 use pitroom_core::report::human_count;
 use pitroom_core::{exit, Home, RunRecord};
 use pitroom_store::{
@@ -91,31 +89,6 @@ pub struct CleanArgs {
     pub yes: bool,
     #[arg(long)]
     pub json: bool,
-}
-
-/// After a run ends (foreground or background supervisor): fills in a cost from
-/// `worker_prices` when the CLI reported none, then writes the ledger row. Everything here is
-/// best-effort: a problem is a warning, never a failed run.
-pub fn settle_run(home: &Home, record: &mut RunRecord) {
-    if record.state.is_active() {
-        return;
-    }
-    if let Ok(config) = Config::load(&super::env_lookup, &FlagValues::default()) {
-        // Bad entries were already reported when the run started; stay quiet here.
-        let (prices, _) = WorkerPrices::from_config(&config);
-        if apply_worker_prices(record, &prices) {
-            if let Err(e) = record.write(&home.record_path(&record.id)) {
-                output::warning(format!(
-                    "could not store the estimated worker cost in the record: {e}"
-                ));
-            }
-        }
-    }
-    if let Err(e) = pitroom_store::record_run(home, record) {
-        output::warning(format!(
-            "{e}; the run itself is fine and `pitroom history import` rebuilds the history"
-        ));
-    }
 }
 
 /// Opens the history for a reading command, importing what it lacks; prints its notes.

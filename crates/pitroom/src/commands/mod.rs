@@ -12,7 +12,8 @@ mod show;
 mod wait;
 mod watch;
 
-use pitroom_core::{exit, Home, RunRecord};
+use pitroom_core::{Home, RunRecord};
+use pitroom_service::{Selector, Service, ServiceError};
 
 use crate::output;
 
@@ -40,6 +41,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Savings(args) => history::savings(args),
         Command::Clean(args) => history::clean(args),
         Command::Cooldown(args) => cooldown::cooldown(args),
+        Command::Demo(args) => crate::demo::demo(args),
     }
 }
 
@@ -52,59 +54,36 @@ pub fn home() -> Home {
     Home::locate(&env_lookup)
 }
 
+/// The run library for this process; on failure, prints one line and returns the exit code.
+pub fn service() -> Result<Service, i32> {
+    Service::from_process().map_err(|e| fail(&e))
+}
+
+/// Prints a run-library error (what happened, then what to do) and returns its exit code.
+pub fn fail(e: &ServiceError) -> i32 {
+    output::error(&e.message);
+    if let Some(hint) = &e.hint {
+        output::hint(hint);
+    }
+    e.exit_code()
+}
+
 /// Resolves a run reference (id, prefix, `last`, or the latest) and loads its settled record;
 /// on failure, prints one line and returns the exit code.
-pub fn load_run(home: &Home, given: Option<&str>) -> Result<RunRecord, i32> {
-    let id = home.resolve(given).map_err(|e| {
-        output::error(e);
-        exit::USAGE
-    })?;
-    home.load_settled(&id).map_err(|e| {
-        output::error(e);
-        exit::REFUSED
-    })
+pub fn load_run(service: &Service, given: Option<&str>) -> Result<RunRecord, i32> {
+    service.load(given).map_err(|e| fail(&e))
 }
 
 /// The runs a command works on: the given ones, a group's, or the latest run.
-pub fn resolve_runs(home: &Home, runs: &[String], group: Option<&str>) -> Result<Vec<String>, i32> {
-    if let Some(group) = group {
-        let ids = home.group_ids(group);
-        if ids.is_empty() {
-            output::error(format!(
-                "group {group} has no runs; start some with: pitroom crew -g {group} \"task\" …"
-            ));
-            return Err(exit::USAGE);
-        }
-        return Ok(ids);
-    }
-    if runs.is_empty() {
-        return home.resolve(None).map(|id| vec![id]).map_err(|e| {
-            output::error(e);
-            exit::USAGE
-        });
-    }
-    let mut ids = Vec::new();
-    for given in runs {
-        let id = home.resolve(Some(given)).map_err(|e| {
-            output::error(e);
-            exit::USAGE
-        })?;
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    Ok(ids)
+pub fn select(service: &Service, runs: &[String], group: Option<&str>) -> Result<Selector, i32> {
+    service.select(runs, group).map_err(|e| fail(&e))
 }
 
-/// Loads settled records; a record that cannot be read is reported and skipped.
-pub fn load_runs(home: &Home, ids: &[String]) -> Vec<RunRecord> {
-    ids.iter()
-        .filter_map(|id| match home.load_settled(id) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                output::warning(e);
-                None
-            }
-        })
-        .collect()
+/// The selected runs' records; a record that cannot be read is reported and skipped.
+pub fn load_selected(service: &Service, selector: &Selector) -> Vec<RunRecord> {
+    let (records, problems) = service.status(selector);
+    for p in problems {
+        output::warning(p);
+    }
+    records
 }

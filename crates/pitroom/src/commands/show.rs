@@ -2,70 +2,68 @@
 
 use std::io::Write;
 
-use pitroom_core::{exit, report, RunRecord};
+use pitroom_core::{exit, report};
+use pitroom_service::changes::RunFile;
 
 use crate::cli::{LsArgs, ShowArgs};
 use crate::output;
 
 pub fn show(args: ShowArgs) -> i32 {
-    let home = super::home();
-    let record = match super::load_run(&home, args.run.as_deref()) {
+    let service = match super::service() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let record = match super::load_run(&service, args.run.as_deref()) {
         Ok(r) => r,
         Err(code) => return code,
     };
     let id = record.id.clone();
-    let dir = home.run_dir(&id);
     if args.json {
         output::json(&record);
-    } else if args.events || args.patch {
-        let file = if args.events {
-            "events.jsonl"
-        } else {
-            "changes.patch"
-        };
-        match std::fs::read(dir.join(file)) {
-            Ok(bytes) if args.patch => {
-                // The stored patch stays exact (apply and revert need it); what is shown is not.
-                let dirs: Vec<&std::path::Path> = record.repo.iter().map(|p| p.as_path()).collect();
-                let redactor = pitroom_core::redact::Redactor::for_dirs(&dirs);
-                let shown = redactor.redact(&String::from_utf8_lossy(&bytes));
-                let _ = std::io::stdout().write_all(shown.as_bytes());
-            }
-            Ok(bytes) => {
-                let _ = std::io::stdout().write_all(&bytes);
-            }
-            Err(_) if args.patch => {
-                eprintln!("pitroom: run {id} changed nothing; there is no patch")
-            }
-            Err(e) => {
-                output::error(format!("run {id} has no {file}: {e}"));
+    } else if args.patch {
+        match service.patch(&record) {
+            Ok(Some(shown)) => write_stdout(shown.as_bytes()),
+            Ok(None) => eprintln!("pitroom: run {id} changed nothing; there is no patch"),
+            Err(e) => return super::fail(&e),
+        }
+    } else if args.events {
+        match service.run_file(&record, RunFile::Events) {
+            Ok(Some(bytes)) => write_stdout(&bytes),
+            Ok(None) => {
+                output::error(format!("run {id} has no events.jsonl"));
                 return exit::REFUSED;
             }
+            Err(e) => return super::fail(&e),
         }
     } else {
         print!("{}", report::render(&record, output::stdout_color()));
         if args.full {
-            let stderr = std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
+            let stderr = service
+                .run_file(&record, RunFile::Stderr)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let stderr = String::from_utf8_lossy(&stderr);
             println!("── worker stderr ({} bytes):\n{stderr}", stderr.len());
         }
     }
     exit::OK
 }
 
+/// Raw bytes to stdout; a reader that went away (`| head`) ends the output, nothing else.
+fn write_stdout(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
+        // SIGPIPE is at its default disposition, so only a closed pipe without it lands here.
+    }
+}
+
 pub fn ls(args: LsArgs) -> i32 {
-    let home = super::home();
-    let ids = match &args.group {
-        Some(g) => home.group_ids(g),
-        None => home.run_ids(),
+    let service = match super::service() {
+        Ok(s) => s,
+        Err(code) => return code,
     };
-    let mut records: Vec<RunRecord> = ids
-        .iter()
-        .rev()
-        .filter_map(|id| home.load_settled(id).ok())
-        .filter(|r| !args.running || r.state.is_active())
-        .take(args.limit)
-        .collect();
-    records.reverse();
+    let records = service.list(args.group.as_deref(), args.running, args.limit);
     if args.json {
         output::json(&records);
         return exit::OK;

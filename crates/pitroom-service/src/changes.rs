@@ -1,0 +1,141 @@
+//! A run's changes: the patch as shown (redacted), apply (one run or a group, all or nothing
+//! per run), discard, revert.
+
+use pitroom_core::{isolate, revert, RunRecord};
+use pitroom_workers::Mode;
+
+use crate::{ErrorKind, Service, ServiceError};
+
+/// What `apply -g` did: the runs applied in start order, and the one that stopped it.
+#[derive(Debug)]
+pub struct GroupApply {
+    pub group: String,
+    pub applied: Vec<String>,
+    /// The runs not applied, from the one that failed on.
+    pub not_applied: Vec<String>,
+    pub error: Option<(String, ServiceError)>,
+}
+
+/// One file of the worker's output, as a front end may show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFile {
+    Patch,
+    Events,
+    Stderr,
+}
+
+impl RunFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunFile::Patch => "changes.patch",
+            RunFile::Events => "events.jsonl",
+            RunFile::Stderr => "stderr.log",
+        }
+    }
+}
+
+impl Service {
+    /// The run's patch with secrets redacted (the stored patch stays exact: apply and revert
+    /// need it). `None` when the run changed nothing.
+    pub fn patch(&self, record: &RunRecord) -> Result<Option<String>, ServiceError> {
+        match self.run_file(record, RunFile::Patch)? {
+            None => Ok(None),
+            Some(bytes) => {
+                let dirs: Vec<&std::path::Path> = record.repo.iter().map(|p| p.as_path()).collect();
+                let redactor = pitroom_core::redact::Redactor::for_dirs(&dirs);
+                Ok(Some(redactor.redact(&String::from_utf8_lossy(&bytes))))
+            }
+        }
+    }
+
+    /// The raw bytes of one of the run's files; `None` when the run has none.
+    pub fn run_file(
+        &self,
+        record: &RunRecord,
+        file: RunFile,
+    ) -> Result<Option<Vec<u8>>, ServiceError> {
+        let path = self.home().run_dir(&record.id).join(file.name());
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(ServiceError::refused(format!(
+                "run {} has no readable {}: {e}",
+                record.id,
+                file.name()
+            ))),
+        }
+    }
+
+    /// Lands an isolated run's patch in the user's tree: checked first, all or nothing;
+    /// deletions only with `allow_delete`. Returns the updated record and the files changed.
+    pub fn apply(
+        &self,
+        given: Option<&str>,
+        allow_delete: bool,
+    ) -> Result<(RunRecord, usize), ServiceError> {
+        let mut record = self.load(given)?;
+        let files = isolate::apply(self.home(), &mut record, allow_delete)?;
+        Ok((record, files))
+    }
+
+    /// Applies a group's unapplied isolated runs with changes in start order, stopping at the
+    /// first that fails.
+    pub fn apply_group(&self, group: &str, allow_delete: bool) -> Result<GroupApply, ServiceError> {
+        let home = self.home();
+        let mut pending: Vec<RunRecord> = home
+            .run_ids()
+            .iter()
+            .filter_map(|id| home.load_settled(id).ok())
+            .filter(|r| r.spec.group.as_deref() == Some(group) && r.spec.mode == Mode::Isolate)
+            .filter(|r| !r.applied && !r.changes.is_empty())
+            .collect();
+        if pending.is_empty() {
+            return Err(ServiceError::refused(format!(
+                "group {group} has no unapplied isolated runs with changes"
+            )));
+        }
+        let mut outcome = GroupApply {
+            group: group.to_string(),
+            applied: Vec::new(),
+            not_applied: Vec::new(),
+            error: None,
+        };
+        for (index, record) in pending.iter_mut().enumerate() {
+            if let Err(e) = isolate::apply(home, record, allow_delete) {
+                outcome.not_applied = pending[index..].iter().map(|r| r.id.clone()).collect();
+                outcome.error = Some((pending[index].id.clone(), e.into()));
+                break;
+            }
+            outcome.applied.push(record.id.clone());
+        }
+        Ok(outcome)
+    }
+
+    /// Removes an isolated run's copy; its patch is kept.
+    pub fn discard(&self, given: Option<&str>) -> Result<RunRecord, ServiceError> {
+        let mut record = self.load(given)?;
+        isolate::discard(self.home(), &mut record)?;
+        Ok(record)
+    }
+
+    /// Undoes exactly a write run's edits (checked first; refused if the files changed since).
+    pub fn revert(&self, given: Option<&str>) -> Result<(RunRecord, usize), ServiceError> {
+        let mut record = self.load(given)?;
+        let files = revert::revert(self.home(), &mut record)?;
+        Ok((record, files))
+    }
+}
+
+impl GroupApply {
+    /// The exit code: 0 when everything landed, else the failure's.
+    pub fn exit_code(&self) -> i32 {
+        match &self.error {
+            None => pitroom_core::exit::OK,
+            Some((_, e)) => e.exit_code(),
+        }
+    }
+
+    pub fn failed_kind(&self) -> Option<ErrorKind> {
+        self.error.as_ref().map(|(_, e)| e.kind)
+    }
+}

@@ -1,0 +1,134 @@
+//! One error type for every front end: a kind (which decides the CLI's exit code and the MCP
+//! server's `isError`), the message (what happened) and, where there is one, the hint (what to do).
+
+use pitroom_core::exit;
+
+/// What kind of failure an operation met; each maps to one exit code (PRODUCT.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request itself is wrong (exit 2).
+    Usage,
+    /// Refused, or a set-up problem (exit 3).
+    Refused,
+    /// The operation ran and failed: an apply or revert conflict (exit 1).
+    Failed,
+    /// Runs are still going (exit 75): ask again.
+    StillRunning,
+}
+
+impl ErrorKind {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Usage => exit::USAGE,
+            ErrorKind::Refused => exit::REFUSED,
+            ErrorKind::Failed => exit::FAILED,
+            ErrorKind::StillRunning => exit::STILL_RUNNING,
+        }
+    }
+}
+
+/// A failed operation of the run library.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ServiceError {
+    pub kind: ErrorKind,
+    /// What happened (one sentence; it may already say what to do).
+    pub message: String,
+    /// What to do next, when the message does not say it.
+    pub hint: Option<String>,
+}
+
+impl ServiceError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ServiceError {
+        ServiceError {
+            kind,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> ServiceError {
+        ServiceError::new(ErrorKind::Usage, message)
+    }
+
+    pub fn refused(message: impl Into<String>) -> ServiceError {
+        ServiceError::new(ErrorKind::Refused, message)
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> ServiceError {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        self.kind.exit_code()
+    }
+}
+
+impl From<pitroom_core::EngineError> for ServiceError {
+    fn from(e: pitroom_core::EngineError) -> ServiceError {
+        let kind = if e.exit_code() == exit::USAGE {
+            ErrorKind::Usage
+        } else {
+            ErrorKind::Refused
+        };
+        ServiceError::new(kind, e.to_string())
+    }
+}
+
+impl From<pitroom_core::HomeError> for ServiceError {
+    fn from(e: pitroom_core::HomeError) -> ServiceError {
+        use pitroom_core::HomeError;
+        let kind = match e {
+            HomeError::NoMatch(_) | HomeError::Ambiguous { .. } | HomeError::NoRuns => {
+                ErrorKind::Usage
+            }
+            _ => ErrorKind::Refused,
+        };
+        ServiceError::new(kind, e.to_string())
+    }
+}
+
+impl From<pitroom_core::isolate::IsolateError> for ServiceError {
+    fn from(e: pitroom_core::isolate::IsolateError) -> ServiceError {
+        use pitroom_core::isolate::IsolateError;
+        let kind = match e {
+            IsolateError::Conflict(_) => ErrorKind::Failed,
+            _ => ErrorKind::Refused,
+        };
+        ServiceError::new(kind, e.to_string())
+    }
+}
+
+impl From<pitroom_core::revert::RevertError> for ServiceError {
+    fn from(e: pitroom_core::revert::RevertError) -> ServiceError {
+        use pitroom_core::revert::RevertError;
+        let kind = match e {
+            RevertError::Conflict(_) => ErrorKind::Failed,
+            _ => ErrorKind::Refused,
+        };
+        ServiceError::new(kind, e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_maps_to_its_documented_exit_code() {
+        assert_eq!(ServiceError::usage("x").exit_code(), 2);
+        assert_eq!(ServiceError::refused("x").exit_code(), 3);
+        assert_eq!(ServiceError::new(ErrorKind::Failed, "x").exit_code(), 1);
+        assert_eq!(
+            ServiceError::new(ErrorKind::StillRunning, "x").exit_code(),
+            75
+        );
+    }
+
+    #[test]
+    fn a_run_that_matches_nothing_is_a_usage_error() {
+        let e: ServiceError = pitroom_core::HomeError::NoRuns.into();
+        assert_eq!(e.kind, ErrorKind::Usage);
+    }
+}

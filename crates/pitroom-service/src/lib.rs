@@ -1,0 +1,111 @@
+//! The run library: the one API every front end calls — the `pitroom` CLI, the MCP server and
+//! the dashboard. Functions take typed requests and return typed values; nothing here prints.
+//! A front end parses its input into a [`RunRequest`] or a [`Selector`], calls a method of
+//! [`Service`], and renders what comes back (a report, JSON, an MCP result, a page).
+//!
+//! - [`request`]: a request and its resolution into a `RunSpec` (flags > env > config file).
+//! - [`runs`]: start one run or a crew (foreground or background), supervise, status, wait, stop.
+//! - [`events`]: the typed `watch` event stream (PRODUCT.md §8), driven by inotify.
+//! - [`changes`]: show a run's patch, apply (one run or a group), discard, revert.
+//! - [`ledger`]: the ledger row written when a run ends, history, stats, savings.
+
+pub mod changes;
+pub mod error;
+pub mod events;
+pub mod ledger;
+pub mod request;
+pub mod runs;
+
+use std::path::PathBuf;
+
+use pitroom_core::{Engine, Home, RunRecord};
+
+pub use error::{ErrorKind, ServiceError};
+pub use events::{EventStream, Finished, WatchEvent};
+pub use request::{Resolved, RunRequest};
+pub use runs::{CrewOutcome, Selector, WaitOutcome};
+
+/// The run library bound to a state directory and the caller's environment.
+pub struct Service {
+    engine: Engine,
+}
+
+impl Service {
+    /// A service for this process: its environment, its state directory, its executable
+    /// (started again as the keeper and the background supervisor).
+    pub fn from_process() -> Result<Service, ServiceError> {
+        let env: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let exe = std::env::current_exe().map_err(|e| {
+            ServiceError::refused(format!("cannot find the pitroom executable itself: {e}"))
+        })?;
+        Ok(Service::new(env, exe))
+    }
+
+    /// A service with an explicit environment (the state directory comes from its
+    /// `PITROOM_HOME`/`XDG_STATE_HOME`/`HOME`) and executable.
+    pub fn new(env: Vec<(String, String)>, exe: PathBuf) -> Service {
+        let home =
+            Home::locate(&|name| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()));
+        Service {
+            engine: Engine { home, env, exe },
+        }
+    }
+
+    pub fn home(&self) -> &Home {
+        &self.engine.home
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// A variable of the service's environment.
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        self.engine
+            .env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// One run's settled record (a run whose supervisor died is marked failed first). `None`
+    /// is the latest run; otherwise an id, a unique prefix or `last`.
+    pub fn load(&self, given: Option<&str>) -> Result<RunRecord, ServiceError> {
+        let id = self.home().resolve(given)?;
+        Ok(self.home().load_settled(&id)?)
+    }
+
+    /// Settled records of `ids`; a record that cannot be read is skipped, and its error returned
+    /// beside the others for the caller to show.
+    pub fn load_many(&self, ids: &[String]) -> (Vec<RunRecord>, Vec<String>) {
+        let mut records = Vec::new();
+        let mut problems = Vec::new();
+        for id in ids {
+            match self.home().load_settled(id) {
+                Ok(r) => records.push(r),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        (records, problems)
+    }
+
+    /// Recent runs, newest last: at most `limit`, of one group, or only the active ones.
+    pub fn list(&self, group: Option<&str>, running_only: bool, limit: usize) -> Vec<RunRecord> {
+        let home = self.home();
+        let ids = match group {
+            Some(g) => home.group_ids(g),
+            None => home.run_ids(),
+        };
+        let mut records: Vec<RunRecord> = ids
+            .iter()
+            .rev()
+            .filter_map(|id| home.load_settled(id).ok())
+            .filter(|r| !running_only || r.state.is_active())
+            .take(limit)
+            .collect();
+        records.reverse();
+        records
+    }
+}

@@ -1,0 +1,323 @@
+//! A run request from any front end, and its resolution into a `RunSpec`: flags over the
+//! environment over the config file over the defaults of `pitroom_core::config`'s key table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use pitroom_core::config::{Config, FlagValues, Source};
+use pitroom_core::duration::parse_duration;
+use pitroom_core::target::Target;
+use pitroom_core::RunSpec;
+use pitroom_workers::{Mode, WorkerDef};
+
+use crate::{Service, ServiceError};
+
+/// The backend a target without one names.
+pub const DEFAULT_BACKEND: &str = "opencode";
+
+/// What a front end asks for: the CLI's `run` flags, an MCP `pitroom_run` call's arguments.
+/// `None` means "as configured".
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub task: String,
+    pub mode: Option<Mode>,
+    /// `backend[:model][#effort]`.
+    pub worker: Option<String>,
+    pub model: Option<String>,
+    pub tier: Option<String>,
+    pub effort: Option<String>,
+    /// The directory to work in; `None` is the process's current directory.
+    pub dir: Option<PathBuf>,
+    /// A duration (`90`, `20m`, `1h`).
+    pub timeout: Option<String>,
+    pub web: bool,
+    pub background: bool,
+    /// The run to follow up (an id, a prefix or `last`).
+    pub continue_run: Option<String>,
+    pub allow_non_git: bool,
+    pub group: Option<String>,
+    pub link: Vec<String>,
+    pub verify: Option<String>,
+    pub no_fallback: bool,
+}
+
+/// A resolved request: the spec, and what the caller should show as warnings (bad config
+/// entries, ignored worker sections).
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub spec: RunSpec,
+    pub warnings: Vec<String>,
+}
+
+impl Service {
+    /// The effective configuration with `flags` on top, and the warnings it raised.
+    pub fn config(&self, flags: &FlagValues) -> Result<Config, ServiceError> {
+        Config::load(&|name| self.env_var(name), flags)
+            .map_err(|e| ServiceError::refused(e.to_string()))
+    }
+
+    /// Turns a request into a run specification.
+    pub fn resolve(&self, request: &RunRequest) -> Result<Resolved, ServiceError> {
+        if let Some(t) = &request.timeout {
+            parse_duration(t).map_err(|why| ServiceError::usage(format!("-t {why}")))?;
+        }
+        if request.task.trim().is_empty() {
+            return Err(ServiceError::usage(
+                "the task is empty; give it as an argument, with --task-file, or as - to read stdin",
+            ));
+        }
+        let config = self.config(&flag_values(request))?;
+        let mut warnings = config.warnings.clone();
+        let custom = custom_workers(&config, &mut warnings);
+        let parent = match &request.continue_run {
+            Some(given) => Some(self.continuable(given)?),
+            None => None,
+        };
+        let (mode, backend, model, effort, dir) = match &parent {
+            Some(p) => {
+                if request.mode.is_some_and(|m| m != p.spec.mode) {
+                    return Err(ServiceError::usage(format!(
+                        "a follow-up keeps the rules of run {}: it is a {} run",
+                        p.id,
+                        p.spec.mode.as_str()
+                    )));
+                }
+                (
+                    p.spec.mode,
+                    p.spec.backend.clone(),
+                    request.model.clone().or_else(|| p.spec.model.clone()),
+                    request.effort.clone().or_else(|| p.spec.effort.clone()),
+                    p.spec.dir.clone(),
+                )
+            }
+            None => {
+                let target = resolve_target(&config, request.tier.as_deref(), &custom)?;
+                (
+                    request.mode.unwrap_or(Mode::Read),
+                    target.backend,
+                    target.model,
+                    request.effort.clone().or(target.effort),
+                    resolve_dir(request.dir.as_deref())?,
+                )
+            }
+        };
+        let parent_id = parent.map(|p| p.id);
+        let fallback = if request.no_fallback || parent_id.is_some() {
+            // A follow-up continues one worker's session: it never moves to another.
+            Vec::new()
+        } else {
+            fallback_targets(&config, &custom, &mut warnings)
+        };
+        let secs = |key: &str| config.duration(key).map(|d| d.as_secs_f64());
+        let spec = RunSpec {
+            task: request.task.clone(),
+            mode,
+            backend,
+            model,
+            effort,
+            web: config.flag("web"),
+            dir,
+            timeout_secs: secs("timeout").unwrap_or(1800.0),
+            watchdog_secs: secs("watchdog").unwrap_or(60.0),
+            background: request.background,
+            allow_non_git: request.allow_non_git,
+            parent: parent_id,
+            primary: config.text("primary").unwrap_or_else(|| "sonnet".into()),
+            price: config.text("price"),
+            group: request.group.clone(),
+            link: if mode == Mode::Isolate {
+                config.list("link")
+            } else {
+                Vec::new()
+            },
+            verify: request.verify.clone(),
+            verify_timeout_secs: secs("verify_timeout").unwrap_or(900.0),
+            fallback,
+            custom_workers: custom,
+            sandbox_writable: config
+                .list("sandbox_writable")
+                .iter()
+                .map(|p| expand_home(p, self.env_var("HOME")))
+                .collect(),
+            max_parallel: config
+                .count("max_parallel")
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(pitroom_core::slots::DEFAULT_MAX_PARALLEL),
+        };
+        Ok(Resolved { spec, warnings })
+    }
+
+    /// The parent of a follow-up: finished, and with a worker session to continue.
+    fn continuable(&self, given: &str) -> Result<pitroom_core::RunRecord, ServiceError> {
+        let parent = self.load(Some(given))?;
+        let id = &parent.id;
+        if parent.state.is_active() {
+            return Err(ServiceError::refused(format!(
+                "run {id} is still running; wait for it first: pitroom wait {id}"
+            )));
+        }
+        if parent.session.is_none() {
+            return Err(ServiceError::refused(format!(
+                "run {id} has no worker session to continue (the worker never started one)"
+            )));
+        }
+        Ok(parent)
+    }
+}
+
+/// The request's flags as config overrides, named as the CLI spells them.
+fn flag_values(request: &RunRequest) -> FlagValues {
+    let mut flags = FlagValues::default();
+    if let Some(w) = &request.worker {
+        flags.set("worker", "-W", w);
+    }
+    if let Some(m) = &request.model {
+        flags.set("model", "-m", m);
+    }
+    if let Some(t) = &request.timeout {
+        flags.set("timeout", "-t", t);
+    }
+    if request.web {
+        flags.set("web", "--web", "true");
+    }
+    if !request.link.is_empty() {
+        flags.set("link", "--link", request.link.join(","));
+    }
+    flags
+}
+
+/// The CLIs described in the config (`[workers.<name>]`). A section that does not parse is
+/// skipped with a warning naming the field; one that shadows a built-in worker is ignored.
+pub fn custom_workers(config: &Config, warnings: &mut Vec<String>) -> BTreeMap<String, WorkerDef> {
+    let mut workers = BTreeMap::new();
+    for (name, value) in config.table("workers") {
+        if pitroom_workers::KNOWN_BACKENDS.contains(&name.as_str()) {
+            warnings.push(format!(
+                "[workers.{name}] ignored: {name} is a built-in worker; pick another name"
+            ));
+            continue;
+        }
+        match WorkerDef::from_value(&name, &value) {
+            Ok(def) => {
+                workers.insert(name, def);
+            }
+            Err(why) => warnings.push(format!("{why}; that worker is unavailable")),
+        }
+    }
+    workers
+}
+
+/// The worker target with its model: flag > environment > file, and the per-backend default
+/// model from `models` last (none means the CLI's own default).
+fn resolve_target(
+    config: &Config,
+    tier: Option<&str>,
+    custom: &BTreeMap<String, WorkerDef>,
+) -> Result<Target, ServiceError> {
+    let worker_is_flag = matches!(config.source("worker"), Source::Flag(_));
+    let tiered = match tier {
+        Some(name) if !worker_is_flag => Some(config.map_value("tiers", name).ok_or_else(|| {
+            ServiceError::usage(format!(
+                "no tier `{name}` in the config; define it, e.g. [tiers] {name} = \"opencode:provider/model\" (see pitroom config)"
+            ))
+        })?),
+        _ => None,
+    };
+    let worker = tiered
+        .or_else(|| config.text("worker"))
+        .unwrap_or_else(|| DEFAULT_BACKEND.into());
+    let names: Vec<&str> = custom.keys().map(String::as_str).collect();
+    let mut target = Target::parse_known(&worker, DEFAULT_BACKEND, &names)
+        .map_err(|e| ServiceError::usage(e.to_string()))?;
+    let model = config.text("model");
+    let explicit_target = worker_is_flag || tier.is_some();
+    target.model = match config.source("model") {
+        Source::Flag(_) => model,
+        _ if explicit_target && target.model.is_some() => target.model,
+        _ if model.is_some() => model,
+        _ => target
+            .model
+            .or_else(|| config.map_value("models", &target.backend)),
+    };
+    Ok(target)
+}
+
+/// The configured fallback targets, each with its backend's default model from `models`;
+/// targets that do not parse are skipped with a warning.
+fn fallback_targets(
+    config: &Config,
+    custom: &BTreeMap<String, WorkerDef>,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    let names: Vec<&str> = custom.keys().map(String::as_str).collect();
+    let mut targets = Vec::new();
+    for given in config.list("fallback") {
+        match Target::parse_known(&given, DEFAULT_BACKEND, &names) {
+            Ok(mut t) => {
+                if t.model.is_none() {
+                    t.model = config.map_value("models", &t.backend);
+                }
+                targets.push(t.display());
+            }
+            Err(why) => warnings.push(format!("fallback target `{given}` skipped: {why}")),
+        }
+    }
+    targets
+}
+
+/// `~/x` → `$HOME/x`, for paths in the config.
+fn expand_home(path: &str, home: Option<String>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+fn resolve_dir(given: Option<&Path>) -> Result<PathBuf, ServiceError> {
+    let dir = match given {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            ServiceError::refused(format!("cannot read the current directory: {e}"))
+        })?,
+    };
+    dir.canonicalize().map_err(|e| {
+        ServiceError::usage(format!(
+            "{}: {e}; pass an existing directory with -d",
+            dir.display()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_home_relative_config_path_is_expanded() {
+        assert_eq!(
+            expand_home("~/.cargo", Some("/home/u".into())),
+            PathBuf::from("/home/u/.cargo")
+        );
+        assert_eq!(
+            expand_home("/abs", Some("/home/u".into())),
+            PathBuf::from("/abs")
+        );
+        assert_eq!(expand_home("~/x", None), PathBuf::from("~/x"));
+    }
+
+    #[test]
+    fn request_flags_override_the_config_under_the_cli_spelling() {
+        let request = RunRequest {
+            worker: Some("codex".into()),
+            timeout: Some("90s".into()),
+            link: vec!["node_modules".into(), "target".into()],
+            ..RunRequest::default()
+        };
+        let flags = flag_values(&request);
+        assert!(flags.values.contains(&("worker", "-W", "codex".into())));
+        assert!(flags.values.contains(&("timeout", "-t", "90s".into())));
+        assert!(flags
+            .values
+            .contains(&("link", "--link", "node_modules,target".into())));
+    }
+}
