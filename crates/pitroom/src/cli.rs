@@ -69,6 +69,11 @@ pub enum Command {
     Savings(crate::commands::history::SavingsArgs),
     /// Remove old run directories (a dry run unless --yes; unapplied isolated patches stay).
     Clean(crate::commands::history::CleanArgs),
+    /// Try Pitroom with no worker CLI and no key: a scripted worker walks a sample project
+    /// through read, isolate + apply, write + revert, a crew and savings.
+    Demo(DemoArgs),
+    /// MCP server on stdio: the same operations as tools, for agent hosts (see docs/mcp.md).
+    Mcp(McpArgs),
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
 }
@@ -345,6 +350,22 @@ pub struct ModelsArgs {
 pub struct ConfigArgs {
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the demo's sample project and state dir (their paths are printed), to look at the
+    /// runs afterwards with PITROOM_HOME=<state dir> pitroom ls.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Print the registration snippet for a host instead of serving: claude, codex, gemini or
+    /// cursor (with what each needs to pass the workers' keys through).
+    #[arg(long, value_name = "HOST")]
+    pub print_config: Option<String>,
 }
 
 #[derive(Debug, Args)]

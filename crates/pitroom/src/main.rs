@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod demo;
 mod guard;
 mod output;
 
@@ -18,6 +19,10 @@ fn main() {
         Some("floor") => std::process::exit(guard::floor_main(&args[0], &args[1..])),
         Some(_) => std::process::exit(guard::hook_main(&args[1..])),
         None => {}
+    }
+    // `pitroom demo`'s scripted worker is this binary too, linked as `pitroom-scripted-worker`.
+    if demo::worker::is_scripted_worker(args.first()) {
+        std::process::exit(demo::worker::main(&args[1..]));
     }
     // The keeper starts often and must start fast: no clap, no config.
     if pitroom_proc::is_keeper_invocation(args.get(1).map(OsString::as_os_str)) {

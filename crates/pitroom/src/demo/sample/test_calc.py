@@ -1,0 +1,18 @@
+import unittest
+
+from calc import add, divide, mean
+
+
+class CalcTest(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_divide(self):
+        self.assertEqual(divide(6, 3), 2)
+
+    def test_mean(self):
+        self.assertEqual(mean([1, 2, 3]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
