@@ -180,3 +180,54 @@ pub const GEMINI: NpmCli = NpmCli {
 pub fn gemini() -> Result<PathBuf, String> {
     install(&GEMINI)
 }
+
+/// The official MCP Python SDK the MCP tests drive `pitroom mcp` with, pinned.
+pub const PYTHON_MCP_VERSION: &str = "1.30.0";
+
+/// A Python with the pinned `mcp` package: a virtual environment in the cache dir, made with
+/// the machine's `python3` and filled from PyPI on first use (under a lock, so parallel tests
+/// install once; a marker file written last, so a half-made one is made again). `.ci/run`
+/// makes the same one up front.
+pub fn python_mcp() -> Result<PathBuf, String> {
+    let venv = cache_dir().join(format!("python-mcp-{PYTHON_MCP_VERSION}"));
+    let python = venv.join("bin/python");
+    let marker = venv.join(".installed");
+    if marker.exists() {
+        return Ok(python);
+    }
+    std::fs::create_dir_all(cache_dir()).map_err(|e| format!("{}: {e}", cache_dir().display()))?;
+    let lock = std::fs::File::create(cache_dir().join(".python-mcp.lock"))
+        .map_err(|e| format!("install lock: {e}"))?;
+    // SAFETY: flock on a descriptor we own; released when `lock` is dropped.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+    if marker.exists() {
+        return Ok(python);
+    }
+    let run = |cmd: &mut Command, what: &str| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    };
+    if venv.exists() {
+        std::fs::remove_dir_all(&venv).map_err(|e| format!("{}: {e}", venv.display()))?;
+    }
+    run(
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        "python3 -m venv",
+    )?;
+    run(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .arg(format!("mcp=={PYTHON_MCP_VERSION}")),
+        "pip install mcp",
+    )?;
+    std::fs::write(&marker, PYTHON_MCP_VERSION)
+        .map_err(|e| format!("{}: {e}", marker.display()))?;
+    Ok(python)
+}

@@ -6,6 +6,7 @@ mod cooldown;
 mod crew;
 mod doctor;
 pub(crate) mod history;
+mod mcp;
 mod revert;
 mod run;
 mod show;
@@ -26,6 +27,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Crew(args) => crew::crew(*args),
         Command::Watch(args) => watch::watch(args),
         Command::Supervise(args) => run::supervise(args),
+        Command::Mcp(args) => mcp::mcp(args),
         Command::Show(args) => show::show(args),
         Command::Ls(args) => show::ls(args),
         Command::Status(args) => wait::status(args),

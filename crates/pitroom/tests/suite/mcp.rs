@@ -1,0 +1,85 @@
+//! `pitroom mcp` driven by the official MCP Python SDK over stdio: tools and schemas, a read
+//! run, progress, a handle past `wait_seconds`, cancellation, isolate/apply/discard,
+//! write/revert, a crew of five and bad input. The client script lives in
+//! `tests/mcp_clients/python_sdk.py`; each check it passes prints `ok <name>`.
+
+use std::path::Path;
+use std::process::Command;
+
+use pitroom_testkit::real_cli::python_mcp;
+use pitroom_testkit::repo::dirty_repo;
+use serde_json::json;
+
+use super::common::{fake_env, text, PITROOM};
+
+const CALC_FIXED: &str = "def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    if b == 0:\n        raise ZeroDivisionError(\"b is 0\")\n    return a / b\n";
+
+/// The fake worker's behaviour per `--model`, so one server can be asked for each kind of run.
+fn scripts() -> serde_json::Value {
+    let step = json!({"step": {"input": 1200, "output": 80, "cost": 0.001}});
+    let read_answer = json!({"text": "SUMMARY: divide() has no zero check\nDETAILS: `divide` at calc.py:5-7 divides without a check\nFILES CHANGED: none"});
+    let edit_answer = json!({"text": "SUMMARY: added a zero check to divide()\nDETAILS: calc.py:5-8\nFILES CHANGED: calc.py"});
+    json!({"by_model": {
+        "fake/read": [{"tool": "read", "input": {"filePath": "calc.py"}}, step, read_answer],
+        "fake/slow": [{"tool": "read", "input": {"filePath": "calc.py"}}, step, {"sleep_ms": 9000}, read_answer, step],
+        "fake/endless": [{"tool": "read", "input": {"filePath": "calc.py"}}, step, {"sleep_ms": 600000}],
+        "fake/edit": [{"write": {"path": "calc.py", "content": CALC_FIXED}}, step, edit_answer],
+        "fake/edit2": [{"write": {"path": "calc.py", "content": format!("{CALC_FIXED}# other\n")}}, step, edit_answer],
+        "fake/note": [{"write": {"path": "calc.py", "content": format!("{CALC_FIXED}# NOTE: checked\n")}}, step, edit_answer],
+        "*": [step, read_answer],
+    }})
+}
+
+#[test]
+fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
+    let python = python_mcp().expect("the MCP Python SDK installs from PyPI");
+    let env = fake_env(scripts());
+    let project = dirty_repo(&env, "project");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/python_sdk.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(&script).current_dir(&project);
+    env.apply(&mut cmd);
+    cmd.env("PITROOM_BIN", PITROOM).env("MCP_PROJECT", &project);
+    let out = cmd.output().expect("python runs");
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.contains("all checks passed"), "{printed}");
+    for check in [
+        "ok tool_list_under_1500_tokens",
+        "ok read_run_refs_verified",
+        "ok progress_notifications_arrive",
+        "ok wait_finishes_the_run",
+        "ok cancel_leaves_no_worker_process",
+        "ok apply_lands_the_patch",
+        "ok revert_restores_the_file",
+        "ok crew_runs_all_done",
+        "ok server_still_serves",
+    ] {
+        assert!(printed.contains(check), "missing `{check}`:\n{printed}");
+    }
+}
+
+#[test]
+fn print_config_gives_each_host_its_snippet_and_refuses_an_unknown_one() {
+    let env = fake_env(json!([]));
+    let dir = env.dir("anywhere");
+    for (host, needle) in [
+        (
+            "claude",
+            "claude mcp add --transport stdio --scope user pitroom -- pitroom mcp",
+        ),
+        ("codex", "tool_timeout_sec"),
+        ("gemini", "\"mcpServers\""),
+        ("cursor", "\"mcpServers\""),
+    ] {
+        let out = env.run(&dir, &["mcp", "--print-config", host]);
+        assert!(out.status.success(), "{host}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(needle),
+            "{host}: {}",
+            text(&out)
+        );
+    }
+    let out = env.run(&dir, &["mcp", "--print-config", "vim"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
