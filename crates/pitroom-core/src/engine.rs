@@ -740,6 +740,7 @@ impl Engine {
             .acquire(ticket, stop)
             .map_err(io("waiting for a worker slot"))?;
         record.queued_ms = Some(queued.elapsed().as_millis() as u64);
+        record.slot_grant = slot.as_ref().map(Slot::grant);
         Ok(slot)
     }
 

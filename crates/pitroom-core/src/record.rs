@@ -204,6 +204,10 @@ pub struct RunRecord {
     /// Time spent queued for a slot before the worker started (not counted in `duration_ms`).
     #[serde(default)]
     pub queued_ms: Option<u64>,
+    /// The scheduler's grant number for the run's slot (1, 2, 3, … per state directory): the
+    /// order runs were let go in, exact even when two start within the same millisecond.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_grant: Option<u64>,
     /// The supervising process and its start time (to tell it from a reused pid).
     pub pid: Option<u32>,
     pub pid_start: Option<u64>,
@@ -283,6 +287,7 @@ impl RunRecord {
             ended_at: None,
             duration_ms: None,
             queued_ms: None,
+            slot_grant: None,
             session_usage: None,
             attempts: Vec::new(),
             pid: None,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -76,10 +76,12 @@ fn a_crew_queues_in_arrival_order_and_never_runs_more_than_max_parallel() {
             (start, start + jiff::SignedDuration::from_millis(ms))
         })
         .collect();
-    // Started in the order the runs were given (the ids sort by creation).
-    let mut by_start: Vec<usize> = (0..ids.len()).collect();
-    by_start.sort_by_key(|&i| spans[i].0);
-    assert_eq!(&by_start[2..], [2, 3, 4, 5], "{spans:?}");
+    // Let go in the order the runs were given (the ids sort by creation), by the scheduler's
+    // own grant numbers: two runs let go at the same instant may stamp their start either way.
+    let grant = |r: &Value| r["slot_grant"].as_u64().expect("slot_grant");
+    let mut by_grant: Vec<usize> = (0..ids.len()).collect();
+    by_grant.sort_by_key(|&i| grant(&records[i]));
+    assert_eq!(&by_grant[2..], [2, 3, 4, 5], "{records:#?}");
     // At no instant more than two workers.
     for (i, (start, _)) in spans.iter().enumerate() {
         let overlapping = spans
@@ -91,16 +93,16 @@ fn a_crew_queues_in_arrival_order_and_never_runs_more_than_max_parallel() {
             "run {i} started with {overlapping} running"
         );
     }
-    // Queue time is recorded apart from worker time.
+    // Queue time is recorded apart from worker time: the last run waited for two rounds of
+    // 700 ms workers, and its worker time does not include that wait.
     let last = &records[5];
-    assert!(
-        last["queued_ms"].as_u64().is_some_and(|q| q >= 1000),
-        "{last:#}"
-    );
-    assert!(
-        last["duration_ms"].as_u64().is_some_and(|d| d < 3000),
-        "{last:#}"
-    );
+    let queued = last["queued_ms"].as_i64().expect("queued_ms");
+    let worked = last["duration_ms"].as_i64().expect("duration_ms");
+    assert!(queued >= 1400, "{last:#}");
+    let created = timestamp(&last["created_at"]);
+    let ended = timestamp(&last["ended_at"]);
+    let lifetime = ended.duration_since(created).as_millis() as i64;
+    assert!(queued + worked <= lifetime + 5, "{last:#}");
     // Every slot is free again and the queue is empty.
     assert!(std::fs::read_dir(env.state.join("queue"))
         .unwrap()
@@ -237,13 +239,12 @@ fn wait_any_returns_when_the_first_run_of_a_group_finishes() {
         &["quick"],
         &["-W", "opencode:fake/quick"],
     );
-    let started = Instant::now();
+    // The slow run sleeps for a minute: exit 0 within the 30 s timeout (not 75) is `--any`.
     let out = env.run(
         &dir,
         &["wait", "-g", "race", "--any", "--brief", "--timeout", "30"],
     );
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(started.elapsed() < Duration::from_secs(20));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("quick"),
         "{}",
@@ -317,10 +318,10 @@ fn a_supervisor_killed_while_others_queue_frees_its_slot_and_leaves_no_worker() 
     };
     assert_eq!(show(&env, &dir, &second[0])["state"], "queued");
     kill(Pid::from_raw(pid), Signal::SIGKILL).expect("kill the supervisor");
-    let killed_at = Instant::now();
+    // The killed run held its slot for a minute more: the second finishing within the wait
+    // (exit 0, not 75) means the kernel freed the slot at once.
     let out = env.run(&dir, &["wait", &second[0], "--timeout", "20"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(killed_at.elapsed() < Duration::from_secs(10));
     let crashed = show(&env, &dir, &first[0]);
     assert_eq!(crashed["state"], "failed", "{crashed:#}");
     assert!(eventually(Duration::from_secs(5), || {
