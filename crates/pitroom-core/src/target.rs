@@ -40,7 +40,10 @@ impl Target {
             ),
             _ if known(body) => (body.to_string(), None),
             _ if body.is_empty() => (default_backend.to_string(), None),
-            _ => (default_backend.to_string(), Some(body.to_string())),
+            // `provider/model` or `qwen3:8b` is a model for the default backend; a bare word
+            // that names no backend is a typo or a model in the wrong place (PRODUCT.md §5).
+            _ if body.contains(['/', ':']) => (default_backend.to_string(), Some(body.to_string())),
+            _ => return Err(unknown_backend(body, extra)),
         };
         Ok(Target {
             backend,
@@ -49,6 +52,7 @@ impl Target {
         })
     }
 
+    /// `backend[:model][#effort]`.
     pub fn display(&self) -> String {
         let mut s = self.backend.clone();
         if let Some(m) = &self.model {
@@ -63,9 +67,92 @@ impl Target {
     }
 }
 
+/// The error for a word that is neither a backend nor a `provider/model`: a typo of a
+/// backend (with the nearest one), or a model given where a worker was expected.
+fn unknown_backend(word: &str, extra: &[&str]) -> String {
+    let backend = word.split(':').next().unwrap_or(word);
+    let names: Vec<&str> = KNOWN_BACKENDS
+        .iter()
+        .copied()
+        .chain(extra.iter().copied())
+        .collect();
+    let nearest = names
+        .iter()
+        .map(|n| (edit_distance(backend, n), *n))
+        .filter(|(d, _)| *d <= 2)
+        .min();
+    let mut message = format!("`{word}` is not a worker");
+    if let Some((_, name)) = nearest {
+        message.push_str(&format!("; did you mean `{name}`?"));
+    }
+    message.push_str(&format!(
+        " Workers: {}. A model goes through -m MODEL or backend:model (e.g. opencode:{backend})",
+        names.join(", ")
+    ));
+    message
+}
+
+/// Levenshtein distance over characters (the names are short).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_backend_is_refused_with_the_nearest_name() {
+        let err = Target::parse("cdex", "opencode").expect_err("not a backend");
+        assert!(err.contains("did you mean `codex`?"), "{err}");
+        let err = Target::parse("nosuchcli", "opencode").expect_err("not a backend");
+        assert!(err.contains("`nosuchcli` is not a worker"), "{err}");
+        assert!(!err.contains("did you mean"), "{err}");
+        assert!(err.contains("-m MODEL"), "{err}");
+    }
+
+    #[test]
+    fn a_configured_worker_is_a_backend_and_its_typo_is_suggested() {
+        let extra = ["mycli"];
+        assert_eq!(
+            Target::parse_known("mycli", "opencode", &extra)
+                .unwrap()
+                .backend,
+            "mycli"
+        );
+        let err = Target::parse_known("mycl", "opencode", &extra).expect_err("typo");
+        assert!(err.contains("did you mean `mycli`?"), "{err}");
+    }
+
+    #[test]
+    fn a_provider_model_stays_a_model_for_the_default_backend() {
+        let t = Target::parse("openrouter/qwen3-coder", "opencode").unwrap();
+        assert_eq!(
+            (t.backend.as_str(), t.model.as_deref()),
+            ("opencode", Some("openrouter/qwen3-coder"))
+        );
+        let t = Target::parse("ollama/qwen3:8b", "opencode").unwrap();
+        assert_eq!(t.model.as_deref(), Some("ollama/qwen3:8b"));
+    }
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("codex", "codex"), 0);
+        assert_eq!(edit_distance("cdex", "codex"), 1);
+        assert_eq!(edit_distance("claud", "claude"), 1);
+        assert_eq!(edit_distance("gemnii", "gemini"), 2);
+    }
 
     fn t(s: &str) -> Target {
         Target::parse(s, "opencode").unwrap()

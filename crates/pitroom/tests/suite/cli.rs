@@ -644,3 +644,26 @@ fn a_stop_that_races_the_start_is_not_lost() {
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(record(&env, &dir)["state"], "stopped");
 }
+
+#[test]
+fn a_mistyped_worker_is_a_usage_error_with_the_nearest_backend_and_starts_nothing() {
+    let env = fake_env(answer("SUMMARY: should never run"));
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["run", "-W", "cdex", "Where is the cookie read?"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`cdex` is not a worker; did you mean `codex`?"),
+        "{err}"
+    );
+    let out = env.run(
+        &repo,
+        &["run", "-W", "nosuchcli", "Where is the cookie read?"],
+    );
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        !env.state.join("runs").exists()
+            || std::fs::read_dir(env.state.join("runs")).map_or(0, |d| d.count()) == 0,
+        "no run was created"
+    );
+}
