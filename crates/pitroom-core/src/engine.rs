@@ -548,11 +548,12 @@ impl Engine {
         prepare_dirs(&req.dirs, &invocation.links);
 
         let (mode, task) = (record.spec.mode, &record.spec.task);
-        let prompt_text = match (handoff, &record.spec.parent) {
+        let mut prompt_text = match (handoff, &record.spec.parent) {
             (Some(account), _) => prompt::handoff_prompt(mode, task, account),
             (None, Some(_)) => prompt::follow_up_prompt(mode, task),
             (None, None) => prompt::worker_prompt(mode, task),
         };
+        prompt_text.push_str(&prompt::attachments_block(&record.spec.attachments));
         let prompt_path = run_dir.join("prompt.md");
         std::fs::write(&prompt_path, &prompt_text).map_err(io("writing the prompt"))?;
         let (args, stdin_file) = place_prompt(&invocation.args, &prompt_text, &prompt_path);
@@ -779,6 +780,7 @@ impl Engine {
             custom_workers: Default::default(),
             sandbox_writable: vec![],
             max_parallel: 20,
+            attachments: Vec::new(),
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
         let invocation = adapter
@@ -2034,6 +2036,7 @@ mod tests {
             custom_workers: Default::default(),
             sandbox_writable: vec![],
             max_parallel: 20,
+            attachments: Vec::new(),
         };
         RunRecord::new("x".into(), spec, "now".into())
     }

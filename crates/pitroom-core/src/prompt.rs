@@ -58,9 +58,71 @@ pub fn handoff_prompt(mode: Mode, task: &str, account: &str) -> String {
     )
 }
 
+/// The most of one attached file's contents that goes into a prompt.
+pub const ATTACH_FILE_CAP: usize = 64 * 1024;
+/// The most of all attached contents together.
+pub const ATTACH_TOTAL_CAP: usize = 256 * 1024;
+
+/// The attached files (`run -f`) as a prompt section: each path, and its contents while
+/// within the caps (past them, or when it is not text, only the path: the worker reads it).
+pub fn attachments_block(paths: &[std::path::PathBuf]) -> String {
+    if paths.is_empty() {
+        return String::new();
+    }
+    let mut block = String::from("\nATTACHED FILES (given with the task):\n");
+    let mut total = 0usize;
+    for path in paths {
+        let shown = path.display();
+        match std::fs::read(path) {
+            Ok(bytes)
+                if bytes.len() <= ATTACH_FILE_CAP && total + bytes.len() <= ATTACH_TOTAL_CAP =>
+            {
+                match String::from_utf8(bytes) {
+                    Ok(text) => {
+                        total += text.len();
+                        block.push_str(&format!(
+                            "=== {shown} ===\n{}\n=== end of {shown} ===\n",
+                            text.trim_end()
+                        ));
+                    }
+                    Err(_) => block.push_str(&format!(
+                        "=== {shown} (not text: read it yourself if needed) ===\n"
+                    )),
+                }
+            }
+            Ok(bytes) => block.push_str(&format!(
+                "=== {shown} ({} bytes, too large to include: read it yourself) ===\n",
+                bytes.len()
+            )),
+            Err(e) => block.push_str(&format!("=== {shown} (could not be read: {e}) ===\n")),
+        }
+    }
+    block
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attached_files_carry_their_contents_within_the_cap_and_only_the_path_beyond() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("notes.md");
+        std::fs::write(&small, "the plan\n").unwrap();
+        let big = dir.path().join("big.log");
+        std::fs::write(&big, "x".repeat(ATTACH_FILE_CAP + 1)).unwrap();
+        let block = attachments_block(&[small.clone(), big.clone()]);
+        assert!(
+            block.contains(&format!(
+                "=== {} ===\nthe plan\n=== end of",
+                small.display()
+            )),
+            "{block}"
+        );
+        assert!(block.contains("too large to include"), "{block}");
+        assert!(!block.contains("xxxx"), "the big file's contents stay out");
+        assert_eq!(attachments_block(&[]), "");
+    }
 
     #[test]
     fn read_prompt_carries_the_read_only_rule_and_the_format() {

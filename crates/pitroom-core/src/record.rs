@@ -94,6 +94,10 @@ pub struct RunSpec {
     /// How many workers may run at once across all Pitroom processes (the queue's slot count).
     #[serde(default = "default_max_parallel")]
     pub max_parallel: usize,
+    /// Files attached to the task (`run -f`), absolute; their paths and, within a size cap,
+    /// their contents go into the prompt (read when the prompt is written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<PathBuf>,
 }
 
 fn default_max_parallel() -> usize {

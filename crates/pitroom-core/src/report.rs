@@ -429,6 +429,7 @@ mod tests {
             custom_workers: Default::default(),
             sandbox_writable: vec![],
             max_parallel: 20,
+            attachments: Vec::new(),
         };
         let mut r = RunRecord::new(
             "20260930-003902-3270".into(),

@@ -76,6 +76,9 @@ pub struct RunArgs {
     /// Isolate: ignored paths to copy in (node_modules).
     #[serde(default)]
     pub link: Vec<String>,
+    /// Files to attach: paths (and contents) go into the prompt.
+    #[serde(default)]
+    pub files: Vec<String>,
     #[serde(default)]
     pub web: bool,
     /// Group name.
@@ -380,6 +383,7 @@ impl PitroomMcp {
             link: args.link,
             verify: args.verify,
             no_fallback: false,
+            files: args.files.iter().map(PathBuf::from).collect(),
         };
         let crew = tasks.len() > 1;
         let group = args.group;

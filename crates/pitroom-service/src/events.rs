@@ -390,6 +390,7 @@ mod tests {
             custom_workers: Default::default(),
             sandbox_writable: vec![],
             max_parallel: 20,
+            attachments: Vec::new(),
         };
         let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "t".into());
         r.state = state;

@@ -39,6 +39,8 @@ pub struct RunRequest {
     pub link: Vec<String>,
     pub verify: Option<String>,
     pub no_fallback: bool,
+    /// Files to attach (`-f`): relative ones are taken from the run's directory.
+    pub files: Vec<PathBuf>,
 }
 
 /// A resolved request: the spec, and what the caller should show as warnings (bad config
@@ -101,6 +103,7 @@ impl Service {
                 )
             }
         };
+        let attachments = attachments(&request.files, &dir)?;
         let parent_id = parent.map(|p| p.id);
         let fallback = if request.no_fallback || parent_id.is_some() {
             // A follow-up continues one worker's session: it never moves to another.
@@ -143,6 +146,7 @@ impl Service {
                 .count("max_parallel")
                 .and_then(|n| usize::try_from(n).ok())
                 .unwrap_or(pitroom_core::slots::DEFAULT_MAX_PARALLEL),
+            attachments,
         };
         Ok(Resolved { spec, warnings })
     }
@@ -271,6 +275,32 @@ fn expand_home(path: &str, home: Option<String>) -> PathBuf {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(path),
     }
+}
+
+/// The attached files, absolute: each must exist, be a file and not look like a secret.
+fn attachments(files: &[PathBuf], dir: &Path) -> Result<Vec<PathBuf>, ServiceError> {
+    let mut paths = Vec::new();
+    for given in files {
+        let path = if given.is_absolute() {
+            given.clone()
+        } else {
+            dir.join(given)
+        };
+        let shown = given.display();
+        if pitroom_core::secrets::is_secret_path(&path.to_string_lossy()) {
+            return Err(ServiceError::refused(format!(
+                "-f {shown} looks like a secret file; it is never handed to a worker"
+            )));
+        }
+        if !path.is_file() {
+            return Err(ServiceError::usage(format!(
+                "-f {shown}: no such file (relative paths are taken from {}); attach an existing file",
+                dir.display()
+            )));
+        }
+        paths.push(path.canonicalize().unwrap_or(path));
+    }
+    Ok(paths)
 }
 
 fn resolve_dir(given: Option<&Path>) -> Result<PathBuf, ServiceError> {

@@ -139,6 +139,10 @@ pub struct RunArgs {
     /// Do not move to the configured fallback targets when a worker is unavailable.
     #[arg(long)]
     pub no_fallback: bool,
+    /// Attach a file to the task: its path and (up to 64 KiB) its contents go into the
+    /// worker's prompt. Repeatable; secret-looking files are refused.
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Print the run record as JSON instead of the report.
     #[arg(long)]
     pub json: bool,

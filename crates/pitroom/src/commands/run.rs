@@ -99,6 +99,15 @@ pub(super) fn request(args: &RunArgs) -> Result<RunRequest, i32> {
         link: args.link.clone(),
         verify: args.verify.clone(),
         no_fallback: args.no_fallback,
+        // On the command line a relative path is the shell's, whatever -d says.
+        files: args
+            .files
+            .iter()
+            .map(|f| match std::env::current_dir() {
+                Ok(cwd) if f.is_relative() => cwd.join(f),
+                _ => f.clone(),
+            })
+            .collect(),
     })
 }
 

@@ -667,3 +667,41 @@ fn a_mistyped_worker_is_a_usage_error_with_the_nearest_backend_and_starts_nothin
         "no run was created"
     );
 }
+
+#[test]
+fn attached_files_reach_the_prompt_and_missing_or_secret_ones_are_refused() {
+    let mut env = fake_env(answer("SUMMARY: read the plan"));
+    env.set(
+        "PITROOM_FAKE_RECORD",
+        invocation_file(&env, "opencode").display().to_string(),
+    );
+    let repo = dirty_repo(&env, "repo");
+    write(&repo, "docs/plan.md", "step 1: add a zero check\n");
+    let out = env.run(&repo, &["run", "-f", "docs/plan.md", "Follow the plan"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let prompt = recorded_invocation(&env)["prompt"]
+        .as_str()
+        .expect("prompt")
+        .to_string();
+    assert!(prompt.contains("ATTACHED FILES"), "{prompt}");
+    assert!(
+        prompt.contains("plan.md ===\nstep 1: add a zero check\n=== end of"),
+        "{prompt}"
+    );
+
+    let out = env.run(&repo, &["run", "-f", "no/such.md", "Follow the plan"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no/such.md: no such file"),
+        "{}",
+        text(&out)
+    );
+    write(&repo, ".env", "API_KEY=x\n");
+    let out = env.run(&repo, &["run", "-f", ".env", "Use the key"]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("looks like a secret file"),
+        "{}",
+        text(&out)
+    );
+}
