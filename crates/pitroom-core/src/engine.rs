@@ -781,6 +781,7 @@ impl Engine {
             sandbox_writable: vec![],
             max_parallel: 20,
             attachments: Vec::new(),
+            review_of: None,
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
         let invocation = adapter
@@ -1375,6 +1376,20 @@ impl Engine {
             return;
         }
         let code = record.worker_exit.unwrap_or(0);
+        if record.spec.review_of.is_some() {
+            if let Some(answer) = &record.answer {
+                // A review that ends without a verdict did not happen: never report it passed.
+                record.verdict = crate::verdict::parse(answer);
+                if record.verdict.is_none() {
+                    record.state = RunState::Failed;
+                    record.error = Some(format!(
+                        "the reviewer answered without a verdict line ({}); the review did not happen: run it again, or with another reviewer (-W)",
+                        crate::verdict::VERDICT_FORMAT
+                    ));
+                    return;
+                }
+            }
+        }
         if record.answer.is_some() {
             record.state = RunState::Done;
             if code != 0 || !errors.is_empty() {
@@ -2037,6 +2052,7 @@ mod tests {
             sandbox_writable: vec![],
             max_parallel: 20,
             attachments: Vec::new(),
+            review_of: None,
         };
         RunRecord::new("x".into(), spec, "now".into())
     }

@@ -24,6 +24,7 @@ pub mod revert;
 pub mod secrets;
 pub mod slots;
 pub mod target;
+pub mod verdict;
 
 pub use engine::{
     Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,

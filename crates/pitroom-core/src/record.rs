@@ -98,6 +98,10 @@ pub struct RunSpec {
     /// their contents go into the prompt (read when the prompt is written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<PathBuf>,
+    /// A review (`pitroom review`): the run (or `A..B` range) it reviews. Its answer must end
+    /// with a verdict, or the review fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_of: Option<String>,
 }
 
 fn default_max_parallel() -> usize {
@@ -256,6 +260,9 @@ pub struct RunRecord {
     pub attempts: Vec<Attempt>,
     /// Pitroom's own peak resident memory while supervising, in KiB.
     pub supervisor_peak_kb: Option<u64>,
+    /// A review's verdict, parsed from its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::verdict::Verdict>,
     /// Which safety layers held around the worker (`None` in records from before layer 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety: Option<Safety>,
@@ -317,6 +324,7 @@ impl RunRecord {
             verify: None,
             supervisor_peak_kb: None,
             safety: None,
+            verdict: None,
         }
     }
 

@@ -54,6 +54,9 @@ pub fn body(record: &RunRecord, color: bool) -> String {
 /// The full report: body, receipt and next steps.
 pub fn render(record: &RunRecord, color: bool) -> String {
     let mut out = body(record, color);
+    if let Some(v) = &record.verdict {
+        let _ = writeln!(out, "── review: {}", v.line());
+    }
     if let Some(refs) = record.refs.as_ref().filter(|r| r.total > 0) {
         let mut line = format!("── refs: {}/{} verified", refs.verified, refs.total);
         if !refs.bad.is_empty() {
@@ -430,6 +433,7 @@ mod tests {
             sandbox_writable: vec![],
             max_parallel: 20,
             attachments: Vec::new(),
+            review_of: None,
         };
         let mut r = RunRecord::new(
             "20260930-003902-3270".into(),

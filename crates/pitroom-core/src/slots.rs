@@ -400,14 +400,17 @@ mod tests {
         order.sort();
         let (_, peak) = *running.lock().unwrap();
         assert!(peak <= 2, "at most two at once, saw {peak}");
-        let granted: Vec<&str> = order.iter().map(|(_, id)| id.as_str()).collect();
-        // With two slots free the first two are both entitled and may take them in either
-        // order; after that a freed slot goes to the head of the queue.
-        assert_eq!(
-            &granted[2..],
-            ["run-2", "run-3", "run-4", "run-5"],
-            "{order:?}"
-        );
+        // When two slots are free at once the next two waiters are both entitled and either
+        // may take its slot first; no waiter ever passes more than that (a ticket with k
+        // tickets ahead needs more than k free slots), so with two slots each run's grant is
+        // within one place of its arrival.
+        for (grant, id) in &order {
+            let arrival: u64 = id[4..].parse().unwrap();
+            assert!(
+                grant.abs_diff(arrival + 1) <= 1,
+                "{id} let go {grant}th: {order:?}"
+            );
+        }
         let grants: Vec<u64> = order.iter().map(|(g, _)| *g).collect();
         assert_eq!(grants, [1, 2, 3, 4, 5, 6]);
     }

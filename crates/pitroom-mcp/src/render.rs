@@ -37,6 +37,9 @@ pub struct RunView {
     pub last: Option<String>,
     pub steps: u32,
     pub tools: u32,
+    /// A review's verdict line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
 }
 
 impl RunView {
@@ -61,6 +64,7 @@ impl RunView {
             last: record.last.clone().filter(|_| record.state.is_active()),
             steps: record.tally.steps,
             tools: record.tally.tool_calls,
+            verdict: record.verdict.as_ref().map(|v| v.line()),
         }
     }
 }

@@ -25,6 +25,7 @@ pub fn for_type<T: schemars::JsonSchema>() -> Arc<JsonObject> {
     }
 }
 
+#[cfg(test)]
 /// The output schema of `T`: the same shape without descriptions or required lists (the tool's description and
 /// the field names say enough, and every byte of a tool list costs the host's context).
 pub fn output_for<T: schemars::JsonSchema>() -> Arc<JsonObject> {
@@ -36,6 +37,7 @@ pub fn output_for<T: schemars::JsonSchema>() -> Arc<JsonObject> {
     }
 }
 
+#[cfg(test)]
 fn strip_descriptions(value: &mut Value) {
     match value {
         Value::Object(map) => {
@@ -45,6 +47,27 @@ fn strip_descriptions(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
         _ => {}
+    }
+}
+
+/// The output schema of `pitroom_run`, `pitroom_wait` and `pitroom_review`, by hand: the
+/// top-level shape with each run an object (its fields are the ones `RunView` documents and
+/// the text repeats), because the tool list's size is paid for in every host's context.
+pub fn runs_output() -> Arc<JsonObject> {
+    let value = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "runs": {"type": "array", "items": {"type": "object"}},
+            "group": {"type": "string"},
+            "finished": {"type": "integer"},
+            "active": {"type": "integer"},
+            "next": {"type": "object"}
+        },
+        "required": ["runs", "finished", "active"]
+    });
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
     }
 }
 
@@ -111,6 +134,22 @@ mod tests {
         assert_eq!(schema["properties"]["maybe"]["type"], "string");
         assert_eq!(schema["properties"]["count"]["type"], "integer");
         assert_eq!(schema["required"], serde_json::json!(["name"]));
+    }
+
+    #[test]
+    fn the_runs_output_schema_names_every_top_level_field_of_runs_result() {
+        let full = Value::Object((*output_for::<crate::render::RunsResult>()).clone());
+        let compact = Value::Object((*runs_output()).clone());
+        let names = |v: &Value| {
+            v["properties"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        let (mut a, mut b) = (names(&full), names(&compact));
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
     }
 
     #[test]

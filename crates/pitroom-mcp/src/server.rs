@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use pitroom_core::{report, RunRecord};
 use pitroom_service::changes::RunFile;
-use pitroom_service::{RunRequest, Selector, Service, ServiceError};
+use pitroom_service::{ReviewRequest, RunRequest, Selector, Service, ServiceError};
 use pitroom_workers::Mode;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -21,7 +21,7 @@ use rmcp::{tool, tool_handler, tool_router, ErrorData as McpError, RoleServer, S
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::render::{self, RunsResult};
+use crate::render;
 use crate::schema;
 
 /// How long a call waits for its runs unless told otherwise.
@@ -51,18 +51,18 @@ pub struct RunArgs {
     /// The task for one worker (or give `tasks`).
     #[serde(default)]
     pub task: Option<String>,
-    /// Up to 30 independent tasks, run in parallel as one group.
+    /// Or up to 30 tasks, run in parallel.
     #[serde(default)]
     pub tasks: Vec<String>,
     /// read (default), isolate (edit a private copy) or write (edit in place).
     #[serde(default)]
     pub mode: Option<String>,
-    /// backend[:model][#effort], e.g. opencode, codex, claude:haiku.
+    /// backend[:model], e.g. codex.
     #[serde(default)]
     pub worker: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
-    /// A configured tier: cheap, standard, capable, review.
+    /// cheap, standard, capable, review.
     #[serde(default)]
     pub tier: Option<String>,
     #[serde(default)]
@@ -70,13 +70,13 @@ pub struct RunArgs {
     /// Directory (default: the project).
     #[serde(default)]
     pub dir: Option<String>,
-    /// A check command run after the worker (build, tests).
+    /// Command that checks the result.
     #[serde(default)]
     pub verify: Option<String>,
-    /// Isolate: ignored paths to copy in (node_modules).
+    /// Ignored paths to copy (isolate).
     #[serde(default)]
     pub link: Vec<String>,
-    /// Files to attach: paths (and contents) go into the prompt.
+    /// Files to attach.
     #[serde(default)]
     pub files: Vec<String>,
     #[serde(default)]
@@ -84,13 +84,13 @@ pub struct RunArgs {
     /// Group name.
     #[serde(default)]
     pub group: Option<String>,
-    /// Follow up a run's worker session (id or `last`).
+    /// Follow up a run (id or last).
     #[serde(default, rename = "continue")]
     pub continue_run: Option<String>,
     /// Per run: 90s, 20m (default 30m).
     #[serde(default)]
     pub timeout: Option<String>,
-    /// Wait this long before returning a handle (default 50, max 540).
+    /// Default 50, max 540.
     #[serde(default)]
     pub wait_seconds: Option<u64>,
 }
@@ -107,6 +107,23 @@ pub struct WaitArgs {
     #[serde(default)]
     pub any: bool,
     /// Default 50, max 540.
+    #[serde(default)]
+    pub wait_seconds: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReviewArgs {
+    /// Run id (default: the latest run).
+    #[serde(default)]
+    pub run: Option<String>,
+    /// Or commits A..B.
+    #[serde(default)]
+    pub range: Option<String>,
+    /// The reviewer.
+    #[serde(default)]
+    pub worker: Option<String>,
+    #[serde(default)]
+    pub tier: Option<String>,
     #[serde(default)]
     pub wait_seconds: Option<u64>,
 }
@@ -309,6 +326,14 @@ fn structured(value: impl serde::Serialize, text: String, is_error: bool) -> Cal
     result
 }
 
+/// Claude Code defers MCP tools behind its tool search and loads only their names; the entry
+/// tool is worth its few hundred tokens up front, so the model sees how to delegate at once.
+fn always_load() -> rmcp::model::MetaObject {
+    let mut meta = rmcp::model::JsonObject::new();
+    meta.insert("anthropic/alwaysLoad".into(), serde_json::Value::Bool(true));
+    rmcp::model::MetaObject(meta)
+}
+
 fn wait_for(given: Option<u64>) -> u64 {
     given.unwrap_or(DEFAULT_WAIT).min(MAX_WAIT)
 }
@@ -328,8 +353,9 @@ impl PitroomMcp {
     /// Delegate: one `task`, or `tasks` as a parallel crew. Returns the verified report, or after
     /// wait_seconds a handle (next) for pitroom_wait.
     #[tool(
+        meta = always_load(),
         input_schema = schema::for_type::<RunArgs>(),
-        output_schema = schema::output_for::<RunsResult>(),
+        output_schema = schema::runs_output(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
     async fn pitroom_run(
@@ -414,7 +440,7 @@ impl PitroomMcp {
     /// Wait for runs up to wait_seconds: their reports, or the handle again while they go on.
     #[tool(
         input_schema = schema::for_type::<WaitArgs>(),
-        output_schema = schema::output_for::<RunsResult>(),
+        output_schema = schema::runs_output(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn pitroom_wait(
@@ -430,6 +456,42 @@ impl PitroomMcp {
         match selected {
             Ok(selector) => {
                 self.runs_answer(selector, wait_for(args.wait_seconds), args.any, &ctx, false)
+                    .await
+            }
+            Err(e) => Ok(service_error(&e)),
+        }
+    }
+
+    /// A second model reviews a run's change (or range A..B); its verdict is in the report.
+    #[tool(
+        input_schema = schema::for_type::<ReviewArgs>(),
+        output_schema = schema::runs_output(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn pitroom_review(
+        &self,
+        Parameters(args): Parameters<ReviewArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let request = ReviewRequest {
+            run: args.run,
+            range: args.range,
+            worker: args.worker,
+            tier: args.tier,
+            dir: self.default_dir.clone(),
+            timeout: None,
+            background: true,
+        };
+        let started = self
+            .blocking(move |s| -> Result<Selector, ServiceError> {
+                let resolved = s.prepare_review(&request)?;
+                let record = s.start_background(resolved.spec)?;
+                Ok(Selector::Runs(vec![record.id]))
+            })
+            .await?;
+        match started {
+            Ok(selector) => {
+                self.runs_answer(selector, wait_for(args.wait_seconds), false, &ctx, true)
                     .await
             }
             Err(e) => Ok(service_error(&e)),

@@ -391,6 +391,7 @@ mod tests {
             sandbox_writable: vec![],
             max_parallel: 20,
             attachments: Vec::new(),
+            review_of: None,
         };
         let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "t".into());
         r.state = state;

@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod ledger;
 pub mod request;
+pub mod review;
 pub mod runs;
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use pitroom_core::{Engine, Home, RunRecord};
 pub use error::{ErrorKind, ServiceError};
 pub use events::{EventStream, Finished, WatchEvent};
 pub use request::{Resolved, RunRequest};
+pub use review::ReviewRequest;
 pub use runs::{CrewOutcome, Selector, WaitOutcome};
 
 /// The run library bound to a state directory and the caller's environment.

@@ -147,6 +147,7 @@ impl Service {
                 .and_then(|n| usize::try_from(n).ok())
                 .unwrap_or(pitroom_core::slots::DEFAULT_MAX_PARALLEL),
             attachments,
+            review_of: None,
         };
         Ok(Resolved { spec, warnings })
     }

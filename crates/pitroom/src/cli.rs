@@ -72,6 +72,8 @@ pub enum Command {
     /// Try Pitroom with no worker CLI and no key: a scripted worker walks a sample project
     /// through read, isolate + apply, write + revert, a crew and savings.
     Demo(DemoArgs),
+    /// A second model reviews a run's change (or a commit range) and gives a verdict.
+    Review(ReviewArgs),
     /// MCP server on stdio: the same operations as tools, for agent hosts (see docs/mcp.md).
     Mcp(McpArgs),
     #[command(name = "__supervise", hide = true)]
@@ -362,6 +364,61 @@ pub struct DemoArgs {
     /// runs afterwards with PITROOM_HOME=<state dir> pitroom ls.
     #[arg(long)]
     pub keep: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// The run whose change to review (id, prefix or `last`; default: the latest run).
+    #[arg(conflicts_with = "range")]
+    pub run: Option<String>,
+    /// Review a commit range instead, A..B (its commits and diff from the merge base).
+    #[arg(long, value_name = "A..B")]
+    pub range: Option<String>,
+    /// The reviewer: backend[:model][#effort] (default: the `review` tier, else `standard` or
+    /// `capable`, else a fallback target, on another backend than the implementer).
+    #[arg(short = 'W', long = "worker", value_name = "TARGET")]
+    pub worker: Option<String>,
+    /// Use the reviewer configured for this tier.
+    #[arg(long, value_name = "NAME", conflicts_with = "worker")]
+    pub tier: Option<String>,
+    /// Repository of a --range review (default: the current directory).
+    #[arg(short = 'd', long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Time limit: seconds or 90s, 20m, 1h (default 30m).
+    #[arg(short = 't', long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Run in the background: print the review's run id at once.
+    #[arg(long)]
+    pub bg: bool,
+    /// Print the review's record as JSON (its `verdict` field) instead of the report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DashArgs {
+    /// Start the server in the background and return once it answers (it stops itself after
+    /// an hour without a request and without an open page).
+    #[arg(long, conflicts_with = "stop")]
+    pub detach: bool,
+    /// The port on 127.0.0.1 (default 7878, or a free one if that is taken; 0 = any free port).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// Open the page with the system's opener (xdg-open / open).
+    #[arg(long, conflicts_with = "stop")]
+    pub open: bool,
+    /// Stop the running dashboard server.
+    #[arg(long)]
+    pub stop: bool,
+    /// Print the address (and pid) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: the detached server itself.
+    #[arg(long, hide = true)]
+    pub serve_detached: bool,
+    /// Internal (tests): the idle limit of a detached server, in seconds.
+    #[arg(long, hide = true, value_name = "SECS")]
+    pub idle_stop: Option<u64>,
 }
 
 #[derive(Debug, Args)]

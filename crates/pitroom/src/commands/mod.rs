@@ -8,6 +8,7 @@ mod doctor;
 pub(crate) mod history;
 mod mcp;
 mod revert;
+mod review;
 mod run;
 mod show;
 mod wait;
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Watch(args) => watch::watch(args),
         Command::Supervise(args) => run::supervise(args),
         Command::Mcp(args) => mcp::mcp(args),
+        Command::Review(args) => review::review(args),
         Command::Show(args) => show::show(args),
         Command::Ls(args) => show::ls(args),
         Command::Status(args) => wait::status(args),

@@ -59,7 +59,7 @@ pub fn run(args: RunArgs) -> i32 {
     record.exit_code()
 }
 
-fn print_started(record: &RunRecord, json: bool) {
+pub(super) fn print_started(record: &RunRecord, json: bool) {
     if json {
         output::json(record);
     } else {

@@ -23,7 +23,7 @@ PITROOM = os.environ["PITROOM_BIN"]
 PROJECT = os.environ["MCP_PROJECT"]
 EXPECTED_TOOLS = {
     "pitroom_run", "pitroom_wait", "pitroom_show", "pitroom_apply",
-    "pitroom_discard", "pitroom_revert", "pitroom_stop", "pitroom_info",
+    "pitroom_discard", "pitroom_revert", "pitroom_stop", "pitroom_info", "pitroom_review",
 }
 
 
@@ -160,6 +160,9 @@ async def isolate_apply_discard_write_revert(session):
 
     r = await call(session, "pitroom_run", {"task": "add a zero check", "mode": "isolate", "model": "fake/edit2", "dir": PROJECT})
     other = r.structuredContent["runs"][0]["run"]
+    rv = await call(session, "pitroom_review", {"run": other, "worker": "opencode:fake/review", "wait_seconds": 60})
+    view = rv.structuredContent["runs"][0]
+    check("review_gives_a_verdict", not rv.isError and view["verdict"].startswith("SPEC PASS"), text_of(rv))
     d = await call(session, "pitroom_discard", {"run": other})
     check("discard_drops_the_copy", not d.isError and d.structuredContent["discarded"] is True, text_of(d))
 

@@ -26,6 +26,7 @@ fn scripts() -> serde_json::Value {
         "fake/edit": [{"write": {"path": "calc.py", "content": CALC_FIXED}}, step, edit_answer],
         "fake/edit2": [{"write": {"path": "calc.py", "content": format!("{CALC_FIXED}# other\n")}}, step, edit_answer],
         "fake/note": [{"write": {"path": "calc.py", "content": format!("{CALC_FIXED}# NOTE: checked\n")}}, step, edit_answer],
+        "fake/review": [step, {"text": "SUMMARY: fine\nSPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=0 minor=0"}],
         "*": [step, read_answer],
     }})
 }
@@ -51,6 +52,7 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
         "ok wait_finishes_the_run",
         "ok cancel_leaves_no_worker_process",
         "ok apply_lands_the_patch",
+        "ok review_gives_a_verdict",
         "ok revert_restores_the_file",
         "ok crew_runs_all_done",
         "ok server_still_serves",

@@ -15,3 +15,4 @@ mod landlock;
 mod mcp;
 mod opencode_e2e;
 mod qwen_e2e;
+mod review;
