@@ -782,6 +782,7 @@ impl Engine {
             max_parallel: 20,
             attachments: Vec::new(),
             review_of: None,
+            plan: None,
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
         let invocation = adapter
@@ -2053,6 +2054,7 @@ mod tests {
             max_parallel: 20,
             attachments: Vec::new(),
             review_of: None,
+            plan: None,
         };
         RunRecord::new("x".into(), spec, "now".into())
     }

@@ -15,6 +15,7 @@ pub mod floor;
 pub mod guard_env;
 pub mod home;
 pub mod isolate;
+pub mod plan;
 pub mod prompt;
 pub mod receipt;
 pub mod record;

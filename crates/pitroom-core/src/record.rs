@@ -102,6 +102,9 @@ pub struct RunSpec {
     /// with a verdict, or the review fails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_of: Option<String>,
+    /// The plan step the run carries out (`run --plan PLAN --step N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::PlanRef>,
 }
 
 fn default_max_parallel() -> usize {

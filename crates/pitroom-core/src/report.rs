@@ -434,6 +434,7 @@ mod tests {
             max_parallel: 20,
             attachments: Vec::new(),
             review_of: None,
+            plan: None,
         };
         let mut r = RunRecord::new(
             "20260930-003902-3270".into(),

@@ -79,6 +79,11 @@ pub struct RunArgs {
     /// Files to attach.
     #[serde(default)]
     pub files: Vec<String>,
+    /// Plan file (with step).
+    #[serde(default)]
+    pub plan: Option<String>,
+    #[serde(default)]
+    pub step: Option<u32>,
     #[serde(default)]
     pub web: bool,
     /// Group name.
@@ -410,6 +415,7 @@ impl PitroomMcp {
             verify: args.verify,
             no_fallback: false,
             files: args.files.iter().map(PathBuf::from).collect(),
+            plan: args.plan.map(PathBuf::from).zip(args.step),
         };
         let crew = tasks.len() > 1;
         let group = args.group;
@@ -437,7 +443,7 @@ impl PitroomMcp {
         }
     }
 
-    /// Wait for runs up to wait_seconds: their reports, or the handle again while they go on.
+    /// Wait for runs: their reports, or the same handle while they go on.
     #[tool(
         input_schema = schema::for_type::<WaitArgs>(),
         output_schema = schema::runs_output(),

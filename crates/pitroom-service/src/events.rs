@@ -392,6 +392,7 @@ mod tests {
             max_parallel: 20,
             attachments: Vec::new(),
             review_of: None,
+            plan: None,
         };
         let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "t".into());
         r.state = state;

@@ -13,6 +13,7 @@ pub mod changes;
 pub mod error;
 pub mod events;
 pub mod ledger;
+pub mod plan;
 pub mod request;
 pub mod review;
 pub mod runs;

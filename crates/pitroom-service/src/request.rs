@@ -41,6 +41,8 @@ pub struct RunRequest {
     pub no_fallback: bool,
     /// Files to attach (`-f`): relative ones are taken from the run's directory.
     pub files: Vec<PathBuf>,
+    /// The plan step this run carries out: the plan file and the step's number.
+    pub plan: Option<(PathBuf, u32)>,
 }
 
 /// A resolved request: the spec, and what the caller should show as warnings (bad config
@@ -63,13 +65,35 @@ impl Service {
         if let Some(t) = &request.timeout {
             parse_duration(t).map_err(|why| ServiceError::usage(format!("-t {why}")))?;
         }
-        if request.task.trim().is_empty() {
+        let config = self.config(&flag_values(request))?;
+        let mut warnings = config.warnings.clone();
+        let (plan_ref, task, plan_tier) = match &request.plan {
+            Some((path, number)) => {
+                let (plan_ref, task, worker) =
+                    crate::plan::step_task(path, *number, &request.task)?;
+                let tier = worker.filter(|tier| {
+                    let known = config.map_value("tiers", tier).is_some();
+                    if !known {
+                        warnings.push(format!(
+                            "the plan asks for the `{tier}` worker, but the config has no such tier; using the default worker ([tiers] {tier} = \"backend:model\")"
+                        ));
+                    }
+                    known
+                });
+                (Some(plan_ref), task, tier)
+            }
+            None => (None, request.task.clone(), None),
+        };
+        if task.trim().is_empty() {
             return Err(ServiceError::usage(
                 "the task is empty; give it as an argument, with --task-file, or as - to read stdin",
             ));
         }
-        let config = self.config(&flag_values(request))?;
-        let mut warnings = config.warnings.clone();
+        let tier = request.tier.clone().or(if request.worker.is_none() {
+            plan_tier
+        } else {
+            None
+        });
         let custom = custom_workers(&config, &mut warnings);
         let parent = match &request.continue_run {
             Some(given) => Some(self.continuable(given)?),
@@ -93,7 +117,7 @@ impl Service {
                 )
             }
             None => {
-                let target = resolve_target(&config, request.tier.as_deref(), &custom)?;
+                let target = resolve_target(&config, tier.as_deref(), &custom)?;
                 (
                     request.mode.unwrap_or(Mode::Read),
                     target.backend,
@@ -113,7 +137,7 @@ impl Service {
         };
         let secs = |key: &str| config.duration(key).map(|d| d.as_secs_f64());
         let spec = RunSpec {
-            task: request.task.clone(),
+            task,
             mode,
             backend,
             model,
@@ -148,6 +172,7 @@ impl Service {
                 .unwrap_or(pitroom_core::slots::DEFAULT_MAX_PARALLEL),
             attachments,
             review_of: None,
+            plan: plan_ref,
         };
         Ok(Resolved { spec, warnings })
     }

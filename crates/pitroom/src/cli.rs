@@ -74,6 +74,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// A second model reviews a run's change (or a commit range) and gives a verdict.
     Review(ReviewArgs),
+    /// Where a markdown plan stands, rebuilt from the runs (`plan status`); notes on it.
+    Plan(PlanArgs),
     /// MCP server on stdio: the same operations as tools, for agent hosts (see docs/mcp.md).
     Mcp(McpArgs),
     #[command(name = "__supervise", hide = true)]
@@ -145,6 +147,13 @@ pub struct RunArgs {
     /// worker's prompt. Repeatable; secret-looking files are refused.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Tie the run to a step of a markdown plan (`### Task N: title` sections); without a
+    /// task, the step's own text is the task, and its `**Worker:** tier` picks the worker.
+    #[arg(long, value_name = "PLAN.md", requires = "step")]
+    pub plan: Option<PathBuf>,
+    /// The plan step (its task number).
+    #[arg(long, value_name = "N", requires = "plan")]
+    pub step: Option<u32>,
     /// Print the run record as JSON instead of the report.
     #[arg(long)]
     pub json: bool,
@@ -419,6 +428,36 @@ pub struct DashArgs {
     /// Internal (tests): the idle limit of a detached server, in seconds.
     #[arg(long, hide = true, value_name = "SECS")]
     pub idle_stop: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    pub command: PlanCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Each step of the plan: its runs, the last state, the worker's STATUS line, the last
+    /// review verdict, rounds, applied or not, and the latest note.
+    Status {
+        /// The plan's markdown file.
+        plan: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Keep a note on the plan (or a step), outside the repository.
+    Note {
+        plan: PathBuf,
+        /// The note.
+        #[arg(required = true)]
+        text: Vec<String>,
+        /// The step it is about.
+        #[arg(long, value_name = "N")]
+        step: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

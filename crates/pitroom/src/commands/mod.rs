@@ -7,6 +7,7 @@ mod crew;
 mod doctor;
 pub(crate) mod history;
 mod mcp;
+mod plan;
 mod revert;
 mod review;
 mod run;
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Watch(args) => watch::watch(args),
         Command::Supervise(args) => run::supervise(args),
         Command::Mcp(args) => mcp::mcp(args),
+        Command::Plan(args) => plan::plan(args),
         Command::Review(args) => review::review(args),
         Command::Show(args) => show::show(args),
         Command::Ls(args) => show::ls(args),

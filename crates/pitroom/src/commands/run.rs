@@ -108,6 +108,7 @@ pub(super) fn request(args: &RunArgs) -> Result<RunRequest, i32> {
                 _ => f.clone(),
             })
             .collect(),
+        plan: args.plan.clone().zip(args.step),
     })
 }
 

@@ -14,5 +14,6 @@ mod kilo_e2e;
 mod landlock;
 mod mcp;
 mod opencode_e2e;
+mod plan;
 mod qwen_e2e;
 mod review;
