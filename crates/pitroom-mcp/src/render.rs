@@ -7,9 +7,11 @@ use pitroom_service::Selector;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-/// Text results are cut here (about 16k tokens at four characters a token), with a note that
-/// says where the rest is.
-pub const TEXT_CAP: usize = 64_000;
+/// Text results are cut here (about 10k tokens at four characters a token), with a note that
+/// says where the rest is. A result carries its text twice — as the text block and as
+/// `structuredContent.report`, because Claude Code forwards only the structured content to the
+/// model when there is one — so both together stay under Claude Code's 25,000-token cap.
+pub const TEXT_CAP: usize = 40_000;
 
 /// One run, as every tool reports it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -87,6 +89,8 @@ pub struct RunsResult {
     /// Present while runs are still going: call this to wait for them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<NextCall>,
+    /// The reports as `pitroom` prints them (the same text as the text block).
+    pub report: String,
 }
 
 /// The result of a set of runs: the structured value, its text, and whether it is an error
@@ -135,14 +139,16 @@ pub fn runs_result(
         .cloned()
         .collect();
     let failed = set_exit_code(&finished) != pitroom_core::exit::OK;
+    let text = cap(text, "pitroom://run/<id>");
     let result = RunsResult {
         runs: records.iter().map(RunView::of).collect(),
         group,
         finished: finished.len(),
         active: active.len(),
         next,
+        report: text.clone(),
     };
-    (result, cap(text, "pitroom://run/<id>"), failed)
+    (result, text, failed)
 }
 
 /// Cuts `text` to [`TEXT_CAP`] on a character boundary, saying where the whole is.

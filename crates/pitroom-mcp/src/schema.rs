@@ -61,9 +61,9 @@ pub fn runs_output() -> Arc<JsonObject> {
             "group": {"type": "string"},
             "finished": {"type": "integer"},
             "active": {"type": "integer"},
-            "next": {"type": "object"}
-        },
-        "required": ["runs", "finished", "active"]
+            "next": {"type": "object"},
+            "report": {"type": "string"}
+        }
     });
     match value {
         Value::Object(map) => Arc::new(map),

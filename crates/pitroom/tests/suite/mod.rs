@@ -13,6 +13,7 @@ mod kill;
 mod kilo_e2e;
 mod landlock;
 mod mcp;
+mod mcp_chain_e2e;
 mod opencode_e2e;
 mod plan;
 mod qwen_e2e;
