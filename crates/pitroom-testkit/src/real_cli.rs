@@ -231,3 +231,36 @@ pub fn python_mcp() -> Result<PathBuf, String> {
         .map_err(|e| format!("{}: {e}", marker.display()))?;
     Ok(python)
 }
+
+/// The official MCP TypeScript SDK the MCP tests drive `pitroom mcp` with, pinned.
+pub const TS_MCP_SDK_VERSION: &str = "1.32.2";
+
+/// A node_modules prefix holding the pinned `@modelcontextprotocol/sdk` (installed from npm on
+/// first use, under a lock): scripts run with `NODE_PATH=<prefix>/node_modules`. `.ci/run`
+/// installs the same one up front.
+pub fn ts_mcp_sdk() -> Result<PathBuf, String> {
+    let prefix = cache_dir().join(format!("mcp-sdk-{TS_MCP_SDK_VERSION}"));
+    let marker = prefix.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    if marker.exists() {
+        return Ok(prefix);
+    }
+    std::fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
+    let lock = std::fs::File::create(prefix.join(".install.lock")).map_err(|e| e.to_string())?;
+    // SAFETY: flock on a descriptor we own; released when `lock` is dropped.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+    if !marker.exists() {
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg(format!("@modelcontextprotocol/sdk@{TS_MCP_SDK_VERSION}"))
+            .status()
+            .map_err(|e| format!("npm: {e}"))?;
+        if !status.success() || !marker.exists() {
+            return Err(format!(
+                "installing @modelcontextprotocol/sdk@{TS_MCP_SDK_VERSION} into {} failed",
+                prefix.display()
+            ));
+        }
+    }
+    Ok(prefix)
+}

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use pitroom_testkit::real_cli::python_mcp;
+use pitroom_testkit::real_cli::{python_mcp, ts_mcp_sdk};
 use pitroom_testkit::repo::dirty_repo;
 use serde_json::json;
 
@@ -56,6 +56,32 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
         "ok revert_restores_the_file",
         "ok crew_runs_all_done",
         "ok server_still_serves",
+    ] {
+        assert!(printed.contains(check), "missing `{check}`:\n{printed}");
+    }
+}
+
+#[test]
+fn the_official_typescript_sdk_gets_progress_cancels_the_node_way_and_runs_a_crew() {
+    let sdk = ts_mcp_sdk().expect("the MCP TypeScript SDK installs from npm");
+    let env = fake_env(scripts());
+    let project = dirty_repo(&env, "project");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/typescript_sdk.cjs");
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).current_dir(&project);
+    env.apply(&mut cmd);
+    cmd.env("NODE_PATH", sdk.join("node_modules"))
+        .env("PITROOM_BIN", PITROOM)
+        .env("MCP_PROJECT", &project);
+    let out = cmd.output().expect("node runs");
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    for check in [
+        "ok progress_reached_the_ts_client",
+        "ok abort_leaves_no_worker_process",
+        "ok aborted_run_is_stopped",
+        "ok crew_of_three_done",
+        "all checks passed",
     ] {
         assert!(printed.contains(check), "missing `{check}`:\n{printed}");
     }
