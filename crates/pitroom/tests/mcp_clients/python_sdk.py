@@ -225,6 +225,10 @@ async def main():
             await isolate_apply_discard_write_revert(session)
             await a_crew_of_five_runs_in_one_call(session)
             await bad_input_gets_clear_errors_and_the_server_keeps_serving(session)
+            # Closing the session ends waits, never runs: the test runner waits for this one.
+            r = await call(session, "pitroom_run", {"task": "outlives the session", "model": "fake/slow", "dir": PROJECT, "wait_seconds": 1})
+            check("detached_run_still_going", r.structuredContent["active"] == 1, text_of(r))
+            print(f"detached run {r.structuredContent['runs'][0]['run']}", flush=True)
     print("all checks passed", flush=True)
 
 

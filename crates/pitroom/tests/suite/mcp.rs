@@ -59,6 +59,17 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
     ] {
         assert!(printed.contains(check), "missing `{check}`:\n{printed}");
     }
+    // The session closed while a run was going: the run went on and finished.
+    let detached = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("detached run "))
+        .expect("the script named its detached run")
+        .trim()
+        .to_string();
+    let out = env.run(&project, &["wait", &detached, "--timeout", "60", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout).expect("record");
+    assert_eq!(record["state"], "done", "{record:#}");
 }
 
 #[test]

@@ -18,3 +18,4 @@ mod opencode_e2e;
 mod plan;
 mod qwen_e2e;
 mod review;
+mod review_e2e;
