@@ -6,6 +6,7 @@
 
 pub mod hosts;
 mod info;
+mod notify;
 mod render;
 mod schema;
 mod server;

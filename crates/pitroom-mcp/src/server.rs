@@ -194,6 +194,10 @@ pub struct PitroomMcp {
     service: Arc<Service>,
     default_dir: Option<PathBuf>,
     tool_router: ToolRouter<Self>,
+    /// Resource URIs the client subscribed to (`resources/subscribe`).
+    subscriptions: crate::notify::Subscriptions,
+    /// Whether the resource watcher runs (one per session).
+    watching: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl PitroomMcp {
@@ -207,6 +211,8 @@ impl PitroomMcp {
             service: Arc::new(service),
             default_dir,
             tool_router: Self::tool_router(),
+            subscriptions: Default::default(),
+            watching: Default::default(),
         }
     }
 
@@ -702,10 +708,62 @@ impl ServerHandler for PitroomMcp {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
                 .build(),
         )
         .with_server_info(Implementation::new("pitroom", env!("CARGO_PKG_VERSION")))
         .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn on_initialized(&self, ctx: rmcp::service::NotificationContext<RoleServer>) {
+        use std::sync::atomic::Ordering;
+        if self.watching.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let runs = self.service.home().runs();
+        let (subscriptions, peer) = (self.subscriptions.clone(), ctx.peer.clone());
+        let runtime = tokio::runtime::Handle::current();
+        // A plain thread: the watcher sleeps in poll(2), which must not hold a runtime worker.
+        let spawned = std::thread::Builder::new()
+            .name("pitroom-mcp-resources".into())
+            .spawn(move || crate::notify::watch(&runs, subscriptions, peer, runtime));
+        if spawned.is_err() {
+            self.watching.store(false, Ordering::SeqCst);
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if crate::notify::run_of(&request.uri).is_none() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "{} is not a Pitroom resource (pitroom://run/<id>[/patch])",
+                    request.uri
+                ),
+                None,
+            ));
+        }
+        if let Ok(mut s) = self.subscriptions.lock() {
+            s.insert(request.uri);
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if let Ok(mut s) = self.subscriptions.lock() {
+            s.remove(&request.uri);
+        }
+        Ok(())
     }
 
     async fn list_resources(

@@ -33,6 +33,13 @@ def check(name, condition, detail=""):
     print(f"ok {name}", flush=True)
 
 
+def sc(result):
+    """The structured content, or a failure that shows the text the server sent instead."""
+    if result.structuredContent is None:
+        raise AssertionError(f"no structuredContent (isError={result.isError}): {text_of(result)}")
+    return result.structuredContent
+
+
 def text_of(result):
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
@@ -63,7 +70,7 @@ async def tools_are_listed_with_schemas_and_annotations(session, init):
 async def a_read_run_returns_the_verified_report(session):
     r = await call(session, "pitroom_run", {"task": "Where can divide fail?", "model": "fake/read", "dir": PROJECT})
     check("read_run_is_not_an_error", not r.isError, text_of(r))
-    run = r.structuredContent["runs"][0]
+    run = sc(r)["runs"][0]
     check("read_run_is_done", run["state"] == "done", run)
     check("read_run_refs_verified", run.get("refs") == "1/1", run)
     check("read_run_text_is_the_report", "SUMMARY:" in text_of(r) and "refs: 1/1 verified" in text_of(r), text_of(r))
@@ -79,7 +86,7 @@ async def progress_arrives_while_a_call_waits(session):
     r = await call(session, "pitroom_run",
                    {"task": "slow research", "model": "fake/slow", "dir": PROJECT, "wait_seconds": 60},
                    progress_callback=on_progress)
-    check("slow_run_finishes_within_the_wait", r.structuredContent["runs"][0]["state"] == "done", text_of(r))
+    check("slow_run_finishes_within_the_wait", sc(r)["runs"][0]["state"] == "done", text_of(r))
     check("progress_notifications_arrive", len(seen) >= 1, seen)
     check("progress_increases", all(b[0] > a[0] for a, b in zip(seen, seen[1:])), seen)
     check("progress_names_the_run", any("steps" in (m or "") for _, m in seen), seen)
@@ -87,10 +94,10 @@ async def progress_arrives_while_a_call_waits(session):
 
 async def a_run_past_wait_seconds_returns_a_handle_that_wait_finishes(session):
     r = await call(session, "pitroom_run", {"task": "slow research", "model": "fake/slow", "dir": PROJECT, "wait_seconds": 1})
-    s = r.structuredContent
+    s = sc(r)
     check("handle_while_running", s["active"] == 1 and s["next"]["tool"] == "pitroom_wait", s)
     r2 = await call(session, "pitroom_wait", dict(s["next"]["arguments"], wait_seconds=60))
-    check("wait_finishes_the_run", r2.structuredContent["runs"][0]["state"] == "done", text_of(r2))
+    check("wait_finishes_the_run", sc(r2)["runs"][0]["state"] == "done", text_of(r2))
 
 
 def fake_workers_alive():
@@ -148,7 +155,7 @@ async def isolate_apply_discard_write_revert(session):
     calc = os.path.join(PROJECT, "calc.py")
     before = open(calc).read()
     r = await call(session, "pitroom_run", {"task": "add a zero check", "mode": "isolate", "model": "fake/edit", "dir": PROJECT})
-    run = r.structuredContent["runs"][0]
+    run = sc(r)["runs"][0]
     check("isolated_run_changed_a_file", run["state"] == "done" and run["changes"] == 1, text_of(r))
     check("isolated_run_left_the_tree_alone", open(calc).read() == before)
     patch = await call(session, "pitroom_show", {"run": run["run"], "view": "patch"})
@@ -159,16 +166,16 @@ async def isolate_apply_discard_write_revert(session):
     check("second_apply_is_an_error", again.isError and "already applied" in text_of(again), text_of(again))
 
     r = await call(session, "pitroom_run", {"task": "add a zero check", "mode": "isolate", "model": "fake/edit2", "dir": PROJECT})
-    other = r.structuredContent["runs"][0]["run"]
+    other = sc(r)["runs"][0]["run"]
     rv = await call(session, "pitroom_review", {"run": other, "worker": "opencode:fake/review", "wait_seconds": 60})
-    view = rv.structuredContent["runs"][0]
+    view = sc(rv)["runs"][0]
     check("review_gives_a_verdict", not rv.isError and view["verdict"].startswith("SPEC PASS"), text_of(rv))
     d = await call(session, "pitroom_discard", {"run": other})
-    check("discard_drops_the_copy", not d.isError and d.structuredContent["discarded"] is True, text_of(d))
+    check("discard_drops_the_copy", not d.isError and sc(d)["discarded"] is True, text_of(d))
 
     with_fix = open(calc).read()
     r = await call(session, "pitroom_run", {"task": "add a note", "mode": "write", "model": "fake/note", "dir": PROJECT})
-    check("write_run_edits_in_place", r.structuredContent["runs"][0]["changes"] == 1 and "NOTE" in open(calc).read(), text_of(r))
+    check("write_run_edits_in_place", sc(r)["runs"][0]["changes"] == 1 and "NOTE" in open(calc).read(), text_of(r))
     rv = await call(session, "pitroom_revert", {})
     check("revert_restores_the_file", not rv.isError and open(calc).read() == with_fix, text_of(rv))
 
@@ -176,11 +183,11 @@ async def isolate_apply_discard_write_revert(session):
 async def a_crew_of_five_runs_in_one_call(session):
     tasks = [f"question {i}" for i in range(5)]
     r = await call(session, "pitroom_run", {"tasks": tasks, "model": "fake/read", "dir": PROJECT, "group": "mcp-crew", "wait_seconds": 120})
-    s = r.structuredContent
+    s = sc(r)
     check("crew_reports_every_run", len(s["runs"]) == 5 and s["group"] == "mcp-crew", s)
     check("crew_runs_all_done", all(x["state"] == "done" for x in s["runs"]), s)
     info = await call(session, "pitroom_info", {"topic": "history", "query": "question"})
-    check("history_finds_the_crew", len(info.structuredContent["hits"]) >= 5, text_of(info))
+    check("history_finds_the_crew", len(sc(info)["hits"]) >= 5, text_of(info))
 
 
 async def bad_input_gets_clear_errors_and_the_server_keeps_serving(session):
@@ -200,7 +207,33 @@ async def bad_input_gets_clear_errors_and_the_server_keeps_serving(session):
     r = await call(session, "pitroom_run", {"task": "t", "mode": "sideways", "dir": PROJECT})
     check("unknown_mode_is_an_error", r.isError and "read, isolate, write" in text_of(r), text_of(r))
     r = await call(session, "pitroom_info", {"topic": "runs"})
-    check("server_still_serves", not r.isError and len(r.structuredContent["runs"]) > 0, text_of(r))
+    check("server_still_serves", not r.isError and len(sc(r)["runs"]) > 0, text_of(r))
+
+
+NOTIFICATIONS = []
+
+
+async def on_message(message):
+    """Every server notification the session receives (resource updates, list changes)."""
+    if isinstance(message, types.ServerNotification):
+        NOTIFICATIONS.append(message.root)
+
+
+async def subscribed_runs_push_updates_and_new_runs_change_the_list(session):
+    r = await call(session, "pitroom_run", {"task": "slow research", "model": "fake/slow", "dir": PROJECT, "wait_seconds": 1})
+    run_id = sc(r)["runs"][0]["run"]
+    uri = f"pitroom://run/{run_id}"
+    await session.subscribe_resource(uri)
+    await call(session, "pitroom_wait", {"runs": [run_id], "wait_seconds": 60})
+    deadline = time.time() + 30
+    def updated():
+        return [n for n in NOTIFICATIONS if isinstance(n, types.ResourceUpdatedNotification) and str(n.params.uri) == uri]
+    while not updated() and time.time() < deadline:
+        await asyncio.sleep(0.1)
+    check("subscribed_run_pushes_updates", updated(), NOTIFICATIONS)
+    check("new_runs_change_the_resource_list",
+          any(isinstance(n, types.ResourceListChangedNotification) for n in NOTIFICATIONS), NOTIFICATIONS)
+    await session.unsubscribe_resource(uri)
 
 
 async def resources_name_each_run(session, run_id):
@@ -213,12 +246,13 @@ async def resources_name_each_run(session, run_id):
 async def main():
     params = StdioServerParameters(command=PITROOM, args=["mcp"], env=dict(os.environ), cwd=PROJECT)
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=on_message) as session:
             init = await session.initialize()
             check("initialize_answered", init.serverInfo.name == "pitroom", init.serverInfo)
             await tools_are_listed_with_schemas_and_annotations(session, init)
             first = await a_read_run_returns_the_verified_report(session)
             await resources_name_each_run(session, first)
+            await subscribed_runs_push_updates_and_new_runs_change_the_list(session)
             await progress_arrives_while_a_call_waits(session)
             await a_run_past_wait_seconds_returns_a_handle_that_wait_finishes(session)
             await cancelling_a_run_call_stops_its_run(session)
@@ -227,8 +261,8 @@ async def main():
             await bad_input_gets_clear_errors_and_the_server_keeps_serving(session)
             # Closing the session ends waits, never runs: the test runner waits for this one.
             r = await call(session, "pitroom_run", {"task": "outlives the session", "model": "fake/slow", "dir": PROJECT, "wait_seconds": 1})
-            check("detached_run_still_going", r.structuredContent["active"] == 1, text_of(r))
-            print(f"detached run {r.structuredContent['runs'][0]['run']}", flush=True)
+            check("detached_run_still_going", sc(r)["active"] == 1, text_of(r))
+            print(f"detached run {sc(r)['runs'][0]['run']}", flush=True)
     print("all checks passed", flush=True)
 
 

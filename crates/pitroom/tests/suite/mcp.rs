@@ -50,6 +50,8 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
         "ok read_run_refs_verified",
         "ok progress_notifications_arrive",
         "ok wait_finishes_the_run",
+        "ok subscribed_run_pushes_updates",
+        "ok new_runs_change_the_resource_list",
         "ok cancel_leaves_no_worker_process",
         "ok apply_lands_the_patch",
         "ok review_gives_a_verdict",

@@ -1,0 +1,141 @@
+//! Resource notifications, fed by the same file-system events as `watch` (inotify on the state
+//! dir), not by polling: a new run directory → `notifications/resources/list_changed`; a
+//! subscribed run's record published again (a rename into its directory) →
+//! `notifications/resources/updated` for `pitroom://run/{id}` (and its `/patch`).
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::{Peer, RoleServer};
+
+/// The resource URIs a client subscribed to.
+pub type Subscriptions = Arc<Mutex<HashSet<String>>>;
+
+/// How often the watcher picks up new subscriptions when no event comes (a subscription
+/// needs a watch on its run's directory before that run's next change).
+const RESUBSCRIBE_MS: u16 = 200;
+
+/// The run id of a `pitroom://run/{id}` or `pitroom://run/{id}/patch` URI.
+pub fn run_of(uri: &str) -> Option<&str> {
+    let rest = uri.strip_prefix("pitroom://run/")?;
+    let id = rest.strip_suffix("/patch").unwrap_or(rest);
+    (!id.is_empty() && !id.contains('/')).then_some(id)
+}
+
+/// Watches the runs directory until the client goes away. Runs on its own thread; the
+/// notifications go out through the runtime's handle.
+pub fn watch(
+    runs: &Path,
+    subscriptions: Subscriptions,
+    peer: Peer<RoleServer>,
+    runtime: tokio::runtime::Handle,
+) {
+    let Ok(inotify) = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC) else {
+        return;
+    };
+    if std::fs::create_dir_all(runs).is_err() {
+        return;
+    }
+    let Ok(runs_watch) =
+        inotify.add_watch(runs, AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO)
+    else {
+        return;
+    };
+    let mut watched: HashMap<WatchDescriptor, String> = HashMap::new();
+    loop {
+        follow_subscribed(&inotify, runs, &subscriptions, &mut watched);
+        let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
+        if nix::poll::poll(&mut fds, PollTimeout::from(RESUBSCRIBE_MS)).is_err() {
+            continue;
+        }
+        let Ok(events) = inotify.read_events() else {
+            continue;
+        };
+        let mut list_changed = false;
+        let mut updated: HashSet<String> = HashSet::new();
+        for event in events {
+            if event.wd == runs_watch {
+                list_changed |= event.mask.contains(AddWatchFlags::IN_ISDIR);
+            } else if let Some(id) = watched.get(&event.wd) {
+                updated.insert(id.clone());
+            }
+        }
+        let subscribed = subscriptions.lock().map(|s| s.clone()).unwrap_or_default();
+        let sent = runtime.block_on(async {
+            if list_changed && peer.notify_resource_list_changed().await.is_err() {
+                return false;
+            }
+            for id in &updated {
+                for uri in [
+                    format!("pitroom://run/{id}"),
+                    format!("pitroom://run/{id}/patch"),
+                ] {
+                    if subscribed.contains(&uri)
+                        && peer
+                            .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                            .await
+                            .is_err()
+                    {
+                        return false;
+                    }
+                }
+            }
+            true
+        });
+        if !sent {
+            // The client is gone: nothing more to tell anyone.
+            return;
+        }
+    }
+}
+
+/// Adds a watch on the directory of every subscribed run that has none yet.
+fn follow_subscribed(
+    inotify: &Inotify,
+    runs: &Path,
+    subscriptions: &Subscriptions,
+    watched: &mut HashMap<WatchDescriptor, String>,
+) {
+    let wanted: Vec<String> = subscriptions
+        .lock()
+        .map(|s| {
+            s.iter()
+                .filter_map(|u| run_of(u))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    for id in wanted {
+        if watched.values().any(|w| *w == id) {
+            continue;
+        }
+        if let Ok(wd) = inotify.add_watch(&runs.join(&id), AddWatchFlags::IN_MOVED_TO) {
+            watched.insert(wd, id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_of;
+
+    #[test]
+    fn a_run_resource_names_its_run() {
+        assert_eq!(
+            run_of("pitroom://run/20261201-000000-001a"),
+            Some("20261201-000000-001a")
+        );
+        assert_eq!(
+            run_of("pitroom://run/20261201-000000-001a/patch"),
+            Some("20261201-000000-001a")
+        );
+        assert_eq!(run_of("pitroom://run/"), None);
+        assert_eq!(run_of("pitroom://run/a/b/patch"), None);
+        assert_eq!(run_of("file:///etc/passwd"), None);
+    }
+}
