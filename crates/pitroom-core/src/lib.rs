@@ -22,6 +22,7 @@ pub mod record;
 pub mod redact;
 pub mod report;
 pub mod revert;
+mod secret_rules;
 pub mod secrets;
 pub mod slots;
 pub mod target;

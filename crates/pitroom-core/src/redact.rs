@@ -1,37 +1,31 @@
 //! Redaction of secrets in everything Pitroom stores or shows (PRODUCT.md §7): well-known key
-//! formats, and the values found in the project's secret-looking files.
+//! formats (the rules in `secret_rules.rs`), and the values found in the project's
+//! secret-looking files.
+//!
+//! Every event line of a run passes through [`Redactor::redact`], so it finds all secrets of a
+//! text first (byte ranges over the original, never over a half-masked copy) and builds the
+//! masked text once; a text with no secret is copied as it is.
 
+use std::ops::Range;
 use std::path::Path;
 
 use regex::Regex;
 
+use crate::secret_rules::secret_spans;
+
 /// What a redacted secret is replaced with.
 pub const MASK: &str = "[REDACTED]";
-
-/// Well-known credential formats: provider API keys, tokens, private-key blocks.
-const PATTERNS: &[&str] = &[
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
-    r"\bsk-ant-[A-Za-z0-9_\-]{20,}",
-    r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}",
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
-    r"\bglpat-[A-Za-z0-9_\-]{20,}",
-    r"\bAKIA[0-9A-Z]{16}\b",
-    r"\bAIza[0-9A-Za-z_\-]{35}",
-    r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",
-    r"\bnpm_[A-Za-z0-9]{36}\b",
-    r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
-    r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*",
-];
 
 /// Shortest value from a secret file that is worth redacting (shorter ones are words like
 /// `true` or `3000` that would mangle unrelated text).
 const MIN_VALUE_LEN: usize = 8;
 
-/// A redactor: the patterns plus the literal values of the project's secrets.
+/// A redactor: the rules plus the literal values of the project's secrets.
 pub struct Redactor {
-    patterns: Vec<Regex>,
+    /// Each value, and also its JSON-escaped form when that differs; sorted, distinct.
     values: Vec<String>,
+    /// Any of `values`, to skip the per-value search on the many texts that hold none.
+    any_value: Option<Regex>,
 }
 
 impl Redactor {
@@ -41,14 +35,19 @@ impl Redactor {
             .into_iter()
             .map(|v| v.trim().to_string())
             .filter(|v| v.chars().count() >= MIN_VALUE_LEN)
+            .flat_map(with_json_form)
             .collect();
-        // Longest first, so a value that contains another is masked whole.
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        // No order is needed: occurrences become spans, and spans that overlap merge, so a value
+        // that contains another is masked whole.
+        values.sort_unstable();
         values.dedup();
-        Redactor {
-            patterns: PATTERNS.iter().filter_map(|p| Regex::new(p).ok()).collect(),
-            values,
-        }
+        let any_value = (!values.is_empty())
+            .then(|| {
+                let escaped: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
+                Regex::new(&escaped.join("|")).ok()
+            })
+            .flatten();
+        Redactor { values, any_value }
     }
 
     /// A redactor that knows the values in the secret-looking files directly in `dirs`
@@ -75,40 +74,166 @@ impl Redactor {
 
     /// `text` with every secret replaced by [`MASK`].
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
+        let mut spans = secret_spans(text);
+        self.value_spans(text, &mut spans);
+        if spans.is_empty() {
+            return text.to_string();
+        }
+        mask(text, spans)
+    }
+
+    /// Where the known values occur in `text`, appended to `spans`.
+    fn value_spans(&self, text: &str, spans: &mut Vec<Range<usize>>) {
+        if self.values.is_empty() {
+            return;
+        }
+        if let Some(any) = &self.any_value {
+            if !any.is_match(text) {
+                return;
+            }
+        }
         for value in &self.values {
-            if out.contains(value.as_str()) {
-                out = out.replace(value.as_str(), MASK);
-            }
+            spans.extend(
+                text.match_indices(value.as_str())
+                    .map(|(at, v)| at..at + v.len()),
+            );
         }
-        for pattern in &self.patterns {
-            if pattern.is_match(&out) {
-                out = pattern.replace_all(&out, MASK).into_owned();
-            }
-        }
-        out
     }
 }
 
-/// The values of a secret file: `KEY=VALUE` lines (quotes dropped, `export` allowed), or, for
-/// files that are not in that form (keys, certificates), every substantial line.
+/// `text` with each of `spans` replaced by [`MASK`]; spans that overlap become one mask.
+fn mask(text: &str, mut spans: Vec<Range<usize>>) -> String {
+    spans.sort_by_key(|s| s.start);
+    let mut out = String::with_capacity(text.len());
+    // Everything before `done` is written (or masked).
+    let mut done = 0;
+    for span in spans {
+        if span.start < done {
+            done = done.max(span.end);
+            continue;
+        }
+        out.push_str(&text[done..span.start]);
+        out.push_str(MASK);
+        done = span.end;
+    }
+    out.push_str(&text[done..]);
+    out
+}
+
+/// A value, and its form inside a JSON string when that differs (a value with a quote,
+/// a backslash or a newline is written escaped in event lines and records).
+fn with_json_form(value: String) -> Vec<String> {
+    let escaped = serde_json::to_string(&value)
+        .ok()
+        .and_then(|q| q.get(1..q.len().saturating_sub(1)).map(str::to_string));
+    match escaped {
+        Some(e) if e != value && !e.is_empty() => vec![value, e],
+        _ => vec![value],
+    }
+}
+
+/// The values of a secret file: for JSON (a cloud service account, `credentials.json`), the
+/// strings under secret-sounding keys; otherwise `KEY=VALUE` lines and `password: value`-style
+/// YAML lines (quotes dropped, `export` allowed), `.netrc`-style `password WORD`, and, for
+/// lines in no such form (keys, certificates), every substantial line.
 fn secret_values(text: &str) -> Vec<String> {
+    if let Some(values) = json_secret_values(text) {
+        return values;
+    }
     let mut values = Vec::new();
     for line in text.lines().map(str::trim) {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         let line = line.strip_prefix("export ").unwrap_or(line);
-        match line.split_once('=') {
-            Some((key, value)) if !key.trim().is_empty() && !key.contains(' ') => {
-                let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-                values.push(value.to_string());
-            }
-            _ if line.len() >= 16 && !line.starts_with("-----") => values.push(line.to_string()),
-            _ => {}
+        if let Some(value) = assigned_value(line) {
+            values.push(value.to_string());
+            continue;
+        }
+        if let Some(value) = netrc_password(line) {
+            values.push(value.to_string());
+        }
+        if line.len() >= 16 && !line.starts_with("-----") {
+            values.push(line.to_string());
         }
     }
     values
+}
+
+/// The value of `KEY=VALUE` (a key without spaces), or of `key: value` under a key that names a
+/// secret (`password: …`, not `name: …`, which YAML files are full of), unquoted.
+fn assigned_value(line: &str) -> Option<&str> {
+    let plain_key = |key: &str| !key.trim().is_empty() && !key.contains(' ');
+    let value = match line.split_once('=') {
+        Some((key, value)) if plain_key(key) => value,
+        _ => match line.split_once(": ") {
+            Some((key, value)) if plain_key(key) && is_secret_key(key) => value,
+            _ => return None,
+        },
+    };
+    Some(value.trim().trim_matches(|c| c == '"' || c == '\''))
+}
+
+/// The word after `password` on a `.netrc` line (`machine h login u password p`).
+fn netrc_password(line: &str) -> Option<&str> {
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == "password" || *w == "passwd")?;
+    words.next()
+}
+
+/// For a JSON document: the strings under keys that name a secret (`private_key`,
+/// `client_secret`, `refresh_token`, …), and each line of a multi-line one (a PEM key is
+/// repeated line by line as often as whole). `None` for text that is not JSON.
+fn json_secret_values(text: &str) -> Option<Vec<String>> {
+    if !text.trim_start().starts_with(['{', '[']) {
+        return None;
+    }
+    let document: serde_json::Value = serde_json::from_str(text).ok()?;
+    let mut values = Vec::new();
+    collect_json_secrets(&document, false, &mut values);
+    Some(values)
+}
+
+fn collect_json_secrets(value: &serde_json::Value, secret_key: bool, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                collect_json_secrets(v, is_secret_key(key), out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                collect_json_secrets(v, secret_key, out);
+            }
+        }
+        // URLs under such keys (`token_uri`, `auth_provider_x509_cert_url`) are public.
+        serde_json::Value::String(s) if secret_key && !s.starts_with("http") => {
+            out.push(s.clone());
+            out.extend(
+                s.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.starts_with("-----"))
+                    .map(str::to_string),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// Whether a JSON key names a secret.
+fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "key",
+        "secret",
+        "token",
+        "password",
+        "passwd",
+        "credential",
+        "auth",
+    ]
+    .iter()
+    .any(|w| key.contains(w))
 }
 
 #[cfg(test)]
@@ -117,7 +242,7 @@ mod tests {
 
     #[test]
     fn every_pattern_compiles() {
-        for p in PATTERNS {
+        for p in crate::secret_rules::RULES.iter().map(|r| r.pattern) {
             assert!(Regex::new(p).is_ok(), "{p}");
         }
     }
@@ -183,5 +308,76 @@ mod tests {
         let r = Redactor::for_dirs(&[dir.path()]);
         assert_eq!(r.redact("pw correct-horse-battery"), format!("pw {MASK}"));
         assert_eq!(r.redact("pw example-value-here"), "pw example-value-here");
+    }
+
+    /// A Stripe live key built at run time, so none sits in the source.
+    fn stripe_key() -> String {
+        format!(
+            "{}{}",
+            "sk_live_", "51NvQ2xKp8Rt4Lm9Zc3Wb7Yd1Hf6Ja0Ue5Gs2Tq8Vn4Mo7Pi3"
+        )
+    }
+
+    #[test]
+    fn stripe_live_key_a_worker_repeated_is_masked_in_answers_and_event_lines() {
+        let r = Redactor::new(Vec::new());
+        let key = stripe_key();
+        let answer = format!("SUMMARY: settings.py:12 sets STRIPE_SECRET_KEY = \"{key}\"");
+        let event = serde_json::json!({"type": "text", "part": {"text": answer}}).to_string();
+        for text in [answer.as_str(), event.as_str()] {
+            let out = r.redact(text);
+            assert!(!out.contains(&key), "{out}");
+            assert!(out.contains("settings.py:12"), "{out}");
+        }
+    }
+
+    #[test]
+    fn service_account_json_masks_its_key_and_key_id_but_not_its_public_fields() {
+        let key_line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7";
+        let text = format!(
+            "{{\"type\": \"service_account\", \"project_id\": \"demo-project\", \
+             \"private_key_id\": \"{}\", \
+             \"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{key_line}\\n-----END PRIVATE KEY-----\\n\", \
+             \"client_email\": \"ci@demo-project.iam.gserviceaccount.com\", \
+             \"token_uri\": \"https://oauth2.googleapis.com/token\"}}",
+            "8c4f2a9e1b7d3f6a0c5e9b2d4f8a1c3e7b9d0f2a"
+        );
+        let values = secret_values(&text);
+        assert!(values.iter().any(|v| v == key_line), "{values:?}");
+        let r = Redactor::new(values);
+        let out = r.redact(&format!(
+            "the key starts {key_line} and the id is 8c4f2a9e1b7d3f6a0c5e9b2d4f8a1c3e7b9d0f2a"
+        ));
+        assert_eq!(out, format!("the key starts {MASK} and the id is {MASK}"));
+        let public = "service_account ci@demo-project.iam.gserviceaccount.com https://oauth2.googleapis.com/token";
+        assert_eq!(r.redact(public), public);
+    }
+
+    #[test]
+    fn yaml_and_netrc_values_are_masked_alone() {
+        let values = secret_values(
+            "db_password: \"tr0ub4dor-and-3\"\nmachine api.example.org login me password s3cr3t-netrc-pw\n",
+        );
+        let r = Redactor::new(values);
+        assert_eq!(
+            r.redact("pw tr0ub4dor-and-3 and s3cr3t-netrc-pw"),
+            format!("pw {MASK} and {MASK}")
+        );
+    }
+
+    #[test]
+    fn a_value_written_escaped_in_a_json_line_is_masked() {
+        let r = Redactor::new(vec!["pa\"ss\\word-with-quote".into()]);
+        let line = serde_json::json!({"text": "uses pa\"ss\\word-with-quote here"}).to_string();
+        let out = r.redact(&line);
+        assert_eq!(out, format!("{{\"text\":\"uses {MASK} here\"}}"));
+    }
+
+    #[test]
+    fn a_value_overlapping_a_known_format_becomes_one_mask() {
+        let key = stripe_key();
+        let r = Redactor::new(vec![format!("prefix-{}", &key[..20])]);
+        let out = r.redact(&format!("a prefix-{key} b"));
+        assert_eq!(out, format!("a {MASK} b"));
     }
 }

@@ -26,6 +26,8 @@ pub fn is_secret_path(path: &str) -> bool {
         "service-account.json",
         ".htpasswd",
         ".pgpass",
+        ".git-credentials",
+        "application_default_credentials.json",
     ];
     let prefixes = [".env.", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
     let suffixes = [
@@ -41,6 +43,14 @@ pub fn is_secret_path(path: &str) -> bool {
     exact.contains(&name.as_str())
         || prefixes.iter().any(|p| name.starts_with(p))
         || suffixes.iter().any(|s| name.ends_with(s))
+        || is_service_account_key(&name)
+}
+
+/// A cloud service account's key file by its usual names (`ci-service-account.json`,
+/// `service_account_prod.json`): JSON holding a private key.
+fn is_service_account_key(name: &str) -> bool {
+    name.ends_with(".json")
+        && (name.contains("service-account") || name.contains("service_account"))
 }
 
 /// Secret-looking files directly inside `dir`, by name.
@@ -75,6 +85,25 @@ mod tests {
             "deploy/store.p12",
         ] {
             assert!(is_secret_path(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn service_account_keys_and_git_credentials_are_secrets() {
+        for p in [
+            "deploy/ci-service-account.json",
+            "keys/service_account_prod.json",
+            ".config/gcloud/application_default_credentials.json",
+            "home/.git-credentials",
+        ] {
+            assert!(is_secret_path(p), "{p}");
+        }
+        for p in [
+            "docs/service-account.md",
+            "src/service_account.py",
+            "service-account.json.example",
+        ] {
+            assert!(!is_secret_path(p), "{p}");
         }
     }
 

@@ -1,0 +1,74 @@
+//! Tests of citation scanning and checking; the checks build small projects in temp dirs.
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::*;
+
+mod clues;
+mod scan;
+mod verify;
+
+/// A unique project directory under the system temp dir, removed on drop.
+pub(super) struct Project {
+    pub(super) root: PathBuf,
+}
+
+impl Project {
+    pub(super) fn new() -> Project {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let root = std::env::temp_dir().join(format!(
+            "pitroom-citations-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&root).unwrap();
+        Project { root }
+    }
+
+    pub(super) fn file(&self, rel: &str, content: &str) -> &Project {
+        self.bytes(rel, content.as_bytes())
+    }
+
+    pub(super) fn bytes(&self, rel: &str, content: &[u8]) -> &Project {
+        let path = self.root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, content).unwrap();
+        self
+    }
+
+    pub(super) fn verdicts(&self, answer: &str) -> Vec<Verdict> {
+        verify(answer, &self.root)
+            .checked
+            .into_iter()
+            .map(|c| c.verdict)
+            .collect()
+    }
+
+    pub(super) fn verdict(&self, answer: &str) -> Verdict {
+        let mut v = self.verdicts(answer);
+        assert_eq!(v.len(), 1, "expected one citation in {answer:?}: {v:?}");
+        v.remove(0)
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+pub(super) fn verified(file: &str) -> Verdict {
+    Verdict::Verified {
+        file: file.to_string(),
+    }
+}
+
+pub(super) fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
