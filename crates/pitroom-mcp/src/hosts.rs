@@ -50,7 +50,9 @@ tool_timeout_sec = 600
 "#,
             PASS_THROUGH
                 .iter()
-                .map(|v| format!("\"{v}\": \"${v}\""))
+                // `${VAR:-}`: an unset variable becomes empty (Pitroom ignores empty ones), where
+                // `$VAR` would reach the worker as that literal text.
+                .map(|v| format!("\"{v}\": \"${{{v}:-}}\""))
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
@@ -90,7 +92,7 @@ mod tests {
         assert!(codex.contains("tool_timeout_sec = 600"), "{codex}");
         let gemini = config_for("gemini").expect("gemini");
         assert!(
-            gemini.contains("\"OPENROUTER_API_KEY\": \"$OPENROUTER_API_KEY\""),
+            gemini.contains("\"OPENROUTER_API_KEY\": \"${OPENROUTER_API_KEY:-}\""),
             "{gemini}"
         );
         let parsed: toml::Table = codex

@@ -38,6 +38,46 @@ pub fn find_binary(
         .ok_or_else(not_found)
 }
 
+/// The executable each known backend's CLI installs, where it differs from the backend id.
+pub fn program_of(backend: &str) -> &str {
+    match backend {
+        "cursor" => "cursor-agent",
+        "antigravity" => "agy",
+        other => other,
+    }
+}
+
+impl BinaryNotFound {
+    /// What a newcomer without the worker's CLI needs, in three lines: which CLIs were looked
+    /// for (and any other one that is installed), the one command that installs the default
+    /// worker, and the demo that needs no CLI at all.
+    pub fn first_steps(&self, env: &dyn Fn(&str) -> Option<String>) -> String {
+        let others: Vec<&str> = crate::KNOWN_BACKENDS
+            .iter()
+            .map(|b| program_of(b))
+            .filter(|p| *p != self.program)
+            .collect();
+        let installed: Vec<&str> = crate::KNOWN_BACKENDS
+            .iter()
+            .copied()
+            .filter(|b| program_of(b) != self.program)
+            .filter(|b| find_binary(b, program_of(b), env).is_ok())
+            .collect();
+        let found = match installed.as_slice() {
+            [] => "none of them is installed".to_string(),
+            [one, ..] => format!("installed: {} (use it with -W {one})", installed.join(", ")),
+        };
+        format!(
+            "{} not found on PATH or in {}; also looked for {}: {found}\n\
+             install OpenCode, the default worker (its free models need no key): npm i -g opencode-ai\n\
+             or try Pitroom first with a scripted worker, no CLI or key needed: pitroom demo",
+            self.program,
+            self.env_var,
+            others.join(", ")
+        )
+    }
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
@@ -78,6 +118,35 @@ mod tests {
         let env = |k: &str| (k == "PATH").then(|| "/nonexistent".to_string());
         let err = find_binary("opencode", "opencode", &env).unwrap_err();
         assert!(err.to_string().contains("PITROOM_OPENCODE_BIN"), "{err}");
+    }
+
+    #[test]
+    fn first_steps_name_the_clis_looked_for_the_install_command_and_the_demo() {
+        let env = |k: &str| (k == "PATH").then(|| "/nonexistent".to_string());
+        let err = find_binary("opencode", "opencode", &env).unwrap_err();
+        let text = err.first_steps(&env);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].contains("opencode not found on PATH or in PITROOM_OPENCODE_BIN"));
+        assert!(lines[0].contains("codex, claude, gemini"), "{text}");
+        assert!(lines[0].contains("none of them is installed"), "{text}");
+        assert!(lines[1].ends_with("npm i -g opencode-ai"), "{text}");
+        assert!(lines[2].ends_with("pitroom demo"), "{text}");
+    }
+
+    #[test]
+    fn first_steps_point_at_another_installed_cli() {
+        let a = tempfile::tempdir().unwrap();
+        make_exe(a.path(), "codex");
+        let path = a.path().display().to_string();
+        let env = move |k: &str| (k == "PATH").then(|| path.clone());
+        let err = find_binary("opencode", "opencode", &env).unwrap_err();
+        assert!(
+            err.first_steps(&env)
+                .contains("installed: codex (use it with -W codex)"),
+            "{}",
+            err.first_steps(&env)
+        );
     }
 
     #[test]

@@ -78,6 +78,20 @@ pub enum Command {
     Plan(PlanArgs),
     /// MCP server on stdio: the same operations as tools, for agent hosts (see docs/mcp.md).
     Mcp(McpArgs),
+    /// Link the skills where agent hosts look, print the MCP registration; --statusline sets
+    /// Claude Code's status line. Never replaces a file Pitroom did not write.
+    Install(crate::integrations::install::InstallArgs),
+    /// Remove exactly what `install` made (it keeps a manifest).
+    Uninstall(crate::integrations::install::UninstallArgs),
+    /// Host hooks: `hook session-start` introduces Pitroom at the start of a session.
+    Hook(crate::integrations::HookArgs),
+    /// PostToolUse hook: a card per run a shell command started, ended or applied (stdin: the
+    /// host's payload).
+    HookCard,
+    /// One status line for an agent host: workers running, this week's estimated saving.
+    Statusline(crate::integrations::StatuslineArgs),
+    /// Print a shell completion script: bash, zsh or fish.
+    Completions(crate::integrations::completions::CompletionsArgs),
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
 }
@@ -402,32 +416,6 @@ pub struct ReviewArgs {
     /// Print the review's record as JSON (its `verdict` field) instead of the report.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct DashArgs {
-    /// Start the server in the background and return once it answers (it stops itself after
-    /// an hour without a request and without an open page).
-    #[arg(long, conflicts_with = "stop")]
-    pub detach: bool,
-    /// The port on 127.0.0.1 (default 7878, or a free one if that is taken; 0 = any free port).
-    #[arg(long, value_name = "N")]
-    pub port: Option<u16>,
-    /// Open the page with the system's opener (xdg-open / open).
-    #[arg(long, conflicts_with = "stop")]
-    pub open: bool,
-    /// Stop the running dashboard server.
-    #[arg(long)]
-    pub stop: bool,
-    /// Print the address (and pid) as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Internal: the detached server itself.
-    #[arg(long, hide = true)]
-    pub serve_detached: bool,
-    /// Internal (tests): the idle limit of a detached server, in seconds.
-    #[arg(long, hide = true, value_name = "SECS")]
-    pub idle_stop: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod demo;
 mod guard;
+mod integrations;
 mod output;
 
 use std::ffi::OsString;

@@ -34,6 +34,7 @@ pub fn doctor(args: DoctorArgs) -> i32 {
     });
     checks.push(guard_check());
     checks.push(landlock_check());
+    checks.push(skills_check());
     let rg = version_of(Path::new("rg"), &["--version"]);
     checks.push(Check {
         name: "ripgrep".into(),
@@ -88,6 +89,17 @@ fn config_check() -> Check {
             essential: true,
             detail: e.to_string(),
         },
+    }
+}
+
+/// Skills that would load twice (a plugin and `pitroom install`'s links) reach the agent twice.
+fn skills_check() -> Check {
+    let (ok, detail) = crate::integrations::install::doctor_skills();
+    Check {
+        name: "skills".into(),
+        ok,
+        essential: false,
+        detail,
     }
 }
 

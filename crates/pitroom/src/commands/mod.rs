@@ -48,6 +48,12 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Clean(args) => history::clean(args),
         Command::Cooldown(args) => cooldown::cooldown(args),
         Command::Demo(args) => crate::demo::demo(args),
+        Command::Install(args) => crate::integrations::install::install(args),
+        Command::Uninstall(args) => crate::integrations::install::uninstall(args),
+        Command::Hook(args) => crate::integrations::hook(args),
+        Command::HookCard => crate::integrations::hook::hook_card(),
+        Command::Statusline(args) => crate::integrations::statusline::statusline(args),
+        Command::Completions(args) => crate::integrations::completions::completions(args),
     }
 }
 

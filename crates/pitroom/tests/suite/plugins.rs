@@ -1,0 +1,243 @@
+//! The committed host packages, checked by the real hosts at their pinned versions (installed
+//! by the test kit): Claude Code's validator, Codex's plugin installer, Gemini CLI's extension
+//! linker. Each host runs with a scratch HOME, so nothing reaches the developer's own set-up.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pitroom_testkit::real_cli;
+use serde_json::Value;
+
+use super::common::{code, text};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+const SKILL_COUNT: usize = 14;
+
+/// A host CLI with a scratch home and no way off the machine.
+fn host(program: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear()
+        .env("HOME", home)
+        .env(
+            "PATH",
+            real_cli::path_with_node22().expect("Node 22 installs from npm"),
+        )
+        .env("LANG", "C.UTF-8")
+        .env("NO_COLOR", "1")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .current_dir(home);
+    cmd
+}
+
+fn validate(claude: &Path, home: &Path, args: &[&str]) -> (Output, Value) {
+    let out = host(claude, home)
+        .args(["plugin", "validate", "--json"])
+        .args(args)
+        .output()
+        .expect("claude runs");
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, report)
+}
+
+#[test]
+fn claude_plugin_validate_accepts_the_plugin_and_the_marketplace() {
+    let claude = real_cli::claude().expect("the pinned Claude Code installs from npm");
+    let home = tempfile::tempdir().expect("scratch home");
+    let root = repo_root();
+
+    let plugin = root.join("plugins/pitroom");
+    let (out, report) = validate(
+        &claude,
+        home.path(),
+        &["--strict", &plugin.display().to_string()],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(report["success"], true, "{report:#}");
+    assert_eq!(report["manifest"]["type"], "plugin", "{report:#}");
+    let skills = report["provides"]["skills"].as_array().expect("skills");
+    assert_eq!(skills.len(), SKILL_COUNT, "{report:#}");
+    assert!(skills.iter().any(|s| s == "pitroom:using-pitroom"));
+    let events: Vec<&str> = report["provides"]["hooks"]
+        .as_array()
+        .expect("hooks")
+        .iter()
+        .filter_map(|h| h["event"].as_str())
+        .collect();
+    assert_eq!(events, vec!["SessionStart", "PostToolUse"], "{report:#}");
+    assert_eq!(report["provides"]["mcpServers"][0]["name"], "pitroom");
+
+    let marketplace = root.join(".claude-plugin/marketplace.json");
+    let (out, report) = validate(
+        &claude,
+        home.path(),
+        &["--strict", &marketplace.display().to_string()],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(report["manifest"]["type"], "marketplace", "{report:#}");
+
+    // The repository root as a whole (what `claude plugin validate .` sees): it passes. Its one
+    // warning is Gemini CLI's AfterTool event in the root hooks file, the extension's.
+    let (out, report) = validate(&claude, home.path(), &[&root.display().to_string()]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(report["success"], true, "{report:#}");
+}
+
+#[test]
+fn codex_installs_the_plugin_from_the_repository_marketplace() {
+    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
+    let home = tempfile::tempdir().expect("scratch home");
+    let codex_home = home.path().join(".codex");
+    std::fs::create_dir_all(&codex_home).expect("codex home");
+    let run = |args: &[&str]| {
+        let out = host(&codex, home.path())
+            .env("CODEX_HOME", &codex_home)
+            .args(args)
+            .output()
+            .expect("codex runs");
+        assert_eq!(code(&out), 0, "codex {args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&[
+        "plugin",
+        "marketplace",
+        "add",
+        &repo_root().display().to_string(),
+    ]);
+    run(&["plugin", "add", "pitroom@pitroom"]);
+    let list = run(&["plugin", "list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("pitroom@pitroom") && l.contains("installed, enabled")),
+        "{list}"
+    );
+    let installed = codex_home.join("plugins/cache/pitroom/pitroom");
+    let version_dir = std::fs::read_dir(&installed)
+        .expect("the plugin's cache")
+        .flatten()
+        .next()
+        .expect("one version")
+        .path();
+    let skills = std::fs::read_dir(version_dir.join("skills"))
+        .expect("skills copied")
+        .count();
+    assert_eq!(skills, SKILL_COUNT);
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(version_dir.join(".codex-plugin/plugin.json")).expect("manifest"),
+    )
+    .expect("json");
+    assert!(version_dir
+        .join(manifest["hooks"].as_str().expect("hooks path"))
+        .is_file());
+}
+
+#[test]
+fn gemini_extensions_link_accepts_the_extension_with_its_context_mcp_server_and_skills() {
+    let gemini = real_cli::gemini().expect("the pinned Gemini CLI installs from npm");
+    let home = tempfile::tempdir().expect("scratch home");
+    let root = repo_root();
+    let out = host(&gemini, home.path())
+        .args([
+            "extensions",
+            "link",
+            &root.display().to_string(),
+            "--consent",
+        ])
+        .output()
+        .expect("gemini runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("\"pitroom\" linked successfully"), "{said}");
+
+    let out = host(&gemini, home.path())
+        .args(["extensions", "list"])
+        .output()
+        .expect("gemini runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let list = text(&out);
+    assert!(list.contains("pitroom (0.1.0)"), "{list}");
+    assert!(list.contains("gemini-context.md"), "{list}");
+    assert!(list.contains("MCP servers:\n  pitroom"), "{list}");
+    for skill in ["using-pitroom:", "pitroom-crew:", "pitroom-land-change:"] {
+        assert!(list.contains(skill), "{skill} missing: {list}");
+    }
+}
+
+/// Real Claude Code, headless, with the plugin loaded and the fake Anthropic server as its
+/// model: the session-start text reaches the first request; the scripted model runs
+/// `pitroom "…"` through Bash (with the fake worker); the hook card reaches the next request.
+#[test]
+fn claude_code_with_the_plugin_gets_the_session_text_and_the_hook_card() {
+    let claude = real_cli::claude().expect("the pinned Claude Code installs from npm");
+    let script = serde_json::json!({"scenarios": {"default": [
+        {"text": "Delegating.", "tool_calls": [{"name": "Bash", "input": {
+            "command": "pitroom \"Where can divide fail?\"", "description": "delegate"}}],
+         "usage": {"input_tokens": 100, "output_tokens": 10}},
+        {"text": "All done.", "usage": {"input_tokens": 100, "output_tokens": 10}}
+    ]}});
+    let server = pitroom_testkit::FakeAnthropic::start(script).expect("fake server starts");
+    let world = tempfile::tempdir().expect("scratch world");
+    let home = world.path().join("home");
+    let bin = world.path().join("bin");
+    let state = world.path().join("state");
+    let repo = world.path().join("repo");
+    for d in [&home.join(".claude"), &bin, &repo] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
+    std::fs::write(
+        repo.join("calc.py"),
+        "def divide(a, b):\n    return a / b\n",
+    )
+    .expect("file");
+    let settings = serde_json::json!({"env": {"ANTHROPIC_BASE_URL": server.base_url()}});
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        real_cli::path_with_node22().expect("Node 22")
+    );
+    let worker_script = serde_json::json!([
+        {"text": "SUMMARY: divide() has no zero check: calc.py:2"},
+        {"step": {"input": 1000, "output": 10}}
+    ]);
+    let out = host(&claude, &home)
+        .current_dir(&repo)
+        .env("PATH", path)
+        .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+        .env("PITROOM_HOME", &state)
+        .env("PITROOM_OPENCODE_BIN", pitroom_testkit::fake_worker_bin())
+        .env("PITROOM_FAKE_SCRIPT", worker_script.to_string())
+        .args([
+            "-p",
+            "Where can divide fail? Use pitroom.",
+            "--output-format",
+            "json",
+        ])
+        .args(["--allowedTools", "Bash", "--plugin-dir"])
+        .arg(repo_root().join("plugins/pitroom"))
+        .output()
+        .expect("claude runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let requests = server.model_requests();
+    assert!(requests.len() >= 2, "{requests:#?}");
+    let first = requests[0]["body"].to_string();
+    assert!(
+        first.contains("Pitroom is installed"),
+        "no session-start text"
+    );
+    assert!(first.contains("Three modes"), "no using-pitroom text");
+    let second = requests[1]["body"].to_string();
+    assert!(
+        second.contains("Pitroom recorded these runs"),
+        "no hook card: {second}"
+    );
+    assert!(second.contains("divide() has no zero check"), "{second}");
+}
