@@ -229,10 +229,7 @@ impl Engine {
         let req = self.invocation_request(spec, &spec.dir, &self.home.root, None);
         match adapter.invocation(&req) {
             Ok(_) => Ok(()),
-            // The first thing a newcomer without a worker CLI sees: say what to do next.
-            Err(AdapterError::NotFound(e)) => Err(EngineError::Refused(
-                e.first_steps(&|name| self.env_var(name)),
-            )),
+            Err(AdapterError::NotFound(e)) => Err(EngineError::Refused(e.to_string())),
             Err(e) => Err(EngineError::Refused(e.to_string())),
         }
     }
@@ -788,6 +785,11 @@ impl Engine {
             plan: None,
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
+        // Every backend says the same thing when its CLI is missing, whether or not it could
+        // list models without it (Qwen's listing reads only its settings).
+        if let Err(AdapterError::NotFound(e)) = adapter.invocation(&req) {
+            return Err(EngineError::Refused(e.to_string()));
+        }
         let invocation = adapter
             .models_invocation(&req)
             .map_err(|e| EngineError::Refused(e.to_string()))?;

@@ -365,10 +365,10 @@ pub struct DoctorArgs {
 
 #[derive(Debug, Args)]
 pub struct ModelsArgs {
-    /// The worker backend (default: the configured one).
+    /// The worker backend (default: every backend Pitroom has an adapter for).
     #[arg(conflicts_with = "all")]
     pub worker: Option<String>,
-    /// Every backend Pitroom has an adapter for, each as its CLI lists them (or why not).
+    /// Every backend, each as its CLI lists them (or why not): the same as no worker.
     #[arg(long)]
     pub all: bool,
     #[arg(long)]

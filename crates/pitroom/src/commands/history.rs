@@ -618,22 +618,11 @@ pub fn model_usage(backend: &str) -> BTreeMap<Option<String>, WorkerStats> {
 
 /// Prints `models` with the ledger's usage columns (runs, success, tokens, cost).
 pub fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
-    let usage = model_usage(backend);
     if as_json {
-        let rows: Vec<serde_json::Value> = models
-            .iter()
-            .map(|m| {
-                let mut v = json!(m);
-                v["usage"] = json!(usage.get(&Some(m.id.clone())));
-                v
-            })
-            .collect();
-        let default_usage = usage.get(&None);
-        output::json(
-            &json!({"worker": backend, "models": rows, "default_model_usage": default_usage}),
-        );
+        output::json(&models_value(backend, models));
         return;
     }
+    let usage = model_usage(backend);
     println!(
         "{backend}: {} model{}",
         models.len(),
@@ -655,6 +644,20 @@ pub fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
     if let Some(s) = usage.get(&None) {
         println!("  {:<width$}  {}", "(CLI default)", usage_columns(s));
     }
+}
+
+/// One backend's models with each one's usage from the ledger, as `models --json` prints it.
+pub fn models_value(backend: &str, models: &[ModelInfo]) -> serde_json::Value {
+    let usage = model_usage(backend);
+    let rows: Vec<serde_json::Value> = models
+        .iter()
+        .map(|m| {
+            let mut v = json!(m);
+            v["usage"] = json!(usage.get(&Some(m.id.clone())));
+            v
+        })
+        .collect();
+    json!({"worker": backend, "models": rows, "default_model_usage": usage.get(&None)})
 }
 
 fn usage_columns(s: &WorkerStats) -> String {

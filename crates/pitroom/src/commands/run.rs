@@ -3,7 +3,6 @@
 
 use std::io::Read;
 
-use pitroom_core::config::FlagValues;
 use pitroom_core::target::Target;
 use pitroom_core::{exit, report, RunRecord};
 use pitroom_service::RunRequest;
@@ -149,22 +148,12 @@ pub fn supervise(args: SuperviseArgs) -> i32 {
     }
 }
 
-/// `pitroom models [worker]`: what the worker's CLI offers.
+/// `pitroom models [worker]`: what the worker's CLI offers; without a worker, every one.
 pub fn models(args: ModelsArgs) -> i32 {
-    let config = match super::service().and_then(|s| {
-        s.config(&FlagValues::default())
-            .map_err(|e| super::fail(&e))
-    }) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    if args.all {
+    // Without a name: what every worker offers (the same as --all).
+    let Some(worker) = args.worker.filter(|_| !args.all) else {
         return all_models(args.json);
-    }
-    let worker = args
-        .worker
-        .or_else(|| config.text("worker"))
-        .unwrap_or_else(|| "opencode".into());
+    };
     let backend = match Target::parse(&worker, "opencode") {
         Ok(t) => t.backend,
         Err(e) => {
@@ -200,7 +189,7 @@ fn all_models(json: bool) -> i32 {
         let listed = service.engine().list_models(backend);
         if json {
             rows.push(match listed {
-                Ok(models) => serde_json::json!({"worker": backend, "models": models}),
+                Ok(models) => super::history::models_value(backend, &models),
                 Err(e) => {
                     serde_json::json!({"worker": backend, "models": [], "error": e.to_string()})
                 }

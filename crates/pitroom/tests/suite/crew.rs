@@ -617,7 +617,7 @@ fn a_tier_names_the_configured_target_and_an_unknown_tier_is_a_usage_error() {
 }
 
 #[test]
-fn models_all_lists_every_backend_with_its_models_or_why_not() {
+fn models_without_a_worker_lists_every_backend_with_its_models_or_why_not() {
     let env = fake_env(json!([]));
     let dir = env.dir("plain");
     let out = env.run(&dir, &["models", "--all", "--json"]);
@@ -633,6 +633,20 @@ fn models_all_lists_every_backend_with_its_models_or_why_not() {
             .is_some_and(|e| e.contains("PITROOM_CODEX_BIN")),
         "a CLI that is not installed says how to point at it: {codex:#}"
     );
+    // A CLI that is not installed says so the same way, whether or not it could list models
+    // without its binary (Qwen's listing reads only its settings).
+    let qwen = &rows[names.iter().position(|n| *n == "qwen").unwrap()];
+    assert!(
+        qwen["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("qwen not found on PATH") && e.contains("PITROOM_QWEN_BIN")),
+        "{qwen:#}"
+    );
+    // With no worker named, `models` lists them all, as --all does.
+    let out = env.run(&dir, &["models", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let bare: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(bare["workers"].as_array().map(Vec::len), Some(names.len()), "{bare:#}");
     let out = env.run(&dir, &["models", "--all"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -307,7 +307,7 @@ fn models_show_each_models_runs_success_tokens_and_cost_from_the_ledger() {
     }
     // The fake worker answers `opencode models` with the raw lines of its script.
     use_script(&mut env, json!([{"raw": "fake/used\nfake/unused\n"}]));
-    let listed = json_of(&env, &repo, &["models", "--json"]);
+    let listed = json_of(&env, &repo, &["models", "opencode", "--json"]);
     let models = listed["models"].as_array().expect("models");
     assert_eq!(models.len(), 2, "{listed}");
     let used = &models[0]["usage"];

@@ -470,7 +470,7 @@ fn git_guard_holds_under_real_opencode_in_write_mode() {
 #[test]
 fn models_lists_the_users_own_providers_through_the_real_cli() {
     let w = World::new();
-    let out = w.run(&["models", "--json"]);
+    let out = w.run(&["models", "opencode", "--json"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     let ids: Vec<&str> = v["models"]
