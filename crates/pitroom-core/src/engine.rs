@@ -229,7 +229,10 @@ impl Engine {
         let req = self.invocation_request(spec, &spec.dir, &self.home.root, None);
         match adapter.invocation(&req) {
             Ok(_) => Ok(()),
-            Err(AdapterError::NotFound(e)) => Err(EngineError::Refused(e.to_string())),
+            // The first thing a newcomer without a worker CLI sees: say what to do next.
+            Err(AdapterError::NotFound(e)) => Err(EngineError::Refused(
+                e.first_steps(&|name| self.env_var(name)),
+            )),
             Err(e) => Err(EngineError::Refused(e.to_string())),
         }
     }
