@@ -447,6 +447,7 @@ impl Engine {
             let mut stream = Stream {
                 redactor: Some(self.redactor(record, &tree)),
                 tally: prior.clone(),
+                roots: display_roots(&tree),
                 ..Stream::default()
             };
             let ending = self.attempt(
@@ -1556,6 +1557,9 @@ struct Stream {
     last_retry_error: Option<String>,
     /// The latest tool calls, one line each, for a hand-off account.
     tool_log: Vec<String>,
+    /// Directory prefixes (with a trailing `/`, longest first) shown relative: the read copy's
+    /// root and the project's, so a step reads `read calc.py`, not the copy's absolute path.
+    roots: Vec<String>,
 }
 
 impl Stream {
@@ -1619,7 +1623,10 @@ impl Stream {
                         ToolOutcome::Failed => " (failed)",
                         ToolOutcome::Ok => "",
                     };
-                    let line = self.redact(&format!("{name} {summary}{mark}"));
+                    let line = project_relative(
+                        &self.redact(&format!("{name} {summary}{mark}")),
+                        &self.roots,
+                    );
                     if self.tool_log.len() == TOOL_LOG_MAX {
                         self.tool_log.remove(0);
                     }
@@ -1998,6 +2005,46 @@ fn rewrite_paths(answer: &str, copy: &Path, project: &Path) -> String {
     out
 }
 
+/// The prefixes a step's text is shown relative to: the read copy (as given and resolved), the
+/// project's top directory and the worker's directory, each ending in `/`, longest first.
+fn display_roots(tree: &TreeSetup) -> Vec<String> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(copy) = &tree.copy {
+        roots.push(copy.clone());
+        roots.extend(copy.canonicalize().ok());
+    }
+    if let Some(repo) = &tree.repo {
+        roots.push(repo.toplevel.clone());
+    }
+    roots.push(tree.workdir.clone());
+    let mut roots: Vec<String> = roots
+        .into_iter()
+        .map(|r| format!("{}/", r.display().to_string().trim_end_matches('/')))
+        .filter(|r| r.len() > 1)
+        .collect();
+    roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    roots.dedup();
+    roots
+}
+
+/// `read /state/snapshots/d4ae…/src/calc.py` → `read src/calc.py` (PRODUCT.md: paths a person
+/// reads are project paths).
+fn project_relative(text: &str, roots: &[String]) -> String {
+    let mut out = text.to_string();
+    for root in roots {
+        out = out.replace(root.as_str(), "");
+        // The root itself, named without a trailing slash, is the project: `.`.
+        let bare = root.trim_end_matches('/');
+        if out.ends_with(bare) && out.len() > bare.len() {
+            let cut = out.len() - bare.len();
+            if out[..cut].ends_with(' ') {
+                out.replace_range(cut.., ".");
+            }
+        }
+    }
+    out
+}
+
 fn relative_to(path: &str, root: &Path) -> String {
     Path::new(path)
         .strip_prefix(root)
@@ -2023,6 +2070,32 @@ fn own_peak_kb() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod relative_tests {
+    use super::project_relative;
+
+    #[test]
+    fn a_step_in_a_read_copy_names_the_project_path() {
+        let roots = vec![
+            "/s/snapshots/d4ae/".to_string(),
+            "/home/u/proj/".to_string(),
+        ];
+        assert_eq!(
+            project_relative("read /s/snapshots/d4ae/src/calc.py", &roots),
+            "read src/calc.py"
+        );
+        assert_eq!(
+            project_relative("grep x /home/u/proj/src", &roots),
+            "grep x src"
+        );
+        assert_eq!(project_relative("list /home/u/proj", &roots), "list .");
+        assert_eq!(
+            project_relative("read /etc/hosts", &roots),
+            "read /etc/hosts"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! Script: a JSON array of actions, run in order:
 //! `{"text": "…"}`, `{"tool": "read", "input": {…}, "status": "completed"|"error", "error": "…"}`,
 //! `{"step": {"input": N, "output": N, "cost": X, "reason": "stop"}}`, `{"error": {…}}`,
+//! (a tool's input strings may hold `{{cwd}}`: the worker's directory),
 //! `{"raw": "line"}`, `{"stderr": "…"}`, `{"write": {"path": "rel", "content": "…"}}`,
 //! `{"remove": "rel"}`, `{"rename": {"from": "a", "to": "b"}}`, `{"chmod": {"path": "a", "mode": 493}}`,
 //! `{"sleep_ms": N}`, `{"spawn_bg": "shell command", "pid_file": "path"}`, `{"exit": N}`,
@@ -107,8 +108,8 @@ fn perform(action: &Value, prompt: &str, message: &mut u32) -> Option<i32> {
             .get("status")
             .and_then(Value::as_str)
             .unwrap_or("completed");
-        let mut state =
-            json!({"status": status, "input": action.get("input").cloned().unwrap_or(json!({}))});
+        let input = with_cwd(action.get("input").cloned().unwrap_or(json!({})));
+        let mut state = json!({"status": status, "input": input});
         if let Some(e) = action.get("error") {
             state["error"] = e.clone();
         } else {
@@ -171,6 +172,22 @@ fn perform(action: &Value, prompt: &str, message: &mut u32) -> Option<i32> {
         return Some(code as i32);
     }
     None
+}
+
+/// The tool input with `{{cwd}}` in its strings replaced by the directory the worker runs in
+/// (a read copy, say), as a real CLI reports absolute paths.
+fn with_cwd(value: Value) -> Value {
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    match value {
+        Value::String(s) => Value::String(s.replace("{{cwd}}", &cwd)),
+        Value::Array(items) => Value::Array(items.into_iter().map(with_cwd).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, with_cwd(v))).collect())
+        }
+        other => other,
+    }
 }
 
 /// Runs a shell command as OpenCode's bash tool does and reports it as a `bash` tool call with

@@ -705,3 +705,22 @@ fn attached_files_reach_the_prompt_and_missing_or_secret_ones_are_refused() {
         text(&out)
     );
 }
+
+#[test]
+fn a_read_runs_steps_name_project_paths_not_the_read_copy() {
+    // The fake worker reports the absolute path it read, in its read copy.
+    let env = fake_env(json!([
+        {"tool": "read", "input": {"filePath": "{{cwd}}/calc.py"}},
+        {"step": {"input": 100, "output": 10}},
+        {"text": "SUMMARY: read it"}
+    ]));
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["run", "Read calc.py", "--json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("record");
+    assert!(
+        r["copy"].as_str().is_some_and(|c| c.contains("snapshots")),
+        "the worker read a copy: {r:#}"
+    );
+    assert_eq!(r["last"], "read calc.py", "{r:#}");
+}

@@ -104,12 +104,13 @@ fn a_crew_queues_in_arrival_order_and_never_runs_more_than_max_parallel() {
             "run {i} started with {overlapping} running"
         );
     }
-    // Queue time is recorded apart from worker time: the last run waited for two rounds of
-    // 700 ms workers, and its worker time does not include that wait.
+    // Queue time is recorded apart from worker time: the last run was let go fifth or sixth,
+    // so it waited in the queue, and its worker time does not include that wait. (How long it
+    // waited depends on how fast the crew's supervisors started: no bound is asserted.)
     let last = &records[5];
     let queued = last["queued_ms"].as_i64().expect("queued_ms");
     let worked = last["duration_ms"].as_i64().expect("duration_ms");
-    assert!(queued >= 1400, "{last:#}");
+    assert!(grants[5] >= 5, "{grants:?}");
     let created = timestamp(&last["created_at"]);
     let ended = timestamp(&last["ended_at"]);
     let lifetime = ended.duration_since(created).as_millis() as i64;
@@ -646,7 +647,11 @@ fn models_without_a_worker_lists_every_backend_with_its_models_or_why_not() {
     let out = env.run(&dir, &["models", "--json"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let bare: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(bare["workers"].as_array().map(Vec::len), Some(names.len()), "{bare:#}");
+    assert_eq!(
+        bare["workers"].as_array().map(Vec::len),
+        Some(names.len()),
+        "{bare:#}"
+    );
     let out = env.run(&dir, &["models", "--all"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
