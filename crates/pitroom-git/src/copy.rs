@@ -50,6 +50,14 @@ pub fn ensure_read_copy(repo: &Repo, tree: &str, root: &Path) -> Result<CopyLeas
         if let Some(lease) = lease_existing(&root.join(tree))? {
             return Ok(lease);
         }
+        // One builder per tree: runs that need the same copy at once (a crew) wait for the one
+        // being made instead of each checking out the whole tree and throwing it away. The
+        // kernel drops the lock if its holder dies; what it left half-built is only ever a
+        // `.tmp-*` directory, which nobody leases.
+        let _building = lock_tree(root, tree)?;
+        if let Some(lease) = lease_existing(&root.join(tree))? {
+            return Ok(lease);
+        }
         if let Some(lease) = recycle_idle(repo, tree, root)? {
             return Ok(lease);
         }
@@ -119,9 +127,32 @@ fn recycle_idle(repo: &Repo, tree: &str, root: &Path) -> Result<Option<CopyLease
     Ok(None)
 }
 
+/// Holds `root/.locks/<tree>` exclusively until dropped.
+fn lock_tree(root: &Path, tree: &str) -> Result<File, GitError> {
+    let locks = root.join(".locks");
+    std::fs::create_dir_all(&locks)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(locks.join(tree))?;
+    flock(&file, libc::LOCK_EX)?;
+    Ok(file)
+}
+
+/// How many read copies this process checked out from scratch (the test of one build per tree
+/// counts them).
+static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The number of read copies built from scratch by this process so far.
+pub fn copies_built() -> usize {
+    BUILDS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Checks a new copy out in a temp dir and renames it into place.
 fn build_new(repo: &Repo, tree: &str, root: &Path) -> Result<Option<CopyLease>, GitError> {
     let tmp = root.join(format!(".tmp-{}-{}", std::process::id(), nanos()));
+    BUILDS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     if let Err(e) = build(repo, tree, &tmp) {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);

@@ -12,7 +12,9 @@ mod repo;
 mod snapshot;
 
 pub use command::{Git, GitError};
-pub use copy::{build_copy, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy};
+pub use copy::{
+    build_copy, copies_built, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy,
+};
 pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
 pub use repo::Repo;
 pub use snapshot::{snapshot, snapshot_with, Snapshot, SnapshotOptions};

@@ -9,6 +9,9 @@ use pitroom_git::{
     ChangeStatus, Direction, KeepPolicy, Repo,
 };
 
+/// Tests that build read copies run one at a time: the build counter is per process.
+static COPY_BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn git(dir: &Path, args: &[&str]) -> String {
     pitroom_testkit::repo::git_ok(dir, args)
 }
@@ -182,6 +185,7 @@ fn reverse_apply_refuses_when_the_files_changed_since_and_writes_nothing() {
 
 #[test]
 fn read_copy_is_shared_recycled_for_a_new_tree_and_never_taken_while_leased() {
+    let _serial = COPY_BUILDS.lock().unwrap_or_else(|e| e.into_inner());
     let (tmp, repo) = repo();
     let root = tmp.path().join("copies");
     let t1 = snap(&repo, "1.index", tmp.path());
@@ -219,9 +223,11 @@ fn read_copy_is_shared_recycled_for_a_new_tree_and_never_taken_while_leased() {
         std::fs::read(recycled.dir.join("a.txt")).unwrap(),
         b"third state\n"
     );
+    // (`.locks` holds the per-tree build locks: not a copy.)
     let copies: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
         .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .collect();
     assert_eq!(copies.len(), 2, "recycled, not built: {copies:?}");
@@ -239,6 +245,7 @@ fn read_copy_is_shared_recycled_for_a_new_tree_and_never_taken_while_leased() {
 
 #[test]
 fn pruning_keeps_the_newest_idle_copies_and_every_leased_one() {
+    let _serial = COPY_BUILDS.lock().unwrap_or_else(|e| e.into_inner());
     let (tmp, repo) = repo();
     let root = tmp.path().join("copies");
     let mut leases = Vec::new();
@@ -268,4 +275,51 @@ fn pruning_keeps_the_newest_idle_copies_and_every_leased_one() {
     );
     assert_eq!(removed, 1);
     assert!(held.dir.exists(), "a leased copy is never pruned");
+}
+
+#[test]
+fn runs_that_need_the_same_copy_at_once_wait_for_one_build() {
+    let _serial = COPY_BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, repo) = repo();
+    let root = tmp.path().join("copies");
+    let tree = snap(&repo, "1.index", tmp.path());
+    let before = pitroom_git::copies_built();
+    let barrier = std::sync::Barrier::new(8);
+    let dirs: Vec<PathBuf> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let lease = ensure_read_copy(&repo, &tree, &root).expect("a copy");
+                    let dir = lease.dir.clone();
+                    // Hold the lease until every thread has one, as a crew's runs do.
+                    barrier.wait();
+                    dir
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    assert!(
+        dirs.iter().all(|d| *d == dirs[0]),
+        "one shared copy: {dirs:?}"
+    );
+    assert_eq!(
+        pitroom_git::copies_built() - before,
+        1,
+        "built once, not once per run"
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tmp-"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "no temporary copy outlives its builder: {leftovers:?}"
+    );
 }
