@@ -76,6 +76,9 @@ pub enum Command {
     Review(ReviewArgs),
     /// Where a markdown plan stands, rebuilt from the runs (`plan status`); notes on it.
     Plan(PlanArgs),
+    /// A local page of every run on 127.0.0.1: live cards, steps, answers, diffs, history and
+    /// stats (see docs/dashboard.md).
+    Dash(DashArgs),
     /// MCP server on stdio: the same operations as tools, for agent hosts (see docs/mcp.md).
     Mcp(McpArgs),
     /// Link the skills where agent hosts look, print the MCP registration; --statusline sets
@@ -446,6 +449,32 @@ pub enum PlanCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct DashArgs {
+    /// Start the server in the background and return once it answers (it stops itself after
+    /// an hour without a request and without an open page).
+    #[arg(long, conflicts_with = "stop")]
+    pub detach: bool,
+    /// The port on 127.0.0.1 (default 7878, or a free one if that is taken; 0 = any free port).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// Open the page with the system's opener (xdg-open / open).
+    #[arg(long, conflicts_with = "stop")]
+    pub open: bool,
+    /// Stop the running dashboard server.
+    #[arg(long)]
+    pub stop: bool,
+    /// Print the address (and pid) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: the detached server itself.
+    #[arg(long, hide = true)]
+    pub serve_detached: bool,
+    /// Internal (tests): the idle limit of a detached server, in seconds.
+    #[arg(long, hide = true, value_name = "SECS")]
+    pub idle_stop: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@ mod apply;
 mod config;
 mod cooldown;
 mod crew;
+mod dash;
 mod doctor;
 pub(crate) mod history;
 mod mcp;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Watch(args) => watch::watch(args),
         Command::Supervise(args) => run::supervise(args),
         Command::Mcp(args) => mcp::mcp(args),
+        Command::Dash(args) => dash::dash(args),
         Command::Plan(args) => plan::plan(args),
         Command::Review(args) => review::review(args),
         Command::Show(args) => show::show(args),

@@ -4,6 +4,7 @@ mod codex_e2e;
 mod common;
 mod crew;
 mod custom_worker;
+mod dash;
 mod demo;
 mod gemini_e2e;
 mod guard;
