@@ -22,7 +22,7 @@
 //! URL passwords have no floor: a weak password is still a password.
 
 use std::ops::Range;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::Regex;
@@ -193,8 +193,10 @@ struct Compiled {
     keywords: Option<AhoCorasick>,
     /// For each keyword (by pattern id), the index of its rule.
     keyword_rule: Vec<usize>,
-    /// One regex per rule (`None` for a pattern that failed to compile; a test forbids it).
-    regexes: Vec<Option<Regex>>,
+    /// One regex per rule, compiled the first time a text holds one of its keywords (`None`
+    /// for a pattern that failed to compile; a test forbids it). Compiling all 46 up front
+    /// cost a long-lived process (the dashboard) about 30 MiB for rules most texts never need.
+    regexes: Vec<OnceLock<Option<Regex>>>,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -211,9 +213,16 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     Compiled {
         keywords,
         keyword_rule,
-        regexes: RULES.iter().map(|r| Regex::new(r.pattern).ok()).collect(),
+        regexes: RULES.iter().map(|_| OnceLock::new()).collect(),
     }
 });
+
+/// Rule `i`'s regex, compiled on first use.
+fn regex_of(compiled: &Compiled, i: usize) -> Option<&Regex> {
+    compiled.regexes[i]
+        .get_or_init(|| Regex::new(RULES[i].pattern).ok())
+        .as_ref()
+}
 
 /// Byte ranges of every secret a rule finds in `text` (unsorted, possibly overlapping).
 pub(crate) fn secret_spans(text: &str) -> Vec<Range<usize>> {
@@ -221,7 +230,10 @@ pub(crate) fn secret_spans(text: &str) -> Vec<Range<usize>> {
     let candidates = candidates_of(compiled, text);
     let mut spans = Vec::new();
     for (i, rule) in RULES.iter().enumerate() {
-        if let (true, Some(regex)) = (candidates[i], &compiled.regexes[i]) {
+        if !candidates[i] {
+            continue;
+        }
+        if let Some(regex) = regex_of(compiled, i) {
             rule_spans(rule, regex, text, &mut spans);
         }
     }
