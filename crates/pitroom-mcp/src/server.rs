@@ -265,6 +265,25 @@ impl PitroomMcp {
         }
     }
 
+    /// Selects runs (by starting them, or by naming them) off the runtime, then waits for them
+    /// as [`Self::runs_answer`] does; an error of the selection is the tool's error result.
+    async fn select_then_answer(
+        &self,
+        select: impl FnOnce(&Service) -> Result<Selector, ServiceError> + Send + 'static,
+        wait_seconds: Option<u64>,
+        any: bool,
+        ctx: &RequestContext<RoleServer>,
+        stop_on_cancel: bool,
+    ) -> Result<CallToolResult, McpError> {
+        match self.blocking(select).await? {
+            Ok(selector) => {
+                self.runs_answer(selector, wait_for(wait_seconds), any, ctx, stop_on_cancel)
+                    .await
+            }
+            Err(e) => Ok(service_error(&e)),
+        }
+    }
+
     async fn runs_answer(
         &self,
         selector: Selector,
@@ -425,28 +444,21 @@ impl PitroomMcp {
         };
         let crew = tasks.len() > 1;
         let group = args.group;
-        let started = self
-            .blocking(move |s| -> Result<Selector, ServiceError> {
-                if crew {
-                    let outcome = s.start_crew(&request, &tasks, group.as_deref())?;
-                    match outcome.error {
-                        Some(e) if outcome.started.is_empty() => Err(e),
-                        _ => Ok(Selector::Group(outcome.group)),
-                    }
-                } else {
-                    let resolved = s.resolve(&request)?;
-                    let record = s.start_background(resolved.spec)?;
-                    Ok(Selector::Runs(vec![record.id]))
+        let start = move |s: &Service| -> Result<Selector, ServiceError> {
+            if crew {
+                let outcome = s.start_crew(&request, &tasks, group.as_deref())?;
+                match outcome.error {
+                    Some(e) if outcome.started.is_empty() => Err(e),
+                    _ => Ok(Selector::Group(outcome.group)),
                 }
-            })
-            .await?;
-        match started {
-            Ok(selector) => {
-                self.runs_answer(selector, wait_for(args.wait_seconds), false, &ctx, true)
-                    .await
+            } else {
+                let resolved = s.resolve(&request)?;
+                let record = s.start_background(resolved.spec)?;
+                Ok(Selector::Runs(vec![record.id]))
             }
-            Err(e) => Ok(service_error(&e)),
-        }
+        };
+        self.select_then_answer(start, args.wait_seconds, false, &ctx, true)
+            .await
     }
 
     /// Wait for runs: their reports, or the same handle while they go on.
@@ -460,18 +472,10 @@ impl PitroomMcp {
         Parameters(args): Parameters<WaitArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let runs = args.runs.clone();
-        let group = args.group.clone();
-        let selected = self
-            .blocking(move |s| s.select(&runs, group.as_deref()))
-            .await?;
-        match selected {
-            Ok(selector) => {
-                self.runs_answer(selector, wait_for(args.wait_seconds), args.any, &ctx, false)
-                    .await
-            }
-            Err(e) => Ok(service_error(&e)),
-        }
+        let (runs, group) = (args.runs, args.group);
+        let select = move |s: &Service| s.select(&runs, group.as_deref());
+        self.select_then_answer(select, args.wait_seconds, args.any, &ctx, false)
+            .await
     }
 
     /// A second model reviews a run's change (or range A..B); its verdict is in the report.
@@ -494,20 +498,13 @@ impl PitroomMcp {
             timeout: None,
             background: true,
         };
-        let started = self
-            .blocking(move |s| -> Result<Selector, ServiceError> {
-                let resolved = s.prepare_review(&request)?;
-                let record = s.start_background(resolved.spec)?;
-                Ok(Selector::Runs(vec![record.id]))
-            })
-            .await?;
-        match started {
-            Ok(selector) => {
-                self.runs_answer(selector, wait_for(args.wait_seconds), false, &ctx, true)
-                    .await
-            }
-            Err(e) => Ok(service_error(&e)),
-        }
+        let start = move |s: &Service| -> Result<Selector, ServiceError> {
+            let resolved = s.prepare_review(&request)?;
+            let record = s.start_background(resolved.spec)?;
+            Ok(Selector::Runs(vec![record.id]))
+        };
+        self.select_then_answer(start, args.wait_seconds, false, &ctx, true)
+            .await
     }
 
     /// A run's report, patch, report with stderr (full) or record.

@@ -24,23 +24,34 @@ pub fn run(args: RunArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return super::fail(&e),
     };
+    carry_out(&service, resolved, args.bg, args.json)
+}
+
+/// Shows the resolution's warnings, then starts the run in the background (printing its id)
+/// or carries it out here (printing its report). Returns the exit code.
+pub(super) fn carry_out(
+    service: &pitroom_service::Service,
+    resolved: pitroom_service::Resolved,
+    background: bool,
+    json: bool,
+) -> i32 {
     for w in &resolved.warnings {
         output::warning(w);
     }
-    if args.bg {
+    if background {
         return match service.start_background(resolved.spec) {
             Ok(record) => {
                 // No report will follow: say now what the report would have said.
                 for w in &record.warnings {
                     output::warning(w);
                 }
-                print_started(&record, args.json);
+                print_started(&record, json);
                 exit::OK
             }
             Err(e) => super::fail(&e),
         };
     }
-    let mut progress = Progress::new(!args.json);
+    let mut progress = Progress::new(!json);
     let outcome = service.run_foreground(resolved.spec, &mut progress);
     progress.finish();
     let (record, notes) = match outcome {
@@ -50,7 +61,7 @@ pub fn run(args: RunArgs) -> i32 {
     for n in notes {
         output::warning(n);
     }
-    if args.json {
+    if json {
         output::json(&record);
     } else {
         print!("{}", report::render(&record, output::stdout_color()));
@@ -58,7 +69,7 @@ pub fn run(args: RunArgs) -> i32 {
     record.exit_code()
 }
 
-pub(super) fn print_started(record: &RunRecord, json: bool) {
+fn print_started(record: &RunRecord, json: bool) {
     if json {
         output::json(record);
     } else {
