@@ -73,7 +73,7 @@ impl Service {
         given: Option<&str>,
         allow_delete: bool,
     ) -> Result<(RunRecord, usize), ServiceError> {
-        let mut record = self.load(given)?;
+        let mut record = self.load_of_mode(given, Mode::Isolate)?;
         let files = isolate::apply(self.home(), &mut record, allow_delete)?;
         Ok((record, files))
     }
@@ -113,16 +113,36 @@ impl Service {
 
     /// Removes an isolated run's copy; its patch is kept.
     pub fn discard(&self, given: Option<&str>) -> Result<RunRecord, ServiceError> {
-        let mut record = self.load(given)?;
+        let mut record = self.load_of_mode(given, Mode::Isolate)?;
         isolate::discard(self.home(), &mut record)?;
         Ok(record)
     }
 
     /// Undoes exactly a write run's edits (checked first; refused if the files changed since).
     pub fn revert(&self, given: Option<&str>) -> Result<(RunRecord, usize), ServiceError> {
-        let mut record = self.load(given)?;
+        let mut record = self.load_of_mode(given, Mode::Write)?;
         let files = revert::revert(self.home(), &mut record)?;
         Ok((record, files))
+    }
+}
+
+impl Service {
+    /// The run `given`, or with none the latest run of `mode`: after `pitroom review` the
+    /// latest run is the review, and `pitroom apply` still means the change it reviewed.
+    fn load_of_mode(&self, given: Option<&str>, mode: Mode) -> Result<RunRecord, ServiceError> {
+        if given.is_some() {
+            return self.load(given);
+        }
+        let home = self.home();
+        let latest = home.run_ids().into_iter().rev().find(|id| {
+            home.load(id)
+                .is_ok_and(|r| r.spec.mode == mode && r.spec.review_of.is_none())
+        });
+        match latest {
+            Some(id) => Ok(home.load_settled(&id)?),
+            // No run of that mode: the latest run, whose refusal says what it is instead.
+            None => self.load(None),
+        }
     }
 }
 

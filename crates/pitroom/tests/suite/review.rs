@@ -159,3 +159,25 @@ fn a_commit_range_is_reviewed_from_its_merge_base() {
     );
     assert_eq!(code(&out), 2, "{}", text(&out));
 }
+
+#[test]
+fn after_a_review_apply_without_a_run_lands_the_reviewed_change_not_the_review() {
+    let env = fake_env(scripts());
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(
+        &repo,
+        &["run", "-i", "-W", "opencode:fake/edit", "Add a zero check"],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run(&repo, &["review", "-W", "opencode:fake/review"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    // The latest run is the review (a read run); `apply` means the latest isolated run.
+    let out = env.run(&repo, &["apply"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(std::fs::read_to_string(repo.join("calc.py"))
+        .expect("calc")
+        .contains("ZeroDivisionError"));
+    // And `revert` without a run means the latest write run: there is none here.
+    let out = env.run(&repo, &["revert"]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+}
