@@ -70,17 +70,17 @@ pub enum Command {
     /// Remove old run directories (a dry run unless --yes; unapplied isolated patches stay).
     Clean(crate::commands::history::CleanArgs),
     /// Try Pitroom with no worker CLI and no key: a scripted worker walks a sample project
-    /// through read, isolate + apply, write + revert, a crew and savings.
+    /// through read, isolate, review + apply, write + revert, a crew and savings.
     Demo(DemoArgs),
     /// A second model reviews a run's change (or a commit range) and gives a verdict.
     Review(ReviewArgs),
     /// Where a markdown plan stands, rebuilt from the runs (`plan status`); notes on it.
     Plan(PlanArgs),
+    /// MCP server on stdio: the same operations as tools, for agent hosts (see docs/mcp.md).
+    Mcp(McpArgs),
     /// A local page of every run on 127.0.0.1: live cards, steps, answers, diffs, history and
     /// stats (see docs/dashboard.md).
     Dash(DashArgs),
-    /// MCP server on stdio: the same operations as tools, for agent hosts (see docs/mcp.md).
-    Mcp(McpArgs),
     /// Link the skills where agent hosts look, print the MCP registration; --statusline sets
     /// Claude Code's status line. Never replaces a file Pitroom did not write.
     Install(crate::integrations::install::InstallArgs),
@@ -364,6 +364,15 @@ pub struct CooldownArgs {
 pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
+    /// Also send each worker a real read-only task in a temporary repository (it must answer
+    /// PITROOM-PROBE-OK): ok or why not, the time and the model used. Exit 3 if the default
+    /// worker (or a worker named) fails.
+    #[arg(long)]
+    pub probe: bool,
+    /// The workers to probe, as backend[:model][#effort] (default: the configured worker and
+    /// the fallback targets).
+    #[arg(value_name = "WORKER", requires = "probe")]
+    pub workers: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -422,6 +431,32 @@ pub struct ReviewArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct DashArgs {
+    /// Start the server in the background and return once it answers (it stops itself after
+    /// an hour without a request and without an open page).
+    #[arg(long, conflicts_with = "stop")]
+    pub detach: bool,
+    /// The port on 127.0.0.1 (default 7878, or a free one if that is taken; 0 = any free port).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// Open the page with the system's opener (xdg-open / open).
+    #[arg(long, conflicts_with = "stop")]
+    pub open: bool,
+    /// Stop the running dashboard server.
+    #[arg(long)]
+    pub stop: bool,
+    /// Print the address (and pid) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: the detached server itself.
+    #[arg(long, hide = true)]
+    pub serve_detached: bool,
+    /// Internal (tests): the idle limit of a detached server, in seconds.
+    #[arg(long, hide = true, value_name = "SECS")]
+    pub idle_stop: Option<u64>,
+}
+
+#[derive(Debug, Args)]
 pub struct PlanArgs {
     #[command(subcommand)]
     pub command: PlanCommand,
@@ -449,32 +484,6 @@ pub enum PlanCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-#[derive(Debug, Args)]
-pub struct DashArgs {
-    /// Start the server in the background and return once it answers (it stops itself after
-    /// an hour without a request and without an open page).
-    #[arg(long, conflicts_with = "stop")]
-    pub detach: bool,
-    /// The port on 127.0.0.1 (default 7878, or a free one if that is taken; 0 = any free port).
-    #[arg(long, value_name = "N")]
-    pub port: Option<u16>,
-    /// Open the page with the system's opener (xdg-open / open).
-    #[arg(long, conflicts_with = "stop")]
-    pub open: bool,
-    /// Stop the running dashboard server.
-    #[arg(long)]
-    pub stop: bool,
-    /// Print the address (and pid) as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Internal: the detached server itself.
-    #[arg(long, hide = true)]
-    pub serve_detached: bool,
-    /// Internal (tests): the idle limit of a detached server, in seconds.
-    #[arg(long, hide = true, value_name = "SECS")]
-    pub idle_stop: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -47,13 +47,34 @@ pub fn doctor(args: DoctorArgs) -> i32 {
     for backend in KNOWN_BACKENDS {
         checks.push(worker_check(backend));
     }
-    let healthy = checks.iter().all(|c| c.ok || !c.essential);
+    let probes = if args.probe {
+        match super::probe::probe(&args.workers, !args.json) {
+            Ok(probes) => Some(probes),
+            Err(why) => {
+                checks.push(Check {
+                    name: "probe".into(),
+                    ok: false,
+                    essential: true,
+                    detail: why,
+                });
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let healthy = checks.iter().all(|c| c.ok || !c.essential)
+        && probes.iter().flatten().all(|p| p.ok || !p.essential);
     if args.json {
         let list: Vec<Value> = checks
             .iter()
             .map(|c| json!({"check": c.name, "ok": c.ok, "essential": c.essential, "detail": c.detail}))
             .collect();
-        output::json(&json!({"healthy": healthy, "checks": list}));
+        let mut report = json!({"healthy": healthy, "checks": list});
+        if args.probe {
+            report["probes"] = json!(probes.unwrap_or_default());
+        }
+        output::json(&report);
     } else {
         for c in &checks {
             let mark = match (c.ok, c.essential) {
@@ -62,6 +83,9 @@ pub fn doctor(args: DoctorArgs) -> i32 {
                 (false, false) => "·",
             };
             println!("{mark} {:<12} {}", c.name, c.detail);
+        }
+        if let Some(probes) = &probes {
+            super::probe::print(probes);
         }
     }
     if healthy {

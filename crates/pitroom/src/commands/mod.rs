@@ -9,6 +9,7 @@ mod doctor;
 pub(crate) mod history;
 mod mcp;
 mod plan;
+mod probe;
 mod revert;
 mod review;
 mod run;
@@ -31,8 +32,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Watch(args) => watch::watch(args),
         Command::Supervise(args) => run::supervise(args),
         Command::Mcp(args) => mcp::mcp(args),
-        Command::Dash(args) => dash::dash(args),
         Command::Plan(args) => plan::plan(args),
+        Command::Dash(args) => dash::dash(args),
         Command::Review(args) => review::review(args),
         Command::Show(args) => show::show(args),
         Command::Ls(args) => show::ls(args),

@@ -3,8 +3,10 @@
 //! through the real pipeline — every stage runs the real `pitroom` commands as child processes,
 //! with a state dir of their own — while the worker is [`worker`], this binary replaying a fixed
 //! script in OpenCode's stream format.
-
-pub mod worker;
+//!
+//! - [`stages`]: the stages in order, each with its header and commands;
+//! - [`scripts`]: what the scripted worker does and answers in each stage;
+//! - [`run`]: running one child command, bounded in time and stopped on Ctrl-C.
 
 /// `println!` that never panics: a reader that went away (`pitroom demo | head`) must not stop
 /// the demo before it cleans up.
@@ -15,19 +17,22 @@ macro_rules! say {
     }};
 }
 
-use std::fs::File;
+mod run;
+mod scripts;
+mod stages;
+pub mod worker;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use pitroom_core::home::supervisor_alive;
 use pitroom_core::{exit, Home};
-use serde_json::{json, Value};
 
 use crate::cli::DemoArgs;
 use crate::output;
-use worker::{Action, Case, Script, Step, Tool, WriteFile};
+use run::{bounded, Bounded};
 
 const CALC: &str = include_str!("sample/calc.py");
 const TESTS: &str = include_str!("sample/test_calc.py");
@@ -39,8 +44,6 @@ const MODEL: &str = "pitroom/scripted";
 const LIMIT: Duration = Duration::from_secs(60);
 /// `watch` has a `--timeout 60` of its own; this bound is only the backstop.
 const WATCH_LIMIT: Duration = Duration::from_secs(75);
-const STAGES: usize = 5;
-const WHAT: &str = "worker: scripted, not a model";
 
 /// The user's own uncommitted edit, which no worker patch may contain.
 const OWN_EDIT: &str = "\nMy notes (uncommitted): check divide() before the release.\n";
@@ -263,147 +266,6 @@ impl Demo {
         say!("  config          PITROOM_CONFIG={}", self.config.display());
     }
 
-    fn stages(&mut self) -> Result<(), String> {
-        let dir = self.project.display().to_string();
-        let target = ["-W", "opencode", "-m", MODEL, "-d", dir.as_str()];
-
-        self.header(
-            1,
-            "read",
-            "the answer cites calc.py twice; one citation is wrong, and Pitroom checks every path:line",
-        );
-        let script = self.script("1-read", Script::Actions(read_script()))?;
-        self.pitroom(
-            &[&target[..], &["Where can divide fail?"]].concat(),
-            Some(&script),
-            LIMIT,
-        )?;
-        let script = self.script("1-follow-up", Script::Actions(follow_up_script()))?;
-        self.pitroom(
-            &[
-                "run",
-                "--continue",
-                "last",
-                "Does mean() fail the same way?",
-            ],
-            Some(&script),
-            LIMIT,
-        )?;
-
-        self.header(
-            2,
-            "isolate + apply",
-            "the worker edits a private copy; its patch holds only its own edit, not your README.md",
-        );
-        let script = self.script("2-isolate", Script::Actions(isolate_script()))?;
-        self.pitroom(
-            &[&["-i"], &target[..], &["Add a zero check to divide()"]].concat(),
-            Some(&script),
-            LIMIT,
-        )?;
-        self.pitroom(&["show", "--patch"], None, LIMIT)?;
-        self.pitroom(&["apply"], None, LIMIT)?;
-
-        self.header(
-            3,
-            "write + revert",
-            "the worker edits the project in place; revert undoes exactly its edits",
-        );
-        let script = self.script("3-write", Script::Actions(write_script()))?;
-        self.pitroom(
-            &[&["-w"], &target[..], &["Add a docstring to divide()"]].concat(),
-            Some(&script),
-            LIMIT,
-        )?;
-        self.pitroom(&["revert"], None, LIMIT)?;
-
-        self.header(
-            4,
-            "crew + watch",
-            "three read runs in the background as group demo, followed as NDJSON",
-        );
-        let script = self.script("4-crew", crew_script())?;
-        let mut crew = vec!["crew", "-g", "demo"];
-        crew.extend(target);
-        crew.extend(CREW_TASKS.iter().map(|(task, _)| *task));
-        self.pitroom(&crew, Some(&script), LIMIT)?;
-        self.pitroom(
-            &["watch", "-g", "demo", "--json", "--timeout", "60"],
-            None,
-            WATCH_LIMIT,
-        )?;
-
-        self.header(
-            5,
-            "savings",
-            "what the runs above would have saved, from their scripted token counts",
-        );
-        self.pitroom(&["savings"], None, LIMIT)?;
-        Ok(())
-    }
-
-    fn header(&mut self, n: usize, name: &str, about: &str) {
-        self.stage = format!("stage {n}/{STAGES} ({name})");
-        say!();
-        say!("▶ stage {n}/{STAGES} · {name} · {WHAT}");
-        say!("  {about}");
-    }
-
-    /// Writes a script for the worker and returns its path.
-    fn script(&self, name: &str, script: Script) -> Result<PathBuf, String> {
-        let path = self.scripts.join(format!("{name}.json"));
-        let text = serde_json::to_string_pretty(&script)
-            .map_err(|e| format!("could not encode the {name} script: {e}"))?;
-        write(&path, &text)?;
-        Ok(path)
-    }
-
-    /// Runs `pitroom ARGS` in the sample project with the demo's environment, prints the
-    /// command line and its output (indented); a non-zero exit fails the stage.
-    fn pitroom(
-        &mut self,
-        args: &[&str],
-        script: Option<&Path>,
-        limit: Duration,
-    ) -> Result<(), String> {
-        let shown = shell_line(args);
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            return Err(format!("{}: interrupted before `{shown}`", self.stage));
-        }
-        say!("  $ {shown}");
-        self.commands += 1;
-        let log = self.logs.join(format!("{:02}.log", self.commands));
-        let mut cmd = Command::new(&self.exe);
-        cmd.args(args).current_dir(&self.project);
-        self.env(&mut cmd, script);
-        let result = bounded(cmd, &log, limit);
-        let (status, text) = match result {
-            Ok(done) => done,
-            Err(Bounded::Interrupted(text)) => {
-                indent(&text);
-                return Err(format!("{}: interrupted during `{shown}`", self.stage));
-            }
-            Err(Bounded::TimedOut(text)) => {
-                indent(&text);
-                return Err(format!(
-                    "{}: `{shown}` did not finish within {}s and was stopped; run `pitroom demo --keep` and look at the runs in its state dir",
-                    self.stage,
-                    limit.as_secs()
-                ));
-            }
-            Err(other) => return Err(format!("{}: `{shown}`: {}", self.stage, other.describe())),
-        };
-        indent(&text);
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{}: `{shown}` failed ({status}); its output is above",
-                self.stage
-            ))
-        }
-    }
-
     fn kept(&mut self) {
         self.settle();
         say!();
@@ -422,25 +284,7 @@ impl Demo {
     /// Waits (at most a few seconds) until no run's supervisor is alive, so nothing writes into
     /// the state dir while it is removed; a run still going then is stopped.
     fn settle(&mut self) {
-        let state = self.state.display().to_string();
-        let home = Home::locate(&|k: &str| (k == "PITROOM_HOME").then(|| state.clone()));
-        let alive = |home: &Home| -> Vec<String> {
-            home.run_ids()
-                .into_iter()
-                .filter(|id| home.load(id).is_ok_and(|r| supervisor_alive(&r)))
-                .collect()
-        };
-        let wait = |limit: Duration| {
-            let deadline = Instant::now() + limit;
-            loop {
-                let left = alive(&home);
-                if left.is_empty() || Instant::now() >= deadline {
-                    return left;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        };
-        let left = wait(Duration::from_secs(5));
+        let left = self.wait_for_supervisors(Duration::from_secs(5));
         if left.is_empty() {
             return;
         }
@@ -452,7 +296,31 @@ impl Demo {
             self.env(&mut cmd, None);
             let _ = bounded(cmd, &log, Duration::from_secs(10));
         }
-        wait(Duration::from_secs(3));
+        self.wait_for_supervisors(Duration::from_secs(3));
+    }
+
+    /// Waits at most `limit` until no run's supervisor is alive; returns the runs whose
+    /// supervisor still is.
+    fn wait_for_supervisors(&self, limit: Duration) -> Vec<String> {
+        let home = self.home();
+        let deadline = Instant::now() + limit;
+        loop {
+            let left: Vec<String> = home
+                .run_ids()
+                .into_iter()
+                .filter(|id| home.load(id).is_ok_and(|r| supervisor_alive(&r)))
+                .collect();
+            if left.is_empty() || Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The demo's state dir, as the commands it runs see it.
+    fn home(&self) -> Home {
+        let state = self.state.display().to_string();
+        Home::locate(&|k: &str| (k == "PITROOM_HOME").then(|| state.clone()))
     }
 
     fn clean_up(&mut self) {
@@ -508,362 +376,4 @@ fn fresh_dir() -> Result<PathBuf, String> {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("could not write {}: {e}", path.display()))
-}
-
-/// Prints a command's output, indented under its command line.
-fn indent(text: &str) {
-    for line in text.trim_end().lines().map(str::trim_end) {
-        if line.is_empty() {
-            say!();
-        } else {
-            say!("    {line}");
-        }
-    }
-}
-
-/// The command line as a user would type it.
-fn shell_line(args: &[&str]) -> String {
-    let mut line = String::from("pitroom");
-    for arg in args {
-        line.push(' ');
-        line.push_str(&quote(arg));
-    }
-    line
-}
-
-fn quote(arg: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,#".contains(c);
-    if !arg.is_empty() && arg.chars().all(plain) {
-        arg.to_string()
-    } else if !arg.contains(['"', '$', '`', '\\', '!']) {
-        format!("\"{arg}\"")
-    } else {
-        format!("'{}'", arg.replace('\'', "'\\''"))
-    }
-}
-
-/// Why a bounded child command did not give a result.
-enum Bounded {
-    Spawn(std::io::Error),
-    Io(String),
-    /// It ran past its limit and was stopped; carries what it printed.
-    TimedOut(String),
-    /// The demo was interrupted (Ctrl-C) and stopped it; carries what it printed.
-    Interrupted(String),
-}
-
-impl Bounded {
-    fn describe(&self) -> String {
-        match self {
-            Bounded::Spawn(e) => format!("could not start it: {e}"),
-            Bounded::Io(why) => why.clone(),
-            Bounded::TimedOut(_) => "it did not finish in time and was stopped".into(),
-            Bounded::Interrupted(_) => "interrupted".into(),
-        }
-    }
-}
-
-/// Runs `cmd` with its stdout and stderr (interleaved, in order) in `log`, for at most `limit`:
-/// past it the child gets SIGTERM, then SIGKILL. Files, not pipes, so a background process
-/// that keeps a descriptor can never hold the demo up.
-fn bounded(mut cmd: Command, log: &Path, limit: Duration) -> Result<(ExitStatus, String), Bounded> {
-    let io = |what: &str, e: std::io::Error| Bounded::Io(format!("{what} {}: {e}", log.display()));
-    let out = File::create(log).map_err(|e| io("could not create", e))?;
-    let err = out.try_clone().map_err(|e| io("could not open", e))?;
-    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
-    let mut child = cmd.spawn().map_err(Bounded::Spawn)?;
-    let deadline = Instant::now() + limit;
-    let mut timed_out = false;
-    let mut interrupted = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return Err(Bounded::Io(format!("waiting for the command failed: {e}"))),
-        }
-        if !timed_out && !interrupted {
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                interrupted = true;
-                stop(&mut child);
-                continue;
-            }
-            if Instant::now() >= deadline {
-                timed_out = true;
-                stop(&mut child);
-                continue;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let text = std::fs::read(log)
-        .map(|raw| String::from_utf8_lossy(&raw).into_owned())
-        .map_err(|e| io("could not read", e))?;
-    if interrupted {
-        return Err(Bounded::Interrupted(text));
-    }
-    if timed_out {
-        return Err(Bounded::TimedOut(text));
-    }
-    Ok((status, text))
-}
-
-/// SIGTERM (pitroom then stops its worker and keeps what it did), then SIGKILL after 3 s.
-fn stop(child: &mut std::process::Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: signalling our own child, which has not been reaped yet.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
-    }
-    let grace = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < grace {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-}
-
-// ---- the scripts ----
-
-/// calc.py after the isolated run's zero check.
-fn checked() -> String {
-    CALC.replace(
-        "def divide(a, b):\n    return a / b\n",
-        "def divide(a, b):\n    if b == 0:\n        raise ValueError(\"divide: b must not be 0\")\n    return a / b\n",
-    )
-}
-
-/// calc.py after the write run's docstring.
-fn documented() -> String {
-    checked().replace(
-        "def divide(a, b):\n",
-        "def divide(a, b):\n    \"\"\"Return a / b; raise ValueError when b is 0.\"\"\"\n",
-    )
-}
-
-/// The 1-based number of the first line of `text` that contains `needle`.
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .map_or(1, |i| i + 1)
-}
-
-fn text(s: String) -> Action {
-    Action::Text(s)
-}
-
-fn tool(name: &str, input: Value, output: &str) -> Action {
-    Action::Tool(Tool {
-        name: name.into(),
-        input,
-        status: "completed".into(),
-        output: output.into(),
-    })
-}
-
-fn step(input: u64, output: u64) -> Action {
-    Action::Step(Step {
-        input,
-        output,
-        cost: 0.0,
-    })
-}
-
-fn write_file(path: &str, content: String) -> Action {
-    Action::Write(WriteFile {
-        path: path.into(),
-        content,
-    })
-}
-
-fn read_script() -> Vec<Action> {
-    let ret = line_of(CALC, "return a / b");
-    let lines = CALC.lines().count();
-    vec![
-        tool("read", json!({"filePath": "calc.py"}), CALC),
-        step(2140, 64),
-        tool("grep", json!({"pattern": "divide("}), "calc.py\ntest_calc.py"),
-        step(2630, 52),
-        text(format!(
-            "SUMMARY: divide() fails when b is 0: it returns a / b with no zero check (calc.py:{ret}), so Python raises ZeroDivisionError.\n\
-             DETAILS: mean() hands len(xs) to divide(), so mean([]) fails the same way (calc.py:{}).\n\
-             FILES CHANGED: none\n\
-             VERIFICATION: read calc.py and test_calc.py; no test divides by zero.\n\
-             OPEN ISSUES: none",
-            lines + 29
-        )),
-        step(2810, 118),
-    ]
-}
-
-fn follow_up_script() -> Vec<Action> {
-    let def = line_of(CALC, "def mean");
-    let ret = line_of(CALC, "return divide(sum(xs)");
-    vec![
-        step(3020, 40),
-        text(format!(
-            "SUMMARY: yes: mean([]) calls divide(0, 0) (calc.py:{ret}), which raises ZeroDivisionError.\n\
-             DETAILS: mean() is defined at calc.py:{def}; nothing checks for an empty list before the division.\n\
-             FILES CHANGED: none\n\
-             VERIFICATION: read calc.py.\n\
-             OPEN ISSUES: none"
-        )),
-        step(3105, 84),
-    ]
-}
-
-fn isolate_script() -> Vec<Action> {
-    let after = checked();
-    let check = line_of(&after, "if b == 0");
-    vec![
-        tool("read", json!({"filePath": "calc.py"}), CALC),
-        step(2200, 71),
-        write_file("calc.py", after),
-        tool(
-            "edit",
-            json!({"filePath": "calc.py", "oldString": "    return a / b",
-                "newString": "    if b == 0:\n        raise ValueError(\"divide: b must not be 0\")\n    return a / b"}),
-            "Edit applied successfully.",
-        ),
-        step(2460, 96),
-        text(format!(
-            "SUMMARY: divide() now raises ValueError when b is 0 (calc.py:{check}).\n\
-             DETAILS: the check comes before the division, so mean([]) raises ValueError too.\n\
-             FILES CHANGED: calc.py\n\
-             VERIFICATION: not run (python3 -m unittest would check it).\n\
-             OPEN ISSUES: no test covers b == 0 yet."
-        )),
-        step(2590, 88),
-    ]
-}
-
-fn write_script() -> Vec<Action> {
-    let after = documented();
-    let doc = line_of(&after, "\"\"\"Return a / b");
-    vec![
-        tool("read", json!({"filePath": "calc.py"}), &checked()),
-        step(2230, 58),
-        write_file("calc.py", after),
-        tool(
-            "edit",
-            json!({"filePath": "calc.py", "oldString": "def divide(a, b):\n",
-                "newString": "def divide(a, b):\n    \"\"\"Return a / b; raise ValueError when b is 0.\"\"\"\n"}),
-            "Edit applied successfully.",
-        ),
-        step(2390, 77),
-        text(format!(
-            "SUMMARY: divide() has a docstring now (calc.py:{doc}).\n\
-             DETAILS: one line, saying what it returns and when it raises.\n\
-             FILES CHANGED: calc.py\n\
-             VERIFICATION: none needed: a docstring changes no behaviour.\n\
-             OPEN ISSUES: none"
-        )),
-        step(2470, 63),
-    ]
-}
-
-/// The crew's tasks, each with the text of its prompt that selects its actions.
-const CREW_TASKS: [(&str, &str); 3] = [
-    ("List calc.py's public functions", "public functions"),
-    ("Which tests cover mean()?", "tests cover mean"),
-    ("Find unchecked inputs in calc.py", "unchecked inputs"),
-];
-
-fn crew_script() -> Script {
-    // The crew reads the tree as it is now: with the applied zero check, without the docstring.
-    let now = checked();
-    let add = line_of(&now, "def add");
-    let divide = line_of(&now, "def divide");
-    let mean = line_of(&now, "def mean");
-    let check = line_of(&now, "if b == 0");
-    let test_mean = line_of(TESTS, "def test_mean");
-    let answers = [
-        format!(
-            "SUMMARY: three public functions: add (calc.py:{add}), divide (calc.py:{divide}) and mean (calc.py:{mean}).\n\
-             FILES CHANGED: none"
-        ),
-        format!(
-            "SUMMARY: one test: test_mean (test_calc.py:{test_mean}) checks mean([1, 2, 3]); nothing checks mean([]).\n\
-             FILES CHANGED: none"
-        ),
-        format!(
-            "SUMMARY: mean([]) still fails: len(xs) is 0, and divide() raises ValueError for it (calc.py:{check}).\n\
-             FILES CHANGED: none"
-        ),
-    ];
-    Script::ByPrompt {
-        by_prompt: CREW_TASKS
-            .iter()
-            .zip(answers)
-            .map(|((_, key), answer)| Case {
-                contains: (*key).to_string(),
-                actions: vec![
-                    tool("read", json!({"filePath": "calc.py"}), &now),
-                    step(1980, 45),
-                    text(answer),
-                    step(2150, 70),
-                ],
-            })
-            .collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_edits_change_the_sample() {
-        assert_ne!(checked(), CALC);
-        assert_ne!(documented(), checked());
-        assert!(CALC.lines().any(|l| l.contains("return a / b")));
-        assert!(CALC.lines().any(|l| l.contains("def mean")));
-        assert!(CALC.lines().any(|l| l.contains("return divide(sum(xs)")));
-        assert!(TESTS.lines().any(|l| l.contains("def test_mean")));
-        assert_eq!(line_of(CALC, "return a / b"), 9);
-    }
-
-    #[test]
-    fn a_command_past_its_limit_is_stopped() {
-        let dir = fresh_dir().expect("temp dir");
-        let started = Instant::now();
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo before; exec sleep 30"]);
-        let result = bounded(cmd, &dir.join("log"), Duration::from_millis(300));
-        let took = started.elapsed();
-        let _ = std::fs::remove_dir_all(&dir);
-        match result {
-            Err(Bounded::TimedOut(text)) => assert_eq!(text.trim(), "before"),
-            Err(other) => panic!("{}", other.describe()),
-            Ok((status, _)) => panic!("finished: {status}"),
-        }
-        assert!(took < Duration::from_secs(5), "{took:?}");
-    }
-
-    #[test]
-    fn a_command_s_output_and_exit_status_come_back() {
-        let dir = fresh_dir().expect("temp dir");
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo out; echo err >&2; exit 3"]);
-        let result = bounded(cmd, &dir.join("log"), LIMIT);
-        let _ = std::fs::remove_dir_all(&dir);
-        match result {
-            Ok((status, text)) => {
-                assert_eq!(status.code(), Some(3));
-                assert_eq!(text, "out\nerr\n");
-            }
-            Err(other) => panic!("{}", other.describe()),
-        }
-    }
-
-    #[test]
-    fn command_lines_are_quoted_as_a_shell_would_need() {
-        assert_eq!(
-            shell_line(&["-d", "/tmp/x", "Where can divide fail?", "it's"]),
-            "pitroom -d /tmp/x \"Where can divide fail?\" \"it's\""
-        );
-        assert_eq!(shell_line(&["say \"$x\""]), "pitroom 'say \"$x\"'");
-    }
 }

@@ -64,10 +64,11 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
     let stdout = String::from_utf8_lossy(&out.stdout);
 
     let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with('▶')).collect();
-    assert_eq!(headers.len(), 5, "{stdout}");
+    assert_eq!(headers.len(), 6, "{stdout}");
     for (header, stage) in headers.iter().zip([
         "read",
-        "isolate + apply",
+        "isolate",
+        "review + apply",
         "write + revert",
         "crew + watch",
         "savings",
@@ -75,12 +76,19 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
         assert!(header.contains(stage), "{header} should name {stage}");
         assert!(header.contains("scripted"), "{header} should say scripted");
     }
+    assert!(
+        headers[2].contains("reviewer: scripted, not a model"),
+        "{}",
+        headers[2]
+    );
     for command in [
         "$ pitroom -W opencode -m pitroom/scripted -d ",
         "$ pitroom run --continue last ",
         "$ pitroom -i -W opencode",
         "$ pitroom show --patch",
-        "$ pitroom apply",
+        "$ pitroom review ",
+        " -W opencode:pitroom/scripted",
+        "$ pitroom apply ",
         "$ pitroom -w -W opencode",
         "$ pitroom revert",
         "$ pitroom crew -g demo ",
@@ -95,6 +103,14 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
         "{stdout}"
     );
     assert!(stdout.contains("model pitroom/scripted"), "{stdout}");
+    // The scripted reviewer's verdict is parsed into the report, and its path:line checked.
+    assert!(
+        stdout
+            .contains("── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("- minor: test_calc.py:"), "{stdout}");
+    assert!(stdout.contains("refs: 2/2 verified"), "{stdout}");
     assert!(stdout.contains("applied run"), "{stdout}");
     assert!(stdout.contains("reverted run"), "{stdout}");
     assert!(stdout.contains("\"event\":\"all-done\""), "{stdout}");
@@ -136,7 +152,8 @@ fn demo_keep_leaves_its_state_dir_with_the_runs() {
     if name.starts_with("pitroom-demo-") {
         let _ = std::fs::remove_dir_all(&root);
     }
-    assert!(runs.len() >= 7, "{} runs: {runs:?}\n{stdout}", runs.len());
+    // read, follow-up, isolate, review, write, three crew runs.
+    assert!(runs.len() >= 8, "{} runs: {runs:?}\n{stdout}", runs.len());
     assert_eq!(with_records, runs.len(), "{runs:?}");
     assert!(project_kept, "{stdout}");
     assert!(stdout.contains("Kept (--keep)"), "{stdout}");

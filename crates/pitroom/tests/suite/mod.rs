@@ -20,6 +20,7 @@ mod mcp_chain_e2e;
 mod opencode_e2e;
 mod plan;
 mod plugins;
+mod probe;
 mod qwen_e2e;
 mod review;
 mod review_e2e;

@@ -1,0 +1,246 @@
+//! The scripted worker's scripts, one per stage: what it reads, edits and answers, with the
+//! line numbers of its citations computed from the sample project, so they stay right when
+//! the sample changes.
+
+use serde_json::{json, Value};
+
+use super::worker::{Action, Case, Script, Step, Tool, WriteFile};
+use super::{CALC, TESTS};
+
+/// calc.py after the isolated run's zero check.
+fn checked() -> String {
+    CALC.replace(
+        "def divide(a, b):\n    return a / b\n",
+        "def divide(a, b):\n    if b == 0:\n        raise ValueError(\"divide: b must not be 0\")\n    return a / b\n",
+    )
+}
+
+/// calc.py after the write run's docstring.
+fn documented() -> String {
+    checked().replace(
+        "def divide(a, b):\n",
+        "def divide(a, b):\n    \"\"\"Return a / b; raise ValueError when b is 0.\"\"\"\n",
+    )
+}
+
+/// The 1-based number of the first line of `text` that contains `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map_or(1, |i| i + 1)
+}
+
+fn text(s: String) -> Action {
+    Action::Text(s)
+}
+
+fn tool(name: &str, input: Value, output: &str) -> Action {
+    Action::Tool(Tool {
+        name: name.into(),
+        input,
+        status: "completed".into(),
+        output: output.into(),
+    })
+}
+
+fn step(input: u64, output: u64) -> Action {
+    Action::Step(Step {
+        input,
+        output,
+        cost: 0.0,
+    })
+}
+
+fn write_file(path: &str, content: String) -> Action {
+    Action::Write(WriteFile {
+        path: path.into(),
+        content,
+    })
+}
+
+pub(super) fn read_script() -> Vec<Action> {
+    let ret = line_of(CALC, "return a / b");
+    let lines = CALC.lines().count();
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), CALC),
+        step(2140, 64),
+        tool("grep", json!({"pattern": "divide("}), "calc.py\ntest_calc.py"),
+        step(2630, 52),
+        text(format!(
+            "SUMMARY: divide() fails when b is 0: it returns a / b with no zero check (calc.py:{ret}), so Python raises ZeroDivisionError.\n\
+             DETAILS: mean() hands len(xs) to divide(), so mean([]) fails the same way (calc.py:{}).\n\
+             FILES CHANGED: none\n\
+             VERIFICATION: read calc.py and test_calc.py; no test divides by zero.\n\
+             OPEN ISSUES: none",
+            lines + 29
+        )),
+        step(2810, 118),
+    ]
+}
+
+pub(super) fn follow_up_script() -> Vec<Action> {
+    let def = line_of(CALC, "def mean");
+    let ret = line_of(CALC, "return divide(sum(xs)");
+    vec![
+        step(3020, 40),
+        text(format!(
+            "SUMMARY: yes: mean([]) calls divide(0, 0) (calc.py:{ret}), which raises ZeroDivisionError.\n\
+             DETAILS: mean() is defined at calc.py:{def}; nothing checks for an empty list before the division.\n\
+             FILES CHANGED: none\n\
+             VERIFICATION: read calc.py.\n\
+             OPEN ISSUES: none"
+        )),
+        step(3105, 84),
+    ]
+}
+
+pub(super) fn isolate_script() -> Vec<Action> {
+    let after = checked();
+    let check = line_of(&after, "if b == 0");
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), CALC),
+        step(2200, 71),
+        write_file("calc.py", after),
+        tool(
+            "edit",
+            json!({"filePath": "calc.py", "oldString": "    return a / b",
+                "newString": "    if b == 0:\n        raise ValueError(\"divide: b must not be 0\")\n    return a / b"}),
+            "Edit applied successfully.",
+        ),
+        step(2460, 96),
+        text(format!(
+            "SUMMARY: divide() now raises ValueError when b is 0 (calc.py:{check}).\n\
+             DETAILS: the check comes before the division, so mean([]) raises ValueError too.\n\
+             FILES CHANGED: calc.py\n\
+             VERIFICATION: not run (python3 -m unittest would check it).\n\
+             OPEN ISSUES: no test covers b == 0 yet."
+        )),
+        step(2590, 88),
+    ]
+}
+
+/// The reviewer reads the isolated copy (the zero check in, the docstring not yet) and
+/// passes the change with one minor finding, so the report shows a verdict and a checked
+/// `path:line` issue.
+pub(super) fn review_script() -> Vec<Action> {
+    let after = checked();
+    let check = line_of(&after, "if b == 0");
+    let test_divide = line_of(TESTS, "def test_divide");
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), &after),
+        tool("read", json!({"filePath": "test_calc.py"}), TESTS),
+        step(3310, 92),
+        text(format!(
+            "SUMMARY: the change does what the brief asks: divide() raises ValueError before it divides when b is 0 (calc.py:{check}).\n\
+             ISSUES:\n\
+             - minor: test_calc.py:{test_divide}: test_divide only divides by 3; no test calls divide(1, 0) to pin the new ValueError.\n\
+             FILES CHANGED: none\n\
+             SPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=0 minor=1"
+        )),
+        step(3480, 104),
+    ]
+}
+
+pub(super) fn write_script() -> Vec<Action> {
+    let after = documented();
+    let doc = line_of(&after, "\"\"\"Return a / b");
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), &checked()),
+        step(2230, 58),
+        write_file("calc.py", after),
+        tool(
+            "edit",
+            json!({"filePath": "calc.py", "oldString": "def divide(a, b):\n",
+                "newString": "def divide(a, b):\n    \"\"\"Return a / b; raise ValueError when b is 0.\"\"\"\n"}),
+            "Edit applied successfully.",
+        ),
+        step(2390, 77),
+        text(format!(
+            "SUMMARY: divide() has a docstring now (calc.py:{doc}).\n\
+             DETAILS: one line, saying what it returns and when it raises.\n\
+             FILES CHANGED: calc.py\n\
+             VERIFICATION: none needed: a docstring changes no behaviour.\n\
+             OPEN ISSUES: none"
+        )),
+        step(2470, 63),
+    ]
+}
+
+/// The crew's tasks, each with the text of its prompt that selects its actions.
+pub(super) const CREW_TASKS: [(&str, &str); 3] = [
+    ("List calc.py's public functions", "public functions"),
+    ("Which tests cover mean()?", "tests cover mean"),
+    ("Find unchecked inputs in calc.py", "unchecked inputs"),
+];
+
+pub(super) fn crew_script() -> Script {
+    // The crew reads the tree as it is now: with the applied zero check, without the docstring.
+    let now = checked();
+    let add = line_of(&now, "def add");
+    let divide = line_of(&now, "def divide");
+    let mean = line_of(&now, "def mean");
+    let check = line_of(&now, "if b == 0");
+    let test_mean = line_of(TESTS, "def test_mean");
+    let answers = [
+        format!(
+            "SUMMARY: three public functions: add (calc.py:{add}), divide (calc.py:{divide}) and mean (calc.py:{mean}).\n\
+             FILES CHANGED: none"
+        ),
+        format!(
+            "SUMMARY: one test: test_mean (test_calc.py:{test_mean}) checks mean([1, 2, 3]); nothing checks mean([]).\n\
+             FILES CHANGED: none"
+        ),
+        format!(
+            "SUMMARY: mean([]) still fails: len(xs) is 0, and divide() raises ValueError for it (calc.py:{check}).\n\
+             FILES CHANGED: none"
+        ),
+    ];
+    Script::ByPrompt {
+        by_prompt: CREW_TASKS
+            .iter()
+            .zip(answers)
+            .map(|((_, key), answer)| Case {
+                contains: (*key).to_string(),
+                actions: vec![
+                    tool("read", json!({"filePath": "calc.py"}), &now),
+                    step(1980, 45),
+                    text(answer),
+                    step(2150, 70),
+                ],
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_edits_change_the_sample() {
+        assert_ne!(checked(), CALC);
+        assert_ne!(documented(), checked());
+        assert!(CALC.lines().any(|l| l.contains("return a / b")));
+        assert!(CALC.lines().any(|l| l.contains("def mean")));
+        assert!(CALC.lines().any(|l| l.contains("return divide(sum(xs)")));
+        assert!(TESTS.lines().any(|l| l.contains("def test_mean")));
+        assert_eq!(line_of(CALC, "return a / b"), 9);
+    }
+
+    #[test]
+    fn the_scripted_review_ends_with_a_clean_verdict_and_one_minor_issue() {
+        let answer = review_script()
+            .into_iter()
+            .find_map(|a| match a {
+                Action::Text(t) => Some(t),
+                _ => None,
+            })
+            .expect("the reviewer answers");
+        let verdict = pitroom_core::verdict::parse(&answer).expect("a verdict line");
+        assert_eq!(
+            verdict.line(),
+            "SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"
+        );
+        assert!(verdict.clean());
+    }
+}
