@@ -3,8 +3,10 @@
 //! cost of one snapshot, each as a ratio to `git status` on the same tree in the same run, and
 //! Pitroom's peak memory while it supervises a run. Prints medians; asserts nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
+
+use pitroom_bench::{generate_repo, release_binaries, run_ok};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 9;
@@ -14,17 +16,11 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000);
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
-    let pitroom = target.join("pitroom");
-    let worker = target.join("pitroom-fake-worker");
-    if !pitroom.is_file() || !worker.is_file() {
-        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
-        std::process::exit(2);
-    }
+    let (pitroom, worker) = release_binaries();
     let tmp = tempfile::tempdir().expect("temp dir");
     let repo = tmp.path().join("repo");
     let state = tmp.path().join("state");
-    generate_repo(&repo, files);
+    generate_repo(&repo, files, 50);
 
     let git_status = median(|| {
         let mut status = Command::new("git");
@@ -180,7 +176,7 @@ fn guard_overhead(pitroom: &Path, repo: &Path, tmp: &Path) {
 fn isolated_copy_vs_worktree(files: usize) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let repo_dir = tmp.path().join("repo");
-    generate_repo(&repo_dir, files);
+    generate_repo(&repo_dir, files, 50);
     run_ok(
         Command::new("git")
             .args(["checkout", "-q", "--", "."])
@@ -253,53 +249,14 @@ fn isolated_copy_vs_worktree(files: usize) {
     );
 }
 
-fn generate_repo(repo: &Path, files: usize) {
-    std::fs::create_dir_all(repo).expect("repo dir");
-    run_ok(Command::new("git").args(["init", "-q"]).current_dir(repo));
-    for i in 0..files {
-        let dir = repo.join(format!("src/mod{:03}", i % 100));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let body = format!("// file {i}\npub fn f{i}() -> usize {{\n    {i}\n}}\n").repeat(8);
-        std::fs::write(dir.join(format!("file{i:05}.rs")), body).expect("file");
-    }
-    run_ok(Command::new("git").args(["add", "-A"]).current_dir(repo));
-    run_ok(
-        Command::new("git")
-            .args([
-                "-c",
-                "user.name=b",
-                "-c",
-                "user.email=b@b",
-                "commit",
-                "-qm",
-                "init",
-            ])
-            .current_dir(repo),
-    );
-    for i in 0..50 {
-        let path = repo.join(format!("src/mod{:03}/file{:05}.rs", i % 100, i));
-        std::fs::write(&path, format!("// edited {i}\n")).expect("edit");
-        std::fs::write(repo.join(format!("src/untracked{i}.rs")), "// new\n").expect("new");
-    }
-}
-
 fn time(cmd: &mut Command) -> Duration {
     run_ok(cmd)
 }
 
-fn run_ok(cmd: &mut Command) -> Duration {
-    let t = Instant::now();
-    let status = cmd.status().expect("command runs");
-    let elapsed = t.elapsed();
-    assert!(status.success(), "{cmd:?} failed");
-    elapsed
-}
-
+/// The median of ROUNDS timings after one warm-up.
 fn median(mut f: impl FnMut() -> Duration) -> Duration {
     let _warm = f();
-    let mut samples: Vec<Duration> = (0..ROUNDS).map(|_| f()).collect();
-    samples.sort();
-    samples[ROUNDS / 2]
+    pitroom_bench::median(ROUNDS, f)
 }
 
 fn last_record_peak(pitroom: &Path, state: &Path, tmp: &Path) -> Option<u64> {

@@ -4,24 +4,19 @@
 //! yet), from `crew` to `wait -g` done — against the same RUNS fakes started in parallel by a
 //! shell, the physical limit, in the same run. Prints figures; asserts nothing.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use pitroom_bench::{generate_repo, release_binaries, run_ok};
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
-    let pitroom = target.join("pitroom");
-    let worker = target.join("pitroom-fake-worker");
-    if !pitroom.is_file() || !worker.is_file() {
-        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
-        std::process::exit(2);
-    }
+    let (pitroom, worker) = release_binaries();
     let tmp = tempfile::tempdir().expect("temp dir");
     let repo = tmp.path().join("repo");
-    generate_repo(&repo, files);
+    generate_repo(&repo, files, 20);
     let script =
         r#"[{"sleep_ms": 2000}, {"text": "SUMMARY: done"}, {"step": {"input": 10, "output": 1}}]"#;
 
@@ -96,41 +91,4 @@ fn main() {
 
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
-}
-
-fn generate_repo(repo: &Path, files: usize) {
-    std::fs::create_dir_all(repo).expect("repo dir");
-    run_ok(Command::new("git").args(["init", "-q"]).current_dir(repo));
-    for i in 0..files {
-        let dir = repo.join(format!("src/mod{:03}", i % 100));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let body = format!("// file {i}\npub fn f{i}() -> usize {{\n    {i}\n}}\n").repeat(8);
-        std::fs::write(dir.join(format!("file{i:05}.rs")), body).expect("file");
-    }
-    run_ok(Command::new("git").args(["add", "-A"]).current_dir(repo));
-    run_ok(
-        Command::new("git")
-            .args([
-                "-c",
-                "user.name=b",
-                "-c",
-                "user.email=b@b",
-                "commit",
-                "-qm",
-                "init",
-            ])
-            .current_dir(repo),
-    );
-    for i in 0..20 {
-        let path = repo.join(format!("src/mod{:03}/file{:05}.rs", i % 100, i));
-        std::fs::write(&path, format!("// edited {i}\n")).expect("edit");
-        std::fs::write(repo.join(format!("src/untracked{i}.rs")), "// new\n").expect("new");
-    }
-}
-
-fn run_ok(cmd: &mut Command) -> Duration {
-    let t = Instant::now();
-    let status = cmd.status().expect("command runs");
-    assert!(status.success(), "{cmd:?} failed");
-    t.elapsed()
 }

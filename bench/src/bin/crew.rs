@@ -16,13 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 fn main() {
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
-    let pitroom = target.join("pitroom");
-    let worker = target.join("pitroom-fake-worker");
-    if !pitroom.is_file() || !worker.is_file() {
-        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
-        std::process::exit(2);
-    }
+    let (pitroom, worker) = pitroom_bench::release_binaries();
     let tmp = tempfile::tempdir().expect("temp dir");
     let bench = Bench {
         pitroom,

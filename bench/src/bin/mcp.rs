@@ -14,13 +14,7 @@ use serde_json::{json, Value};
 const ROUNDS: usize = 9;
 
 fn main() {
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
-    let pitroom = target.join("pitroom");
-    let worker = target.join("pitroom-fake-worker");
-    if !pitroom.is_file() || !worker.is_file() {
-        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
-        std::process::exit(2);
-    }
+    let (pitroom, worker) = pitroom_bench::release_binaries();
     let tmp = tempfile::tempdir().expect("temp dir");
     let repo = tmp.path().join("repo");
     make_repo(&repo);
@@ -237,10 +231,8 @@ fn make_repo(dir: &Path) {
     }
 }
 
-fn median(mut f: impl FnMut() -> Duration) -> Duration {
-    let mut times: Vec<Duration> = (0..ROUNDS).map(|_| f()).collect();
-    times.sort();
-    times[ROUNDS / 2]
+fn median(f: impl FnMut() -> Duration) -> Duration {
+    pitroom_bench::median(ROUNDS, f)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -23,13 +23,7 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(2_000);
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
-    let pitroom = target.join("pitroom");
-    let worker = target.join("pitroom-fake-worker");
-    if !pitroom.is_file() || !worker.is_file() {
-        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
-        std::process::exit(2);
-    }
+    let (pitroom, worker) = pitroom_bench::release_binaries();
     let tmp = tempfile::tempdir().expect("temp dir");
     let b = Bench {
         pitroom,
@@ -224,10 +218,8 @@ impl Bench {
     }
 }
 
-fn median(mut f: impl FnMut() -> Duration) -> Duration {
-    let mut times: Vec<Duration> = (0..ROUNDS).map(|_| f()).collect();
-    times.sort();
-    times[ROUNDS / 2]
+fn median(f: impl FnMut() -> Duration) -> Duration {
+    pitroom_bench::median(ROUNDS, f)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -1,0 +1,67 @@
+//! What the benchmark programs share: the release binaries they measure, a generated dirty
+//! repository, running a command, and medians.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The release `pitroom` and `pitroom-fake-worker`; exits with what to build when they are
+/// missing.
+pub fn release_binaries() -> (PathBuf, PathBuf) {
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
+    let pitroom = target.join("pitroom");
+    let worker = target.join("pitroom-fake-worker");
+    if !pitroom.is_file() || !worker.is_file() {
+        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
+        std::process::exit(2);
+    }
+    (pitroom, worker)
+}
+
+/// A repository of `files` generated Rust files in 100 folders, committed, then `dirty` of them
+/// modified and `dirty` untracked files added (the user's work in progress).
+pub fn generate_repo(repo: &Path, files: usize, dirty: usize) {
+    std::fs::create_dir_all(repo).expect("repo dir");
+    run_ok(Command::new("git").args(["init", "-q"]).current_dir(repo));
+    for i in 0..files {
+        let dir = repo.join(format!("src/mod{:03}", i % 100));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let body = format!("// file {i}\npub fn f{i}() -> usize {{\n    {i}\n}}\n").repeat(8);
+        std::fs::write(dir.join(format!("file{i:05}.rs")), body).expect("file");
+    }
+    run_ok(Command::new("git").args(["add", "-A"]).current_dir(repo));
+    run_ok(
+        Command::new("git")
+            .args([
+                "-c",
+                "user.name=b",
+                "-c",
+                "user.email=b@b",
+                "commit",
+                "-qm",
+                "init",
+            ])
+            .current_dir(repo),
+    );
+    for i in 0..dirty {
+        let path = repo.join(format!("src/mod{:03}/file{:05}.rs", i % 100, i));
+        std::fs::write(&path, format!("// edited {i}\n")).expect("edit");
+        std::fs::write(repo.join(format!("src/untracked{i}.rs")), "// new\n").expect("new");
+    }
+}
+
+/// Runs a command to its end, panicking unless it succeeds; returns how long it took.
+pub fn run_ok(cmd: &mut Command) -> Duration {
+    let t = Instant::now();
+    let status = cmd.status().expect("command runs");
+    let elapsed = t.elapsed();
+    assert!(status.success(), "{cmd:?} failed");
+    elapsed
+}
+
+/// The median of `rounds` timings of `f`.
+pub fn median(rounds: usize, mut f: impl FnMut() -> Duration) -> Duration {
+    let mut times: Vec<Duration> = (0..rounds).map(|_| f()).collect();
+    times.sort();
+    times[rounds / 2]
+}
