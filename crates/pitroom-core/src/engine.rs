@@ -762,31 +762,11 @@ impl Engine {
             .join(format!("models-{}", std::process::id()));
         let cwd = std::env::current_dir().map_err(io("reading the current directory"))?;
         let spec = RunSpec {
-            task: String::new(),
-            mode: Mode::Read,
-            backend: backend.to_string(),
-            model: None,
-            effort: None,
-            web: false,
-            dir: cwd.clone(),
             timeout_secs: 60.0,
-            watchdog_secs: 60.0,
-            background: false,
             allow_non_git: true,
-            parent: None,
             primary: String::new(),
-            price: None,
-            group: None,
-            link: Vec::new(),
-            verify: None,
             verify_timeout_secs: 60.0,
-            fallback: vec![],
-            custom_workers: Default::default(),
-            sandbox_writable: vec![],
-            max_parallel: 20,
-            attachments: Vec::new(),
-            review_of: None,
-            plan: None,
+            ..RunSpec::new(String::new(), Mode::Read, backend.to_string(), cwd.clone())
         };
         let req = self.invocation_request(&spec, &cwd, &scratch, None);
         // Every backend says the same thing when its CLI is missing, whether or not it could
@@ -2111,31 +2091,10 @@ mod tests {
 
     fn blank_record() -> RunRecord {
         let spec = RunSpec {
-            task: "t".into(),
-            mode: Mode::Read,
-            backend: "opencode".into(),
-            model: None,
-            effort: None,
-            web: false,
-            dir: "/".into(),
             timeout_secs: 1.0,
             watchdog_secs: 1.0,
-            background: false,
-            allow_non_git: false,
-            parent: None,
-            primary: "sonnet".into(),
-            price: None,
-            group: None,
-            link: Vec::new(),
-            verify: None,
             verify_timeout_secs: 60.0,
-            fallback: vec![],
-            custom_workers: Default::default(),
-            sandbox_writable: vec![],
-            max_parallel: 20,
-            attachments: Vec::new(),
-            review_of: None,
-            plan: None,
+            ..RunSpec::new("t", Mode::Read, "opencode", "/")
         };
         RunRecord::new("x".into(), spec, "now".into())
     }

@@ -107,6 +107,46 @@ pub struct RunSpec {
     pub plan: Option<crate::plan::PlanRef>,
 }
 
+impl RunSpec {
+    /// A spec of `task` in `mode` for `backend` in `dir`, with every other field at its
+    /// default (no model, no limits beyond the defaults, no group, no fallback). The resolver
+    /// and tests set the rest with struct update syntax, so a new field has one default.
+    pub fn new(
+        task: impl Into<String>,
+        mode: Mode,
+        backend: impl Into<String>,
+        dir: impl Into<PathBuf>,
+    ) -> RunSpec {
+        RunSpec {
+            task: task.into(),
+            mode,
+            backend: backend.into(),
+            model: None,
+            effort: None,
+            web: false,
+            dir: dir.into(),
+            timeout_secs: 1800.0,
+            watchdog_secs: 60.0,
+            background: false,
+            allow_non_git: false,
+            parent: None,
+            primary: "sonnet".into(),
+            price: None,
+            group: None,
+            link: Vec::new(),
+            verify: None,
+            verify_timeout_secs: default_verify_timeout(),
+            fallback: Vec::new(),
+            custom_workers: Default::default(),
+            sandbox_writable: Vec::new(),
+            max_parallel: default_max_parallel(),
+            attachments: Vec::new(),
+            review_of: None,
+            plan: None,
+        }
+    }
+}
+
 fn default_max_parallel() -> usize {
     crate::slots::DEFAULT_MAX_PARALLEL
 }

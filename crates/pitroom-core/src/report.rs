@@ -410,31 +410,10 @@ mod tests {
 
     fn record(state: RunState) -> RunRecord {
         let spec = RunSpec {
-            task: "Which files read the cookie?".into(),
-            mode: Mode::Read,
-            backend: "opencode".into(),
             model: Some("fake/fake-model".into()),
-            effort: None,
-            web: false,
-            dir: "/p".into(),
             timeout_secs: 60.0,
-            watchdog_secs: 60.0,
-            background: false,
-            allow_non_git: false,
-            parent: None,
-            primary: "sonnet".into(),
-            price: None,
-            group: None,
-            link: Vec::new(),
-            verify: None,
             verify_timeout_secs: 60.0,
-            fallback: vec![],
-            custom_workers: Default::default(),
-            sandbox_writable: vec![],
-            max_parallel: 20,
-            attachments: Vec::new(),
-            review_of: None,
-            plan: None,
+            ..RunSpec::new("Which files read the cookie?", Mode::Read, "opencode", "/p")
         };
         let mut r = RunRecord::new(
             "20260930-003902-3270".into(),

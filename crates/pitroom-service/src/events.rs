@@ -368,31 +368,12 @@ mod tests {
 
     fn record(state: RunState) -> RunRecord {
         let spec = RunSpec {
-            task: "find the cookie reader".into(),
-            mode: Mode::Read,
-            backend: "opencode".into(),
             model: Some("fake/m".into()),
-            effort: None,
-            web: false,
-            dir: "/tmp".into(),
             timeout_secs: 60.0,
-            watchdog_secs: 60.0,
             background: true,
-            allow_non_git: false,
-            parent: None,
-            primary: "sonnet".into(),
-            price: None,
             group: Some("g".into()),
-            link: vec![],
-            verify: None,
             verify_timeout_secs: 60.0,
-            fallback: vec![],
-            custom_workers: Default::default(),
-            sandbox_writable: vec![],
-            max_parallel: 20,
-            attachments: Vec::new(),
-            review_of: None,
-            plan: None,
+            ..RunSpec::new("find the cookie reader", Mode::Read, "opencode", "/tmp")
         };
         let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "t".into());
         r.state = state;
