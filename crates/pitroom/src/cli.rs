@@ -59,7 +59,8 @@ pub enum Command {
     Cooldown(CooldownArgs),
     /// Check the set-up: git, the state dir, the worker CLIs, and which safety layers hold.
     Doctor(DoctorArgs),
-    /// The models a worker offers (as its CLI lists them, with your own providers).
+    /// What every worker offers, or one worker: its models as its CLI lists them, with your own
+    /// providers and the usage from the history.
     Models(ModelsArgs),
     /// Print every effective setting and where it came from.
     Config(ConfigArgs),
