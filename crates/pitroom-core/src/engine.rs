@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use pitroom_git::Repo;
 use pitroom_proc::{
-    spawn_keeper, terminate_descendants, GitDirState, KeeperSpec, LandlockState, SandboxReport,
-    SandboxSpec, TreeAccess,
+    spawn_keeper, terminate_descendants, ContainmentReport, GitDirState, KeeperSpec, LandlockState,
+    Mechanism, SandboxReport, SandboxSpec, TreeAccess,
 };
 use pitroom_workers::{
     adapter_for, Adapter, AdapterError, FailureEvidence, FailureKind, InvocationRequest, Mode,
@@ -574,6 +574,7 @@ impl Engine {
             ),
             grace: GRACE,
             sandbox: self.worker_sandbox(record, run_dir, tree, adapter, &req, &invocation),
+            containment_report: Some(run_dir.join(CONTAINMENT_REPORT)),
         };
         let ending = self.supervise(record, run_dir, &spec, adapter, stop, stream, observer);
         note_sandbox(record, run_dir, spec.sandbox.is_some());
@@ -788,6 +789,7 @@ impl Engine {
             grace: GRACE,
             // Listing models writes nothing of the user's; the CLI may refresh its caches.
             sandbox: None,
+            containment_report: None,
         };
         let mut models = Vec::new();
         // A CLI may answer with nothing while its model catalogue loads: ask twice.
@@ -1145,6 +1147,7 @@ impl Engine {
             grace: GRACE,
             // The primary agent's own check (tests, a build), not the worker's: unconfined.
             sandbox: None,
+            containment_report: None,
         };
         let limit = Duration::from_secs_f64(record.spec.verify_timeout_secs);
         let started = Instant::now();
@@ -1835,6 +1838,8 @@ fn worker_env(
 
 /// The keeper's report of what the sandbox enforced, kept in the run dir.
 const SANDBOX_REPORT: &str = "sandbox.json";
+/// The keeper's (or its init's) report of what holds the worker's process tree.
+const CONTAINMENT_REPORT: &str = "containment.json";
 
 /// Environment variables through which an adapter points a CLI at its private state.
 fn is_state_dir_var(name: &str) -> bool {
@@ -1903,7 +1908,16 @@ fn note_sandbox(record: &mut RunRecord, run_dir: &Path, sandboxed: bool) {
                 .unwrap_or_else(|| SandboxReport::unknown("the keeper left no sandbox report")),
         );
     }
+    safety.containment = ContainmentReport::read(&run_dir.join(CONTAINMENT_REPORT));
     let mut notes = Vec::new();
+    if let Some(report) = &safety.containment {
+        if report.mechanism != Mechanism::PidNamespace {
+            let why = report.reason.as_deref().unwrap_or("no reason given");
+            notes.push(format!(
+                "no PID namespace for the worker ({why}): if every Pitroom process were killed at once, its processes could outlive the run"
+            ));
+        }
+    }
     if let Some(report) = &safety.landlock {
         let why = report.reason.as_deref().unwrap_or("no reason given");
         match report.landlock {

@@ -320,6 +320,10 @@ pub struct Safety {
     pub git_env_config: bool,
     /// Layer 3, as the keeper enforced it for the latest attempt.
     pub landlock: Option<pitroom_proc::SandboxReport>,
+    /// What held the worker's process tree for the latest attempt (a PID namespace whose init
+    /// dies with the keeper, or only the keeper's sweep). `None` in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<pitroom_proc::ContainmentReport>,
     /// Tool results that read like a refused write ("Permission denied", "Read-only file
     /// system", EACCES): the only trace a denied write leaves.
     #[serde(default)]

@@ -1,6 +1,6 @@
 //! The keeper: the one process that parents a worker.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -12,6 +12,8 @@ use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
+use crate::contain::{gain_namespace_rights, new_pid_namespace_for_children, ContainmentReport};
+use crate::init::{init_argv, init_main, INIT_SUBCOMMAND};
 use crate::landlock::{enter_sandbox, SandboxSpec};
 use crate::tree::{reap_children, terminate_descendants};
 use crate::STOPPED_EXIT;
@@ -36,6 +38,9 @@ pub struct KeeperSpec {
     /// Layer 3: what the worker's tree may write (`None`: unconfined, e.g. a CLI with its own
     /// sandbox, or pitroom's own `--verify` command).
     pub sandbox: Option<SandboxSpec>,
+    /// Where the keeper (or the init it starts) writes the [`ContainmentReport`]: which
+    /// mechanism holds the worker's tree. `None`: not recorded.
+    pub containment_report: Option<PathBuf>,
 }
 
 /// The supervisor's handle on a running keeper.
@@ -69,6 +74,11 @@ pub fn spawn_keeper(exe: &std::path::Path, spec: &KeeperSpec) -> Result<KeeperHa
         .arg("--grace-ms")
         .arg(spec.grace.as_millis().to_string())
         .args(sandbox_args(spec.sandbox.as_ref()))
+        .args(
+            spec.containment_report
+                .iter()
+                .flat_map(|p| [OsString::from("--containment-report"), p.clone().into()]),
+        )
         .arg("--")
         .arg(&spec.program)
         .args(&spec.args)
@@ -97,7 +107,7 @@ pub fn spawn_keeper(exe: &std::path::Path, spec: &KeeperSpec) -> Result<KeeperHa
 }
 
 /// The sandbox as keeper flags (paths may hold any bytes, so no serialisation format).
-fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
+pub(crate) fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
     let Some(sandbox) = sandbox else {
         return Vec::new();
     };
@@ -167,8 +177,27 @@ struct KeeperArgs {
     stderr: PathBuf,
     grace: Duration,
     sandbox: Option<SandboxSpec>,
+    containment_report: Option<PathBuf>,
     program: OsString,
     args: Vec<OsString>,
+}
+
+/// Takes one sandbox flag (`--sandbox-report` first, then the path lists) and its value from
+/// `it` into `sandbox`; `None` for an unknown flag or a missing value.
+pub(crate) fn parse_sandbox_flag<'a>(
+    flag: &str,
+    it: &mut impl Iterator<Item = &'a OsString>,
+    sandbox: &mut Option<SandboxSpec>,
+) -> Option<()> {
+    let value: PathBuf = it.next()?.into();
+    match flag {
+        "--sandbox-report" => sandbox.get_or_insert_with(SandboxSpec::default).report_file = value,
+        "--write-dir" => sandbox.as_mut()?.writable_dirs.push(value),
+        "--write-file" => sandbox.as_mut()?.writable_files.push(value),
+        "--ro-bind" => sandbox.as_mut()?.read_only_binds.push(value),
+        _ => return None,
+    }
+    Some(())
 }
 
 fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
@@ -179,6 +208,7 @@ fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
     let mut stderr = None;
     let mut grace = Duration::from_secs(3);
     let mut sandbox: Option<SandboxSpec> = None;
+    let mut containment_report = None;
     while let Some(flag) = it.next() {
         match flag.to_str()? {
             "--parent" => parent = it.next()?.to_str()?.parse().ok(),
@@ -186,14 +216,9 @@ fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
             "--stdin" => stdin = Some(PathBuf::from(it.next()?)),
             "--stderr" => stderr = Some(PathBuf::from(it.next()?)),
             "--grace-ms" => grace = Duration::from_millis(it.next()?.to_str()?.parse().ok()?),
-            "--sandbox-report" => {
-                sandbox.get_or_insert_with(SandboxSpec::default).report_file = it.next()?.into()
-            }
-            "--write-dir" => sandbox.as_mut()?.writable_dirs.push(it.next()?.into()),
-            "--write-file" => sandbox.as_mut()?.writable_files.push(it.next()?.into()),
-            "--ro-bind" => sandbox.as_mut()?.read_only_binds.push(it.next()?.into()),
+            "--containment-report" => containment_report = Some(PathBuf::from(it.next()?)),
             "--" => break,
-            _ => return None,
+            other => parse_sandbox_flag(other, &mut it, &mut sandbox)?,
         }
     }
     let program = it.next()?.clone();
@@ -204,6 +229,7 @@ fn parse_args(argv: &[OsString]) -> Option<KeeperArgs> {
         stderr: stderr?,
         grace,
         sandbox,
+        containment_report,
         program,
         args: it.cloned().collect(),
     })
@@ -215,10 +241,12 @@ pub fn keeper_main(argv: &[OsString]) -> i32 {
         eprintln!("pitroom: internal keeper invoked with bad arguments");
         return 2;
     };
+    // Before the guardian's thread starts: a user namespace needs a single-threaded process.
+    let namespace_rights = gain_namespace_rights();
     if become_guardian(&args).is_err() {
         return STOPPED_EXIT;
     }
-    let worker = match start_worker(&args) {
+    let worker = match start_worker(&args, namespace_rights) {
         Ok(child) => child.id() as i32,
         Err(e) => {
             // Through a descriptor opened before the sandbox, which may not allow the path.
@@ -237,7 +265,7 @@ pub fn keeper_main(argv: &[OsString]) -> i32 {
 
 /// The signals the keeper waits for instead of handling: a child's exit, and the three ways
 /// to be told to stop (its supervisor's TERM, the parent-death signal, a hang-up).
-fn waited_signals() -> SigSet {
+pub(crate) fn waited_signals() -> SigSet {
     let mut set = SigSet::empty();
     for signal in [
         Signal::SIGCHLD,
@@ -271,12 +299,64 @@ fn become_guardian(args: &KeeperArgs) -> Result<(), ()> {
     Ok(())
 }
 
-fn start_worker(args: &KeeperArgs) -> std::io::Result<Child> {
+/// Starts the worker's tree: an init in a PID namespace of its own that starts the worker
+/// (and enters the sandbox), or — where no namespace can be made — the worker itself, confined
+/// here. The child returned is the one whose exit ends the run.
+fn start_worker(args: &KeeperArgs, rights: Result<(), String>) -> std::io::Result<Child> {
     let stdin = File::open(&args.stdin)?;
     let stderr = OpenOptions::new()
         .create(true)
         .append(true)
         .open(&args.stderr)?;
+    match rights.and_then(|()| new_pid_namespace_for_children()) {
+        Ok(()) => start_init(args, stdin, stderr),
+        Err(reason) => {
+            write_containment(args, &ContainmentReport::sweep(reason));
+            start_unnamespaced(args, stdin, stderr)
+        }
+    }
+}
+
+/// The init is this executable again (through `/proc/self/exe`, which works even if the file
+/// was replaced meanwhile), as PID 1 of the namespace made for this thread's next child.
+fn start_init(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::Result<Child> {
+    let argv = init_argv(
+        std::process::id(),
+        args.containment_report.as_ref(),
+        &sandbox_args(args.sandbox.as_ref()),
+        &args.program,
+        &args.args,
+    );
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("pitroom")
+        .args(argv)
+        .current_dir(&args.cwd)
+        .stdin(stdin)
+        .stdout(Stdio::inherit())
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe and touches no Rust state.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+fn write_containment(args: &KeeperArgs, report: &ContainmentReport) {
+    let Some(path) = &args.containment_report else {
+        return;
+    };
+    let written = File::create(path).and_then(|mut file| report.write_to(&mut file));
+    if let Err(e) = written {
+        if let Ok(mut log) = OpenOptions::new().append(true).open(&args.stderr) {
+            let _ = writeln!(log, "pitroom: could not write {}: {e}", path.display());
+        }
+    }
+}
+
+fn start_unnamespaced(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::Result<Child> {
     if let Some(sandbox) = &args.sandbox {
         confine(sandbox)?;
     }
@@ -299,7 +379,7 @@ fn start_worker(args: &KeeperArgs) -> std::io::Result<Child> {
 /// Confines this (main) thread before it forks the worker, so the worker's whole tree
 /// inherits the sandbox; the lifeline thread stays outside, which is harmless (it only reads
 /// its pipe and signals this process). The report goes through a descriptor opened first.
-fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
+pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
     let mut report_file = File::create(&sandbox.report_file)?;
     let report = enter_sandbox(sandbox);
     let json = serde_json::to_string(&report).map_err(std::io::Error::other)?;
@@ -331,7 +411,7 @@ fn supervise(worker: i32, args: &KeeperArgs) -> i32 {
 }
 
 /// Waits for one of `signals` (blocked in this thread) for at most `limit`.
-fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> {
+pub(crate) fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> {
     let timeout = libc::timespec {
         tv_sec: limit.as_secs() as libc::time_t,
         tv_nsec: limit.subsec_nanos() as libc::c_long,
@@ -341,7 +421,7 @@ fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> {
     (signo > 0).then_some(signo)
 }
 
-fn status_code(status: WaitStatus) -> i32 {
+pub(crate) fn status_code(status: WaitStatus) -> i32 {
     match status {
         WaitStatus::Exited(_, code) => code,
         WaitStatus::Signaled(_, signal, _) => 128 + signal as i32,
@@ -349,9 +429,15 @@ fn status_code(status: WaitStatus) -> i32 {
     }
 }
 
-/// Whether `argv[1]` asks for the keeper (checked before any other start-up work).
-pub fn is_keeper_invocation(arg: Option<&OsStr>) -> bool {
-    arg == Some(OsStr::new(KEEPER_SUBCOMMAND))
+/// Runs the keeper or the init when `argv[1]` names one (checked before any other start-up
+/// work: both start often and must start fast) and returns its exit code; `None` otherwise.
+pub fn internal_main(argv: &[OsString]) -> Option<i32> {
+    let rest = argv.get(2..).unwrap_or_default();
+    match argv.get(1).and_then(|a| a.to_str()) {
+        Some(KEEPER_SUBCOMMAND) => Some(keeper_main(rest)),
+        Some(INIT_SUBCOMMAND) => Some(init_main(rest)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -235,7 +235,7 @@ pub fn can_protect_git_dir_with_mount() -> bool {
 }
 
 #[cfg(target_os = "linux")]
-fn has_cap_sys_admin() -> bool {
+pub(crate) fn has_cap_sys_admin() -> bool {
     const CAP_SYS_ADMIN: u32 = 21;
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return false;

@@ -6,13 +6,22 @@
 //! worker exits, when it is told to stop, or when its supervisor dies, terminates every
 //! descendant (including those that escaped into their own sessions) and reaps them. That is
 //! what keeps "no worker process outlives its run" true even under SIGKILL of the supervisor.
+//!
+//! Where the kernel allows it, the worker's tree also lives in a PID namespace of its own whose
+//! PID 1 is a Pitroom **init** (`__init`) that dies with the keeper: then the kernel itself
+//! ends the tree even when the supervisor and the keeper are SIGKILLed together
+//! (the `contain` module).
 
+mod contain;
+mod init;
 mod keeper;
 pub mod landlock;
 mod tree;
 
+pub use contain::{ContainmentReport, Mechanism, NO_PID_NAMESPACE_ENV};
+pub use init::INIT_SUBCOMMAND;
 pub use keeper::{
-    is_keeper_invocation, keeper_main, spawn_keeper, KeeperHandle, KeeperSpec, SpawnError,
+    internal_main, keeper_main, spawn_keeper, KeeperHandle, KeeperSpec, SpawnError,
     KEEPER_SUBCOMMAND,
 };
 pub use landlock::{

@@ -25,9 +25,9 @@ fn main() {
     if demo::worker::is_scripted_worker(args.first()) {
         std::process::exit(demo::worker::main(&args[1..]));
     }
-    // The keeper starts often and must start fast: no clap, no config.
-    if pitroom_proc::is_keeper_invocation(args.get(1).map(OsString::as_os_str)) {
-        std::process::exit(pitroom_proc::keeper_main(&args[2..]));
+    // The keeper and the init start often and must start fast: no clap, no config.
+    if let Some(code) = pitroom_proc::internal_main(&args) {
+        std::process::exit(code);
     }
     // Like other command-line tools, end quietly when the reader of our output goes away
     // (`pitroom history --json | head`) instead of panicking on a broken pipe. (Child processes

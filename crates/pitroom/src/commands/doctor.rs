@@ -34,6 +34,7 @@ pub fn doctor(args: DoctorArgs) -> i32 {
     });
     checks.push(guard_check());
     checks.push(landlock_check());
+    checks.push(containment_check());
     checks.push(skills_check());
     let rg = version_of(Path::new("rg"), &["--version"]);
     checks.push(Check {
@@ -176,6 +177,63 @@ fn guard_check() -> Check {
         essential: true,
         detail,
     }
+}
+
+/// Whether a worker's process tree gets a PID namespace here: tried for real, with a keeper
+/// that runs `true` the way it runs a worker.
+fn containment_check() -> Check {
+    let report = probe_containment();
+    let (ok, detail) = match &report {
+        Ok(r) if r.mechanism == pitroom_proc::Mechanism::PidNamespace => (
+            true,
+            format!(
+                "each worker tree gets a PID namespace: nothing of it survives even if every Pitroom process is killed{}",
+                if r.own_proc { "" } else { " (the worker sees the host's /proc)" }
+            ),
+        ),
+        Ok(r) => (
+            false,
+            format!(
+                "no PID namespace ({}): only the keeper's sweep ends a worker's tree; it holds unless supervisor and keeper are killed together",
+                r.reason.as_deref().unwrap_or("no reason given")
+            ),
+        ),
+        Err(why) => (false, format!("could not try a keeper: {why}")),
+    };
+    Check {
+        name: "containment".into(),
+        ok,
+        essential: false,
+        detail,
+    }
+}
+
+fn probe_containment() -> Result<pitroom_proc::ContainmentReport, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let scratch = std::env::temp_dir().join(format!("pitroom-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let report = scratch.join("containment.json");
+    let spec = pitroom_proc::KeeperSpec {
+        program: "true".into(),
+        args: Vec::new(),
+        cwd: scratch.clone(),
+        stdin_file: None,
+        stderr_file: scratch.join("stderr.log"),
+        env: std::env::vars_os().collect(),
+        grace: std::time::Duration::from_secs(1),
+        sandbox: None,
+        containment_report: Some(report.clone()),
+    };
+    let outcome = pitroom_proc::spawn_keeper(&exe, &spec)
+        .map_err(|e| e.to_string())
+        .and_then(|mut keeper| {
+            keeper.wait_bounded(std::time::Duration::from_secs(10));
+            pitroom_proc::ContainmentReport::read(&report)
+                .ok_or_else(|| "the keeper wrote no containment report".to_string())
+        });
+    // A scratch dir of two small files; failing to remove it loses nothing.
+    let _ = std::fs::remove_dir_all(&scratch);
+    outcome
 }
 
 /// Layer 3: whether runs are Landlocked here, and whether edit runs keep `.git` read-only.

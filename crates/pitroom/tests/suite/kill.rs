@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use super::common::{eventually, fake_env, processes_with_cmdline, processes_with_env};
+use super::common::{code, eventually, fake_env, processes_with_cmdline, processes_with_env, text};
 use super::opencode_e2e::World;
 
 fn sigkill_leaves_no_survivor(
@@ -65,5 +65,140 @@ fn sigkill_of_pitroom_leaves_no_real_opencode_or_its_shell_job() {
         "sleep 313.7",
         &["start a job scenario:bgkill", "-t", "120s"],
         || server.chat_requests().len() >= 2,
+    );
+}
+
+/// Pids of every Pitroom process of this test's state dir: supervisors, keepers and inits.
+fn pitroom_processes(state: &str) -> Vec<i32> {
+    let mut pids = processes_with_cmdline("__supervise");
+    pids.extend(processes_with_cmdline("__keeper"));
+    pids.extend(processes_with_cmdline("__init"));
+    pids.retain(|pid| {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| String::from_utf8_lossy(&env).contains(state))
+    });
+    pids
+}
+
+#[test]
+fn sigkill_of_every_pitroom_process_of_a_crew_leaves_no_worker_process_and_no_running_run() {
+    // Each worker leaves a shell in its own session with a child in the shell's process
+    // group, then hangs: the shapes that outlived a crew when supervisors and keepers were
+    // killed together.
+    let marker = "sleep 281.7";
+    let mut env = fake_env(json!([
+        {"spawn_bg": format!("{marker} & exec {marker}")},
+        {"step": {"input": 5, "output": 1}},
+        {"sleep_ms": 60000}
+    ]));
+    env.set("PITROOM_MAX_PARALLEL", "3");
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["crew", "-g", "doomed", "-t", "120s", "a", "b", "c"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let state = env.state.display().to_string();
+    // Two sleeps per worker (of this test's state dir) once each shell forked and exec'd.
+    let sleeps = || {
+        let ours = processes_with_env(&state);
+        processes_with_cmdline(marker)
+            .into_iter()
+            .filter(|pid| ours.contains(pid))
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c == format!("sleep\0{}\0", &marker[6..]).as_bytes())
+            })
+            .count()
+    };
+    assert!(
+        eventually(Duration::from_secs(60), || sleeps() == 6),
+        "all three workers left their shapes behind: {} sleeps",
+        sleeps()
+    );
+    for id in ids(&out) {
+        // Written by each run's init as it starts (the record takes it in when the attempt ends).
+        let report = env.state.join("runs").join(&id).join("containment.json");
+        let containment: Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap_or_else(|e| {
+                panic!(
+                    "{e}: {:?} {}",
+                    std::fs::read_dir(report.parent().unwrap())
+                        .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>()),
+                    std::fs::read_to_string(report.with_file_name("stderr.log"))
+                        .unwrap_or_default()
+                )
+            }))
+            .expect("parses");
+        assert_eq!(containment["mechanism"], "pid_namespace", "{containment}");
+        assert_eq!(containment["own_proc"], true, "{containment}");
+    }
+
+    let doomed = pitroom_processes(&state);
+    assert!(
+        doomed.len() >= 9,
+        "a supervisor, a keeper and an init per run: {doomed:?}"
+    );
+    for pid in &doomed {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    let clean = eventually(Duration::from_secs(1), || {
+        processes_with_env(&state).is_empty()
+    });
+    assert!(
+        clean,
+        "survivors 1 s after the kill: {:?}",
+        processes_with_env(&state)
+    );
+    for id in ids(&out) {
+        let r = show(&env, &dir, &id);
+        assert_eq!(r["state"], "failed", "no run shows running: {r:#}");
+    }
+}
+
+fn ids(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn show(env: &pitroom_testkit::TestEnv, dir: &Path, id: &str) -> Value {
+    let out = env.run(dir, &["show", id, "--json"]);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+#[test]
+fn a_finished_run_records_that_a_pid_namespace_held_its_worker_tree() {
+    let env = fake_env(json!([{"text": "SUMMARY: done"}, {"step": {"reason": "stop"}}]));
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["look around"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r = super::common::record(&env, &dir);
+    assert_eq!(
+        r["safety"]["containment"],
+        json!({"mechanism": "pid_namespace", "own_proc": true}),
+        "{r:#}"
+    );
+    let warnings = r["warnings"].to_string();
+    assert!(!warnings.contains("PID namespace"), "{warnings}");
+}
+
+#[test]
+fn without_a_pid_namespace_the_record_and_a_warning_say_only_the_sweep_held() {
+    let mut env = fake_env(json!([{"text": "SUMMARY: done"}, {"step": {"reason": "stop"}}]));
+    env.set(pitroom_proc::NO_PID_NAMESPACE_ENV, "1");
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["look around"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r = super::common::record(&env, &dir);
+    let containment = &r["safety"]["containment"];
+    assert_eq!(containment["mechanism"], "process_sweep", "{r:#}");
+    assert!(
+        containment["reason"]
+            .as_str()
+            .is_some_and(|why| why.contains(pitroom_proc::NO_PID_NAMESPACE_ENV)),
+        "{r:#}"
+    );
+    assert!(
+        r["warnings"].to_string().contains("no PID namespace"),
+        "{r:#}"
     );
 }
