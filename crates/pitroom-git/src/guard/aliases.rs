@@ -1,5 +1,6 @@
 //! Aliases: where definitions come from, and how git splits them.
 
+use super::env;
 use super::globals::{env_get, push_parameter};
 use super::{Context, SIMILARITY_FLOOR};
 
@@ -34,10 +35,10 @@ impl Aliases {
                 aliases.push(name, exact, expansion);
             }
         }
-        if let Some(count) = env_get(ctx.env, "GIT_CONFIG_COUNT").and_then(parse_count) {
+        if let Some(count) = env_get(ctx.env, env::GIT_CONFIG_COUNT).and_then(parse_count) {
             for n in 0..count {
-                let key = env_get(ctx.env, &format!("GIT_CONFIG_KEY_{n}"));
-                let value = env_get(ctx.env, &format!("GIT_CONFIG_VALUE_{n}"));
+                let key = env_get(ctx.env, &env::git_config_key(n));
+                let value = env_get(ctx.env, &env::git_config_value(n));
                 // git gives up on the first missing pair.
                 let (Some(key), Some(value)) = (key, value) else {
                     break;
@@ -45,7 +46,7 @@ impl Aliases {
                 aliases.push_config(key, Some(value));
             }
         }
-        if let Some(parameters) = env_get(ctx.env, "GIT_CONFIG_PARAMETERS") {
+        if let Some(parameters) = env_get(ctx.env, env::GIT_CONFIG_PARAMETERS) {
             parse_config_parameters(parameters, &mut |key, value| {
                 aliases.push_config(key, value)
             });

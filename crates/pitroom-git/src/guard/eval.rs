@@ -3,6 +3,7 @@
 use std::cell::Cell;
 
 use super::aliases::{similarity, split_cmdline, Aliases};
+use super::env;
 use super::globals::{env_get, walk_globals, Walk};
 use super::rules::{
     apply_rule, branch_rule, clean_rule, config_rule, fetch_rule, hash_object_rule, lfs_rule,
@@ -209,8 +210,8 @@ impl<'a> Guard<'a> {
             return Decision::Allow;
         };
         let may_autocorrect = aliases.autocorrect
-            || env_get(self.env, "GIT_CONFIG_GLOBAL").is_some()
-            || env_get(self.env, "GIT_CONFIG_SYSTEM").is_some();
+            || env_get(self.env, env::GIT_CONFIG_GLOBAL).is_some()
+            || env_get(self.env, env::GIT_CONFIG_SYSTEM).is_some();
         if !may_autocorrect && best > TYPO_SCORE {
             return Decision::Allow;
         }

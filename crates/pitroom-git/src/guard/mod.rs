@@ -38,12 +38,20 @@
 //!
 //! Callers: the verdict for a word that is not one of git's own commands depends on the
 //! aliases passed in, so decide with the user's aliases before refusing such a word.
+//!
+//! Beside the decision: [`shim`], the rest of the shim's argv model (which repository a call
+//! targets, its subcommand, whether the user's aliases are needed, the real git's path);
+//! [`env`], the variable and link names shared by the writer of a worker's environment and the
+//! shim that reads it; and [`floor`], the non-git floor (`sudo`, publishing, other agent CLIs).
 
 mod aliases;
+pub mod env;
 mod eval;
+pub mod floor;
 mod globals;
 mod rules;
 mod scan;
+pub mod shim;
 mod tables;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@ mod aliases;
 mod commands;
 mod globals;
 mod robustness;
+mod shim;
 
 use super::*;
 
