@@ -2,6 +2,7 @@
 
 mod aliases;
 mod commands;
+mod fuzz;
 mod globals;
 mod robustness;
 mod shim;
