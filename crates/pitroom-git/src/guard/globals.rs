@@ -13,6 +13,19 @@ pub(super) enum Walk {
     Unknown(usize),
 }
 
+/// Global options whose value is the next word (besides `-c` and `--config-env`, whose values
+/// are config).
+pub(super) const VALUED: &[&str] = &[
+    "-C",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--attr-source",
+    "--super-prefix",
+    "--shallow-file",
+    "--list-cmds",
+];
+
 /// Walks git's global options. Config given with `-c` and `--config-env` goes to `config`.
 pub(super) fn walk_globals(
     words: &[String],
@@ -34,16 +47,6 @@ pub(super) fn walk_globals(
         "--icase-pathspecs",
         "--no-optional-locks",
         "--no-advice",
-    ];
-    const VALUED: &[&str] = &[
-        "-C",
-        "--git-dir",
-        "--work-tree",
-        "--namespace",
-        "--attr-source",
-        "--super-prefix",
-        "--shallow-file",
-        "--list-cmds",
     ];
     const ATTACHED: &[&str] = &[
         "--git-dir=",

@@ -9,6 +9,8 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use super::globals::{walk_globals, Walk, VALUED};
+
 /// Where a git call looks for its repository, as far as argv and the environment say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -29,17 +31,6 @@ pub enum DotGit {
     /// Nothing readable there.
     Missing,
 }
-
-/// Global options whose value is the next argument (none of them moves the repository).
-const VALUED: &[&str] = &[
-    "-c",
-    "--work-tree",
-    "--namespace",
-    "--config-env",
-    "--attr-source",
-    "--shallow-file",
-    "--super-prefix",
-];
 
 /// The repository `git ARGS` works on when started in `cwd` with `GIT_DIR` set to
 /// `git_dir_env`: the last `--git-dir` (or `--git-dir=`) or else `GIT_DIR`, relative to the
@@ -64,7 +55,8 @@ pub fn target(args: &[String], cwd: &Path, git_dir_env: Option<&OsStr>) -> Targe
                 i += 2;
                 continue;
             }
-            _ if VALUED.contains(&a) => {
+            // The other options that take the next word, as git's option walk knows them.
+            _ if matches!(a, "-c" | "--config-env") || VALUED.contains(&a) => {
                 i += 2;
                 continue;
             }
@@ -136,22 +128,18 @@ pub fn is_protected(protected: Option<&[PathBuf]>, git_dir: Option<&Path>) -> bo
     }
 }
 
-/// The subcommand word after git's global options, skipping the values of those that take one.
+/// The subcommand after git's global options, walked as [`decide`](super::decide) walks them;
+/// `None` when git runs none (options only, an option that prints and exits, an option git does
+/// not know). The legacy `--help`/`-h` and `--version`/`-v` are `help` and `version`.
 pub fn subcommand(args: &[String]) -> Option<&str> {
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-C" | "--git-dir" => {
-                it.next();
-            }
-            s if VALUED.contains(&s) => {
-                it.next();
-            }
-            s if s.starts_with('-') => {}
-            s => return Some(s),
-        }
+    match walk_globals(args, &[], &mut |_, _| {}) {
+        Walk::Command(i) => match args[i].as_str() {
+            "--help" | "-h" => Some("help"),
+            "--version" | "-v" => Some("version"),
+            word => Some(word),
+        },
+        Walk::NoCommand | Walk::Exits | Walk::Unknown(_) => None,
     }
-    None
 }
 
 /// Git's own commands that workers call most; aliases never shadow them, so a call to one

@@ -216,8 +216,17 @@ fn the_subcommand_skips_global_options_and_their_values() {
     );
     assert_eq!(sub("--git-dir=g --no-pager -p lg"), Some("lg".into()));
     assert_eq!(sub("-C"), None);
-    assert_eq!(sub("--version"), None);
+    assert_eq!(sub("-c"), None);
+    assert_eq!(sub("--git-dir"), None);
     assert_eq!(sub(""), None);
+    // Options that print and exit, and options git does not know, run no subcommand.
+    assert_eq!(sub("--exec-path log"), None);
+    assert_eq!(sub("--list-cmds=main"), None);
+    assert_eq!(sub("--frobnicate ci"), None);
+    // The legacy spellings of help and version.
+    assert_eq!(sub("--version"), Some("version".into()));
+    assert_eq!(sub("-h commit"), Some("help".into()));
+    assert_eq!(sub("--exec-path=/x -v"), Some("version".into()));
 }
 
 #[test]
@@ -227,6 +236,8 @@ fn only_words_that_are_not_gits_own_need_the_users_aliases() {
     assert!(!is_builtin(Some("ci")));
     assert!(!needs_user_aliases(&argv("-C x commit -m y")));
     assert!(!needs_user_aliases(&argv("--version")));
+    assert!(!needs_user_aliases(&argv("--help ci")));
+    assert!(!needs_user_aliases(&argv("--frobnicate ci")));
     assert!(needs_user_aliases(&argv("-c a=b ci -m y")));
     assert!(needs_user_aliases(&argv("lfs ls-files")));
 }
