@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 
 use super::*;
+use crate::guard::floor;
 use crate::guard::shim::{self, DotGit, Target};
 use crate::guard::tables::{BLOCKED, CONDITIONAL};
 
@@ -359,6 +360,26 @@ proptest! {
         prop_assert!(hook.is_absolute(), "{:?}", hook);
         let protected: Vec<PathBuf> = tree.iter().map(|(d, _)| d.join(".git")).collect();
         let _ = shim::is_protected(Some(&protected), Some(&hook));
+    }
+
+    #[test]
+    fn the_floor_never_panics_and_refuses_in_one_line(
+        program in prop::sample::select(floor::GUARDED_PROGRAMS),
+        args in args(),
+        own in prop::option::of(prop::sample::select(floor::GUARDED_PROGRAMS)),
+    ) {
+        if let Err(why) = floor::decide(program, &args, own) {
+            prop_assert!(why.contains(program), "{}", why);
+            prop_assert!(!why.contains('\n') && !why.contains('\r'), "{}", why);
+        }
+        // The worker's own agent CLI may always run itself again.
+        const NOT_AGENTS: &[&str] = &[
+            "sudo", "su", "doas", "pkexec", "gh", "npm", "pnpm", "yarn", "cargo", "twine", "gem",
+            "poetry", "uv", "docker", "podman",
+        ];
+        if !NOT_AGENTS.contains(&program) {
+            prop_assert!(floor::decide(program, &args, Some(program)).is_ok());
+        }
     }
 
     #[test]
