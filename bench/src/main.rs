@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use pitroom_bench::{generate_repo, release_binaries, run_ok};
+use pitroom_git::guard::env as guard_env;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 9;
@@ -151,8 +152,8 @@ fn guard_overhead(pitroom: &Path, repo: &Path, tmp: &Path) {
                 let mut c = Command::new(program);
                 c.args(["rev-parse", "HEAD"])
                     .current_dir(repo)
-                    .env("PITROOM_REAL_GIT", &real)
-                    .env("PITROOM_PROTECTED", repo.join(".git"))
+                    .env(guard_env::REAL_GIT, &real)
+                    .env(guard_env::PROTECTED, repo.join(".git"))
                     .stdout(Stdio::null());
                 run_ok(&mut c)
             })

@@ -3,7 +3,10 @@
 //! (this binary again) that refuses every ref update of a protected repository, and push URLs
 //! rewritten to nowhere — which holds even when a worker runs `/usr/bin/git` directly.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+
+use pitroom_git::guard::{env, floor, shim};
 
 use crate::home::Home;
 
@@ -26,12 +29,12 @@ pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
         shim_dir: home.root.join("bin"),
         hooks_dir: home.root.join("hooks"),
     };
-    link(exe, &links.shim_dir.join("git"))?;
-    // The floor: privilege, publishing and other agent CLIs (see floor.rs).
-    for program in crate::floor::GUARDED_PROGRAMS {
+    link(exe, &links.shim_dir.join(env::SHIM))?;
+    // The floor: privilege, publishing and other agent CLIs (see pitroom-git's guard/floor.rs).
+    for program in floor::GUARDED_PROGRAMS {
         link(exe, &links.shim_dir.join(program))?;
     }
-    link(exe, &links.hooks_dir.join("reference-transaction"))?;
+    link(exe, &links.hooks_dir.join(env::HOOK))?;
     Ok(links)
 }
 
@@ -60,17 +63,14 @@ pub fn guard_vars(
     let path = get("PATH").unwrap_or_default();
     let mut vars = Vec::new();
     if let Some(real) = real_git(&path, &links.shim_dir) {
-        vars.push(("PITROOM_REAL_GIT".to_string(), real.display().to_string()));
+        vars.push((env::REAL_GIT.to_string(), real.display().to_string()));
     }
     vars.push((
         "PATH".to_string(),
         format!("{}:{path}", links.shim_dir.display()),
     ));
-    let joined = std::env::join_paths(protected)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    vars.push(("PITROOM_PROTECTED".to_string(), joined));
-    let start: usize = get("GIT_CONFIG_COUNT")
+    vars.push((env::PROTECTED.to_string(), env::join_protected(protected)));
+    let start: usize = get(env::GIT_CONFIG_COUNT)
         .and_then(|c| c.trim().parse().ok())
         .unwrap_or(0);
     let settings = [
@@ -79,14 +79,11 @@ pub fn guard_vars(
     ]
     .map(|(k, v)| (k.to_string(), v));
     for (offset, (key, value)) in settings.iter().enumerate() {
-        vars.push((format!("GIT_CONFIG_KEY_{}", start + offset), key.clone()));
-        vars.push((
-            format!("GIT_CONFIG_VALUE_{}", start + offset),
-            value.clone(),
-        ));
+        vars.push((env::git_config_key(start + offset), key.clone()));
+        vars.push((env::git_config_value(start + offset), value.clone()));
     }
     vars.push((
-        "GIT_CONFIG_COUNT".to_string(),
+        env::GIT_CONFIG_COUNT.to_string(),
         (start + settings.len()).to_string(),
     ));
     vars.push(("GIT_SEQUENCE_EDITOR".to_string(), "true".to_string()));
@@ -97,10 +94,9 @@ pub fn guard_vars(
 
 /// The first `git` on `path` that is not the shim.
 fn real_git(path: &str, shim_dir: &Path) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .filter(|d| d != shim_dir)
-        .map(|d| d.join("git"))
-        .find(|c| c.is_file())
+    shim::find_on_path(OsStr::new(path), env::SHIM, |c| {
+        c.parent() != Some(shim_dir) && c.is_file()
+    })
 }
 
 #[cfg(test)]

@@ -10,26 +10,19 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use pitroom_git::guard::{decide, refusal_line, Context, Decision};
-
-/// Colon-separated git dirs the guard protects (the user's repository, the worker's copy).
-pub const PROTECTED_ENV: &str = "PITROOM_PROTECTED";
-/// The real git the shim hands allowed calls to.
-pub const REAL_GIT_ENV: &str = "PITROOM_REAL_GIT";
+use pitroom_git::guard::shim::{self, DotGit, Target};
+use pitroom_git::guard::{decide, env, floor, refusal_line, Context, Decision};
 
 /// Which guard role argv[0] asks for, if any.
 pub fn role(argv0: Option<&OsString>) -> Option<&'static str> {
     let name = Path::new(argv0?).file_name()?.to_str()?;
     match name {
-        "git" => Some("git"),
-        "reference-transaction" => Some("reference-transaction"),
-        _ if pitroom_core::floor::GUARDED_PROGRAMS.contains(&name) => Some("floor"),
+        env::SHIM => Some("git"),
+        env::HOOK => Some("reference-transaction"),
+        _ if floor::GUARDED_PROGRAMS.contains(&name) => Some("floor"),
         _ => None,
     }
 }
-
-/// The worker's own CLI (file name), which the floor lets run itself again.
-pub const WORKER_CLI_ENV: &str = "PITROOM_WORKER_CLI";
 
 /// `sudo`, `npm`, `cargo`, `gh`, another agent CLI… inside a worker: refused when the floor
 /// says so (one line, exit 1), else the real program, untouched.
@@ -43,8 +36,8 @@ pub fn floor_main(argv0: &OsString, args: &[OsString]) -> i32 {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let own = std::env::var(WORKER_CLI_ENV).ok();
-    if let Err(why) = pitroom_core::floor::decide(&name, &words, own.as_deref()) {
+    let own = std::env::var(env::WORKER_CLI).ok();
+    if let Err(why) = floor::decide(&name, &words, own.as_deref()) {
         eprintln!("pitroom: {why}");
         return 1;
     }
@@ -60,14 +53,27 @@ pub fn floor_main(argv0: &OsString, args: &[OsString]) -> i32 {
     127
 }
 
+/// Whether a candidate on `PATH` is a program other than this binary (the shim). Where this
+/// binary is gets looked up once, at the first candidate.
+fn not_the_shim() -> impl FnMut(&PathBuf) -> bool {
+    let mut me: Option<Option<PathBuf>> = None;
+    move |c: &PathBuf| {
+        let me = me.get_or_insert_with(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.canonicalize().ok())
+        });
+        c.is_file() && c.canonicalize().ok() != *me
+    }
+}
+
 /// The first `name` on `PATH` that is not this binary (the shim).
 fn real_program(name: &str) -> Option<PathBuf> {
-    let me = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.canonicalize().ok());
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join(name))
-        .find(|c| c.is_file() && c.canonicalize().ok() != me)
+    shim::find_on_path(
+        &std::env::var_os("PATH").unwrap_or_default(),
+        name,
+        not_the_shim(),
+    )
 }
 
 /// `git ARGS` inside a worker.
@@ -84,10 +90,10 @@ pub fn shim_main(args: &[OsString]) -> i32 {
         let env: Vec<(String, String)> = std::env::vars().collect();
         // Only a word that is not one of git's own commands can be a user alias, so only then
         // is the user's config read (it costs a git process).
-        let aliases = if is_builtin(subcommand(&argv).as_deref()) {
-            Vec::new()
-        } else {
+        let aliases = if shim::needs_user_aliases(&argv) {
             user_aliases(&real)
+        } else {
+            Vec::new()
         };
         let verdict = decide(
             &argv,
@@ -127,225 +133,77 @@ pub fn hook_main(args: &[OsString]) -> i32 {
 }
 
 fn real_git() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(REAL_GIT_ENV).filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let me = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.canonicalize().ok());
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join("git"))
-        .find(|c| c.is_file() && c.canonicalize().ok() != me)
+    shim::real_git(
+        std::env::var_os(env::REAL_GIT).as_deref(),
+        &std::env::var_os("PATH").unwrap_or_default(),
+        not_the_shim(),
+    )
 }
 
+/// The protected git dirs, canonicalised; `None` when the list is unset.
 fn protected_dirs() -> Option<Vec<PathBuf>> {
-    let raw = std::env::var_os(PROTECTED_ENV)?;
+    let raw = std::env::var_os(env::PROTECTED)?;
     Some(
-        std::env::split_paths(&raw)
+        env::split_protected(&raw)
+            .into_iter()
             .filter_map(|p| p.canonicalize().ok())
             .collect(),
     )
 }
 
-fn is_protected(git_dir: &Path) -> bool {
-    match protected_dirs() {
-        // Without a list, everything is protected: the safe default.
-        None => true,
-        Some(list) => git_dir.canonicalize().is_ok_and(|g| list.contains(&g)),
+fn is_protected(protected: Option<&[PathBuf]>, git_dir: &Path) -> bool {
+    shim::is_protected(protected, git_dir.canonicalize().ok().as_deref())
+}
+
+/// What `path` (a `.git` entry) is on disk.
+fn dot_git(path: &Path) -> DotGit {
+    if path.is_dir() {
+        DotGit::Dir
+    } else if let Ok(text) = std::fs::read_to_string(path) {
+        DotGit::File(text)
+    } else {
+        DotGit::Missing
     }
 }
 
 /// Whether this git call would work on a protected repository: an explicit `--git-dir` or
 /// `GIT_DIR`, else the repository found from the working directory (after `-C`).
 fn targets_protected_repo(args: &[String]) -> bool {
-    let mut cwd = std::env::current_dir().unwrap_or_default();
-    let mut git_dir = std::env::var_os("GIT_DIR").map(PathBuf::from);
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        match a {
-            "-C" => {
-                if let Some(p) = args.get(i + 1) {
-                    cwd = cwd.join(p);
-                }
-                i += 2;
-                continue;
-            }
-            "--git-dir" => {
-                git_dir = args.get(i + 1).map(PathBuf::from);
-                i += 2;
-                continue;
-            }
-            "-c" | "--work-tree" | "--namespace" | "--config-env" | "--attr-source"
-            | "--shallow-file" | "--super-prefix" => {
-                i += 2;
-                continue;
-            }
-            _ => {}
-        }
-        if let Some(p) = a.strip_prefix("--git-dir=") {
-            git_dir = Some(PathBuf::from(p));
-        } else if !a.starts_with('-') {
-            break;
-        }
-        i += 1;
-    }
-    // `git init DIR` creates a repository elsewhere: judge by where it goes.
-    if args.get(i).map(String::as_str) == Some("init") && git_dir.is_none() {
-        if let Some(target) = args[i + 1..].iter().find(|a| !a.starts_with('-')) {
-            cwd = cwd.join(target);
-        }
-    }
-    let dir = match git_dir {
-        Some(d) if d.is_absolute() => d,
-        Some(d) => cwd.join(d),
-        None => match find_git_dir(&cwd) {
-            Some(d) => d,
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let git_dir = std::env::var_os(env::GIT_DIR);
+    let protected = protected_dirs();
+    let dir = match shim::target(args, &cwd, git_dir.as_deref()) {
+        Target::GitDir(dir) => dir,
+        Target::Discover(start) => match shim::find_git_dir(&start, dot_git) {
+            Some(dir) => dir,
             // Not in a repository: git itself will say so.
-            None => return protected_dirs().is_none(),
+            None => return shim::is_protected(protected.as_deref(), None),
         },
     };
-    is_protected(&dir)
-}
-
-/// The git dir of the repository containing `start`: `.git` as a directory, or the `gitdir:`
-/// a `.git` file points to.
-fn find_git_dir(start: &Path) -> Option<PathBuf> {
-    for dir in start.ancestors() {
-        let dot = dir.join(".git");
-        if dot.is_dir() {
-            return Some(dot);
-        }
-        if let Ok(text) = std::fs::read_to_string(&dot) {
-            let target = text.trim().strip_prefix("gitdir:")?.trim().to_string();
-            let p = PathBuf::from(target);
-            return Some(if p.is_absolute() { p } else { dir.join(p) });
-        }
-    }
-    None
+    is_protected(protected.as_deref(), &dir)
 }
 
 fn current_repo_is_protected() -> bool {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let dir = std::env::var_os("GIT_DIR")
-        .map(PathBuf::from)
-        .map(|d| if d.is_absolute() { d } else { cwd.join(d) })
-        .or_else(|| find_git_dir(&cwd))
-        .unwrap_or(cwd);
+    let git_dir = std::env::var_os(env::GIT_DIR);
+    let dir = shim::hook_git_dir(&cwd, git_dir.as_deref(), dot_git);
+    let protected = protected_dirs();
     // A linked worktree's ref updates go to the common dir too: protect by either.
-    is_protected(&dir)
+    is_protected(protected.as_deref(), &dir)
         || std::fs::read_to_string(dir.join("commondir"))
             .ok()
-            .is_some_and(|c| is_protected(&dir.join(c.trim())))
+            .is_some_and(|c| is_protected(protected.as_deref(), &dir.join(c.trim())))
 }
 
-/// The subcommand word after git's global options (for the alias shortcut).
-fn subcommand(args: &[String]) -> Option<String> {
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
-            | "--attr-source" | "--shallow-file" | "--super-prefix" => {
-                it.next();
-            }
-            s if s.starts_with('-') => {}
-            s => return Some(s.to_string()),
-        }
-    }
-    None
-}
-
-/// Git's own commands that workers call most; aliases never shadow them.
-fn is_builtin(sub: Option<&str>) -> bool {
-    const BUILTIN: &[&str] = &[
-        "add",
-        "am",
-        "apply",
-        "archive",
-        "bisect",
-        "blame",
-        "branch",
-        "cat-file",
-        "check-attr",
-        "check-ignore",
-        "checkout",
-        "cherry",
-        "cherry-pick",
-        "clean",
-        "clone",
-        "commit",
-        "config",
-        "count-objects",
-        "describe",
-        "diff",
-        "diff-files",
-        "diff-index",
-        "diff-tree",
-        "fetch",
-        "for-each-ref",
-        "format-patch",
-        "fsck",
-        "gc",
-        "grep",
-        "hash-object",
-        "help",
-        "init",
-        "log",
-        "ls-files",
-        "ls-remote",
-        "ls-tree",
-        "merge",
-        "merge-base",
-        "mv",
-        "name-rev",
-        "notes",
-        "pull",
-        "push",
-        "range-diff",
-        "read-tree",
-        "rebase",
-        "reflog",
-        "remote",
-        "reset",
-        "restore",
-        "rev-list",
-        "rev-parse",
-        "revert",
-        "rm",
-        "shortlog",
-        "show",
-        "show-ref",
-        "stash",
-        "status",
-        "submodule",
-        "switch",
-        "symbolic-ref",
-        "tag",
-        "update-index",
-        "update-ref",
-        "var",
-        "version",
-        "worktree",
-        "write-tree",
-    ];
-    sub.is_none_or(|s| BUILTIN.contains(&s))
-}
-
-/// The user's aliases, read through the real git (`alias.NAME VALUE` lines).
+/// The user's aliases, read through the real git.
 fn user_aliases(real: &Path) -> Vec<(String, String)> {
     let out = std::process::Command::new(real)
-        .args(["config", "--get-regexp", r"^alias\."])
+        .args(shim::ALIAS_LISTING)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output();
-    let Ok(out) = out else {
-        return Vec::new();
-    };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (key, value) = l.split_once(' ').unwrap_or((l, ""));
-            Some((key.strip_prefix("alias.")?.to_string(), value.to_string()))
-        })
-        .collect()
+    match out {
+        Ok(out) => shim::parse_alias_listing(&String::from_utf8_lossy(&out.stdout)),
+        Err(_) => Vec::new(),
+    }
 }
