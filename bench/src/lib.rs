@@ -5,14 +5,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The release `pitroom` and `pitroom-fake-worker`; exits with what to build when they are
-/// missing.
+/// The release `pitroom` and `pitroom-fake-worker` (the debug ones with
+/// `PITROOM_BENCH_PROFILE=debug`, for checks such as the soak that measure no speed); exits
+/// with what to build when they are missing.
 pub fn release_binaries() -> (PathBuf, PathBuf) {
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release");
+    let profile = std::env::var("PITROOM_BENCH_PROFILE").unwrap_or_else(|_| "release".into());
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target")
+        .join(&profile);
     let pitroom = target.join("pitroom");
     let worker = target.join("pitroom-fake-worker");
     if !pitroom.is_file() || !worker.is_file() {
-        eprintln!("build first: cargo build --release -p pitroom -p pitroom-testkit");
+        let flag = if profile == "release" { " --release" } else { "" };
+        eprintln!("build first: cargo build{flag} -p pitroom -p pitroom-testkit");
         std::process::exit(2);
     }
     (pitroom, worker)
