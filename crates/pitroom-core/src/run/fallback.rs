@@ -36,7 +36,10 @@ pub(super) struct LastAttempt {
 impl Engine {
     /// Launches and streams one attempt per target of `chain` until one ends in a way no other
     /// target could improve on (or the chain runs out), recording every earlier attempt.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "an attempt's context travels as arguments until it has a type of its own"
+    )]
     pub(super) fn run_chain(
         &self,
         record: &mut RunRecord,

@@ -68,6 +68,7 @@ pub(super) struct Judgement {
 }
 
 impl Judgement {
+    /// A judgement that decides only the state and, when given, the error.
     fn new(state: RunState, error: Option<String>) -> Judgement {
         Judgement {
             state,
@@ -79,6 +80,7 @@ impl Judgement {
         }
     }
 
+    /// Writes the judgement into the record; a warning is added to the ones it has.
     pub(super) fn apply(self, record: &mut RunRecord) {
         record.state = self.state;
         if let Some(error) = self.error {

@@ -78,7 +78,10 @@ impl Engine {
 
     /// One worker attempt: its invocation, its prompt (the task, a follow-up, or the task with
     /// a hand-off account of what a previous worker did), then the worker under the keeper.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "an attempt's context travels as arguments until it has a type of its own"
+    )]
     pub(super) fn attempt(
         &self,
         record: &mut RunRecord,

@@ -43,7 +43,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 impl Engine {
     /// Runs the keeper and streams the worker's events until it ends, is stopped, times out or
     /// stalls.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "an attempt's context travels as arguments until it has a type of its own"
+    )]
     pub(super) fn supervise(
         &self,
         record: &mut RunRecord,
