@@ -23,6 +23,7 @@ pub(super) const GRACE: Duration = Duration::from_secs(3);
 /// The keeper's report of what the sandbox enforced, kept in the run dir.
 const SANDBOX_REPORT: &str = "sandbox.json";
 
+/// How the note on refused writes begins: each attempt replaces it, with the count so far.
 const BLOCKED_WRITES_NOTE: &str = "the sandbox refused writes in";
 
 impl Engine {
