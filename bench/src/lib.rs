@@ -16,7 +16,11 @@ pub fn release_binaries() -> (PathBuf, PathBuf) {
     let pitroom = target.join("pitroom");
     let worker = target.join("pitroom-fake-worker");
     if !pitroom.is_file() || !worker.is_file() {
-        let flag = if profile == "release" { " --release" } else { "" };
+        let flag = if profile == "release" {
+            " --release"
+        } else {
+            ""
+        };
         eprintln!("build first: cargo build{flag} -p pitroom -p pitroom-testkit");
         std::process::exit(2);
     }

@@ -9,7 +9,6 @@ pub mod citations;
 pub mod config;
 pub mod cooldown;
 pub mod duration;
-pub mod engine;
 pub mod exit;
 pub mod guard_env;
 pub mod home;
@@ -21,6 +20,7 @@ pub mod record;
 pub mod redact;
 pub mod report;
 pub mod revert;
+pub mod run;
 mod secret_rules;
 pub mod secrets;
 pub mod slots;
@@ -30,8 +30,13 @@ pub mod verdict;
 /// The non-git floor lives beside the git guard's rules; this path is kept for callers.
 pub use pitroom_git::guard::floor;
 
-pub use engine::{
+pub use run::{
     Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,
 };
+
+/// The run engine's former path: `pitroom_core::engine::Engine` and the rest still resolve.
+pub mod engine {
+    pub use crate::run::*;
+}
 pub use home::{Home, HomeError};
 pub use record::{Attempt, RunRecord, RunSpec, RunState};

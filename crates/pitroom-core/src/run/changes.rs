@@ -1,0 +1,138 @@
+//! Snapshot and diff: the "after" snapshot of the tree the patch covers and its diff against
+//! the base. The tree, not the events, says what the worker changed.
+
+use std::path::{Path, PathBuf};
+
+use pitroom_git::Changes;
+
+use super::paths::relative_to;
+use super::stream::Stream;
+use super::tree::TreeSetup;
+use super::{io, EngineError};
+use crate::record::{ChangedFile, RunRecord};
+
+/// An "after" snapshot, with the repository it was taken in, so it can be diffed.
+pub(super) struct After {
+    pub(super) tree: String,
+    git_dir: PathBuf,
+    /// The top of the tree the patch covers (the copy, or the user's repository).
+    pub(super) work_tree: PathBuf,
+    /// The index the snapshot was seeded from.
+    seed: PathBuf,
+    /// The snapshot's own index.
+    index: PathBuf,
+}
+
+/// Takes the "after" snapshot of the tree the patch covers; `None` when there is no repository
+/// to take it in. `links` (`--link`ed folders) are never staged.
+pub(super) fn snapshot_after(
+    links: &[String],
+    run_dir: &Path,
+    tree: &TreeSetup,
+) -> Result<Option<After>, EngineError> {
+    let (git_dir, work_tree, seed) = match (&tree.copy, &tree.repo) {
+        (Some(copy), _) => (copy.join(".git"), copy.clone(), copy.join(".git/index")),
+        (None, Some(repo)) => (
+            repo.git_dir.clone(),
+            repo.toplevel.clone(),
+            run_dir.join("base.index"),
+        ),
+        (None, None) => return Ok(None),
+    };
+    let options = pitroom_git::SnapshotOptions {
+        exclude: links,
+        drop: None,
+    };
+    let after = pitroom_git::snapshot_with(
+        &git_dir,
+        &work_tree,
+        &seed,
+        &run_dir.join("after.index"),
+        &options,
+    )?;
+    Ok(Some(After {
+        tree: after.tree,
+        git_dir,
+        work_tree,
+        seed,
+        index: after.index,
+    }))
+}
+
+impl After {
+    /// What changed from `base` to this snapshot. Writes no patch: the caller decides where it
+    /// goes (the record's `changes.patch`, a hand-off account).
+    pub(super) fn diff_from(&self, base: &str, tree: &TreeSetup) -> Result<Changes, EngineError> {
+        // An isolated patch is applied later: a move must stay a move, not a deletion to allow.
+        let changes = pitroom_git::diff_trees(&self.git_dir, base, &self.tree, tree.isolated)?;
+        if tree.copy.is_some() {
+            // The copy's own index was written while its files were checked out, so git sees
+            // every entry as racily clean and re-hashes them all; the fresh index of this
+            // snapshot makes the next check a stat walk.
+            let _ = std::fs::rename(&self.index, &self.seed);
+        }
+        Ok(changes)
+    }
+}
+
+/// Takes the "after" snapshot and diff into the record: the after tree, `changes.patch`, the
+/// changed files, the ones the events never mentioned, and a read copy's violation.
+pub(super) fn capture_changes(
+    record: &mut RunRecord,
+    run_dir: &Path,
+    tree: &TreeSetup,
+    stream: &Stream,
+) -> Result<(), EngineError> {
+    let Some(base) = record.base_tree.clone() else {
+        return Ok(());
+    };
+    let Some(after) = snapshot_after(&record.spec.link, run_dir, tree)? else {
+        return Ok(());
+    };
+    record.after_tree = Some(after.tree.clone());
+    let changes = after.diff_from(&base, tree)?;
+    if changes.is_empty() {
+        return Ok(());
+    }
+    std::fs::write(run_dir.join("changes.patch"), &changes.patch)
+        .map_err(io("writing changes.patch"))?;
+    record.changes = changed_files(&changes);
+    record.unreported = unreported(&record.changes, &stream.edited, &after.work_tree);
+    if let (Some(copy), false) = (&tree.copy, tree.isolated) {
+        // Whatever the events claim, the tree says the worker wrote. The shared copy is
+        // spoiled for other runs: remove it so the next run builds a clean one.
+        record.read_only_violation = true;
+        let _ = std::fs::remove_dir_all(copy);
+    }
+    Ok(())
+}
+
+/// The diff's files as the record lists them.
+fn changed_files(changes: &Changes) -> Vec<ChangedFile> {
+    changes
+        .files
+        .iter()
+        .map(|f| ChangedFile {
+            status: f.status.letter(),
+            path: f.path.clone(),
+            old_path: f.old_path.clone(),
+            added: f.added,
+            deleted: f.deleted,
+        })
+        .collect()
+}
+
+/// The changed files no tool call reported editing (`edited` holds the paths the events gave,
+/// absolute or relative to `work_tree`): edits a worker made behind its tools' backs.
+pub(super) fn unreported(
+    changes: &[ChangedFile],
+    edited: &[String],
+    work_tree: &Path,
+) -> Vec<String> {
+    let reported: Vec<String> = edited.iter().map(|p| relative_to(p, work_tree)).collect();
+    changes
+        .iter()
+        .map(|c| c.path.clone())
+        .filter(|p| !reported.contains(p))
+        .collect()
+}

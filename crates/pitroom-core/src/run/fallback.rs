@@ -1,0 +1,310 @@
+//! Fall back: the chain of targets (the chosen one, then `--fallback`), walked one attempt at
+//! a time. A target that is cooling down or has no adapter is skipped; an attempt that failed in
+//! a way the next target may fix (model unavailable, rate limited or out of quota, auth) hands
+//! over to it, with an account of what it did when it did anything.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use pitroom_proc::terminate_descendants;
+use pitroom_workers::{Adapter, FailureKind};
+
+use super::changes::snapshot_after;
+use super::judge::{judge, stderr_tail, Evidence};
+use super::paths::display_roots;
+use super::stream::{Ending, Stream};
+use super::tree::TreeSetup;
+use super::{Engine, EngineError, Observer};
+use crate::cooldown::Cooldowns;
+use crate::record::{Attempt, RunRecord, RunSpec, RunState, Tally};
+
+/// The attempt that ended the chain: the one the run is judged by.
+pub(super) struct LastAttempt {
+    pub(super) adapter: Box<dyn Adapter>,
+    pub(super) stream: Stream,
+    pub(super) ending: Ending,
+    pub(super) started: Instant,
+    /// The tally of the attempts before it, which its stream's tally includes.
+    pub(super) prior: Tally,
+    /// Whether it was given an account of an earlier attempt's work.
+    pub(super) handed_off: bool,
+    /// Its place in the chain: 0 is the target the run was asked for.
+    pub(super) index: usize,
+}
+
+impl Engine {
+    /// Launches and streams one attempt per target of `chain` until one ends in a way no other
+    /// target could improve on (or the chain runs out), recording every earlier attempt.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "an attempt's context travels as arguments until it has a type of its own"
+    )]
+    pub(super) fn run_chain(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        chain: &[(String, Option<String>)],
+        parent_session: Option<String>,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<LastAttempt, EngineError> {
+        let cooldowns = Cooldowns::load(&self.home);
+        let mut handoff: Option<String> = None;
+        let mut prior = Tally::default();
+        let mut index = 0;
+        loop {
+            let (backend, model) = chain[index].clone();
+            let last = index + 1 == chain.len();
+            let target = target_display(&backend, model.as_deref());
+            if let (false, Some(cooling)) = (last, cooldowns.get(&target)) {
+                let why = format!(
+                    "cooling down until {}: {}",
+                    cooling.until_short(),
+                    cooling.reason
+                );
+                record.attempts.push(skipped_attempt(&target, why));
+                index += 1;
+                continue;
+            }
+            let adapter = match self.adapter_in(&record.spec, &backend) {
+                Ok(a) => a,
+                Err(e) if !last => {
+                    record
+                        .attempts
+                        .push(skipped_attempt(&target, e.to_string()));
+                    index += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            record.spec.backend = backend;
+            record.spec.model = model;
+            if index > 0 {
+                // The next worker has its own session; `--continue` follows the last one.
+                record.session = None;
+                rotate_stderr(run_dir, index);
+            }
+            let session = if index == 0 {
+                parent_session.clone()
+            } else {
+                None
+            };
+            let attempt_started = Instant::now();
+            let mut stream = Stream {
+                redactor: Some(self.redactor(record, tree)),
+                tally: prior.clone(),
+                roots: display_roots(tree),
+                ..Stream::default()
+            };
+            let ending = self.attempt(
+                record,
+                run_dir,
+                tree,
+                adapter.as_ref(),
+                session,
+                handoff.as_deref(),
+                stop,
+                &mut stream,
+                observer,
+            )?;
+            // Anything the worker left behind that escaped the keeper is ours to end.
+            terminate_descendants(Duration::from_millis(500));
+            let failure = if last {
+                None
+            } else {
+                attempt_failure(record, run_dir, adapter.as_ref(), &stream, ending)
+            };
+            let Some((kind, error, retry_after)) = failure else {
+                return Ok(LastAttempt {
+                    adapter,
+                    stream,
+                    ending,
+                    started: attempt_started,
+                    prior,
+                    handed_off: handoff.is_some(),
+                    index,
+                });
+            };
+            if kind == FailureKind::RateLimited {
+                let _ = Cooldowns::note(&self.home, &target, &error, retry_after);
+            }
+            let steps = stream.tally.steps - prior.steps;
+            let tool_calls = stream.tally.tool_calls - prior.tool_calls;
+            let handed_off = handoff.is_some();
+            handoff = (steps > 0 || tool_calls > 0)
+                .then(|| handoff_account(record, run_dir, tree, &stream, &target, &error));
+            record.attempts.push(Attempt {
+                target,
+                state: RunState::Failed.as_str().into(),
+                failure: Some(kind),
+                error: Some(stream.redact(&error)),
+                steps,
+                tool_calls,
+                duration_ms: attempt_started.elapsed().as_millis() as u64,
+                fell_back: true,
+                handed_off,
+            });
+            prior = stream.tally.clone();
+            record.tally = prior.clone();
+            self.save(record)?;
+            index += 1;
+        }
+    }
+
+    /// Records the attempt the run was judged by, and a cooldown for its target when a rate
+    /// limit ended it.
+    pub(super) fn note_last_attempt(&self, record: &mut RunRecord, last: &LastAttempt) {
+        let stream = &last.stream;
+        record.attempts.push(Attempt {
+            target: record.worker_target(),
+            state: record.state.as_str().into(),
+            failure: record.failure,
+            error: record.error.clone(),
+            steps: stream.tally.steps - last.prior.steps,
+            tool_calls: stream.tally.tool_calls - last.prior.tool_calls,
+            duration_ms: last.started.elapsed().as_millis() as u64,
+            fell_back: false,
+            handed_off: last.handed_off,
+        });
+        if record.failure == Some(FailureKind::RateLimited) {
+            let retry_after = stream.retry_after();
+            let error = record.error.clone().unwrap_or_default();
+            let _ = Cooldowns::note(&self.home, &record.worker_target(), &error, retry_after);
+        }
+    }
+}
+
+/// The fallback decision for an attempt that just ended, from what it left: its stream, its
+/// stderr and the record (which carries no judgement yet while the chain is walked).
+fn attempt_failure(
+    record: &RunRecord,
+    run_dir: &Path,
+    adapter: &dyn Adapter,
+    stream: &Stream,
+    ending: Ending,
+) -> Option<(FailureKind, String, Option<u64>)> {
+    let answer = stream.answer();
+    let stderr = stderr_tail(run_dir);
+    fallback_failure(
+        &Evidence::of(record, ending, stream, answer.as_deref(), &stderr),
+        adapter,
+    )
+}
+
+/// Whether an attempt failed in a way the next target may fix (model unavailable, rate
+/// limited or out of quota, auth): its kind, its error and the provider's retry-after.
+/// Timeouts, stops, loops and answers never fall back.
+pub(super) fn fallback_failure(
+    evidence: &Evidence,
+    adapter: &dyn Adapter,
+) -> Option<(FailureKind, String, Option<u64>)> {
+    if matches!(
+        evidence.ending,
+        Ending::Stopped | Ending::TimedOut | Ending::Stalled
+    ) {
+        return None;
+    }
+    let judgement = judge(evidence, adapter);
+    match (judgement.state, judgement.failure) {
+        (RunState::Failed, Some(kind)) if kind != FailureKind::Other => Some((
+            kind,
+            judgement.error.unwrap_or_else(|| kind.describe().into()),
+            evidence.stream.retry_after(),
+        )),
+        _ => None,
+    }
+}
+
+/// A compact account of what a failed worker did, for the worker that finishes its task:
+/// its tool calls, what it said, and (for edit runs) its diff so far.
+fn handoff_account(
+    record: &RunRecord,
+    run_dir: &Path,
+    tree: &TreeSetup,
+    stream: &Stream,
+    target: &str,
+    error: &str,
+) -> String {
+    let mut account = format!(
+        "Another worker ({target}) started this task and stopped part-way ({}).\n",
+        stream.redact(error).lines().next().unwrap_or("")
+    );
+    if !stream.tool_log.is_empty() {
+        account.push_str("Its tool calls, in order:\n");
+        for call in &stream.tool_log {
+            account.push_str(&format!("- {call}\n"));
+        }
+    }
+    if let Some(said) = stream.answer() {
+        let said: String = said.chars().take(1500).collect();
+        account.push_str(&format!("What it wrote last:\n{}\n", stream.redact(&said)));
+    }
+    if record.spec.mode.may_edit() {
+        if let Some(patch) = changes_so_far(record, run_dir, tree) {
+            let patch: String = stream.redact(&patch).chars().take(8000).collect();
+            account.push_str(&format!(
+                "Its changes so far are already in your working tree (keep them; do not redo them):\n```diff\n{patch}\n```\n"
+            ));
+        }
+    }
+    account
+}
+
+/// The patch of an edit run's changes so far, for a hand-off account; `None` when there are
+/// none or they cannot be read. The patch is kept as `changes.patch` too, as the final snapshot
+/// keeps it, so the run directory shows the work the next worker continues from.
+fn changes_so_far(record: &RunRecord, run_dir: &Path, tree: &TreeSetup) -> Option<String> {
+    let base = record.base_tree.as_deref()?;
+    let after = snapshot_after(&record.spec.link, run_dir, tree).ok()??;
+    let changes = after.diff_from(base, tree).ok()?;
+    if changes.is_empty() {
+        return None;
+    }
+    std::fs::write(run_dir.join("changes.patch"), &changes.patch).ok()?;
+    // A patch that is not UTF-8 (binary changes) leaves the account without a diff.
+    Some(String::from_utf8(changes.patch).unwrap_or_default())
+}
+
+/// The run's chain of targets: the chosen one, then its fallbacks, without repeats.
+pub(super) fn fallback_chain(spec: &RunSpec) -> Vec<(String, Option<String>)> {
+    let mut chain = vec![(spec.backend.clone(), spec.model.clone())];
+    let custom: Vec<&str> = spec.custom_workers.keys().map(String::as_str).collect();
+    for given in &spec.fallback {
+        if let Ok(t) = crate::target::Target::parse_known(given, &spec.backend, &custom) {
+            let entry = (t.backend, t.model);
+            if !chain.contains(&entry) {
+                chain.push(entry);
+            }
+        }
+    }
+    chain
+}
+
+/// How a target is named in attempts and cooldowns: `backend[:model]`.
+fn target_display(backend: &str, model: Option<&str>) -> String {
+    match model {
+        Some(m) => format!("{backend}:{m}"),
+        None => backend.to_string(),
+    }
+}
+
+/// A target the chain passed over without starting a worker (cooling down, no adapter).
+fn skipped_attempt(target: &str, why: String) -> Attempt {
+    Attempt {
+        target: target.to_string(),
+        state: "skipped".into(),
+        error: Some(why),
+        fell_back: true,
+        ..Attempt::default()
+    }
+}
+
+/// Keeps a failed attempt's stderr as `stderr.attempt-N.log` before the next one writes its own.
+fn rotate_stderr(run_dir: &Path, next_attempt: usize) {
+    let _ = std::fs::rename(
+        run_dir.join("stderr.log"),
+        run_dir.join(format!("stderr.attempt-{next_attempt}.log")),
+    );
+}

@@ -1,0 +1,394 @@
+//! Launch: one attempt's invocation, prompt, environment and sandbox, and the worker started
+//! under the keeper (`pitroom __keeper`), which owns its process tree.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use pitroom_git::guard::env::WORKER_CLI;
+use pitroom_proc::{
+    ContainmentReport, GitDirState, KeeperSpec, LandlockState, Mechanism, SandboxReport,
+    SandboxSpec, TreeAccess,
+};
+use pitroom_workers::{Adapter, AdapterError, InvocationRequest, Mode, StateDirs};
+
+use super::stream::{Ending, Stream};
+use super::tree::{prepare_dirs, TreeSetup};
+use super::{io, Engine, EngineError, Observer};
+use crate::prompt;
+use crate::record::{RunRecord, RunSpec};
+
+/// How long descendants get between TERM and KILL.
+pub(super) const GRACE: Duration = Duration::from_secs(3);
+
+/// The keeper's report of what the sandbox enforced, kept in the run dir.
+const SANDBOX_REPORT: &str = "sandbox.json";
+/// The keeper's (or its init's) report of what holds the worker's process tree.
+const CONTAINMENT_REPORT: &str = "containment.json";
+
+/// How the note on refused writes begins: each attempt replaces it, with the count so far.
+const BLOCKED_WRITES_NOTE: &str = "the sandbox refused writes in";
+
+impl Engine {
+    /// Fails now, not in the background, when the CLI is missing or cannot be invoked.
+    pub(super) fn probe_invocation(
+        &self,
+        adapter: &dyn Adapter,
+        spec: &RunSpec,
+    ) -> Result<(), EngineError> {
+        let req = self.invocation_request(spec, &spec.dir, &self.home.root, None);
+        match adapter.invocation(&req) {
+            Ok(_) => Ok(()),
+            // The first thing a newcomer without a worker CLI sees: say what to do next.
+            Err(AdapterError::NotFound(e)) => Err(EngineError::Refused(
+                e.first_steps(&|name| self.env_var(name)),
+            )),
+            Err(e) => Err(EngineError::Refused(e.to_string())),
+        }
+    }
+
+    /// What the adapter is told about an attempt: mode, model, directories, the session to
+    /// resume and the caller's environment.
+    pub(super) fn invocation_request(
+        &self,
+        spec: &RunSpec,
+        workdir: &Path,
+        scratch: &Path,
+        session: Option<String>,
+    ) -> InvocationRequest {
+        InvocationRequest {
+            mode: spec.mode,
+            model: spec.model.clone(),
+            effort: spec.effort.clone(),
+            web: spec.web,
+            workdir: workdir.to_path_buf(),
+            dirs: StateDirs {
+                shared: self.home.worker_state(&spec.backend),
+                scratch: scratch.to_path_buf(),
+            },
+            resume_session: session,
+            title: format!(
+                "pitroom {}: {}",
+                spec.mode.as_str(),
+                spec.task
+                    .chars()
+                    .take(60)
+                    .collect::<String>()
+                    .replace('\n', " ")
+            ),
+            env: self.env.clone(),
+        }
+    }
+
+    /// One worker attempt: its invocation, its prompt (the task, a follow-up, or the task with
+    /// a hand-off account of what a previous worker did), then the worker under the keeper.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "an attempt's context travels as arguments until it has a type of its own"
+    )]
+    pub(super) fn attempt(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        adapter: &dyn Adapter,
+        session: Option<String>,
+        handoff: Option<&str>,
+        stop: &AtomicBool,
+        stream: &mut Stream,
+        observer: &mut dyn Observer,
+    ) -> Result<Ending, EngineError> {
+        let scratch = run_dir.join("scratch");
+        let req = self.invocation_request(&record.spec, &tree.workdir, &scratch, session);
+        let invocation = adapter
+            .invocation(&req)
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
+        for note in &invocation.notes {
+            if !record.warnings.contains(note) {
+                record.warnings.push(note.clone());
+            }
+        }
+        prepare_dirs(&req.dirs, &invocation.links);
+
+        let (mode, task) = (record.spec.mode, &record.spec.task);
+        let mut prompt_text = match (handoff, &record.spec.parent) {
+            (Some(account), _) => prompt::handoff_prompt(mode, task, account),
+            (None, Some(_)) => prompt::follow_up_prompt(mode, task),
+            (None, None) => prompt::worker_prompt(mode, task),
+        };
+        prompt_text.push_str(&prompt::attachments_block(&record.spec.attachments));
+        let prompt_path = run_dir.join("prompt.md");
+        std::fs::write(&prompt_path, &prompt_text).map_err(io("writing the prompt"))?;
+        let (args, stdin_file) = place_prompt(&invocation.args, &prompt_text, &prompt_path);
+
+        let spec = KeeperSpec {
+            program: invocation.program.clone(),
+            args,
+            cwd: tree.workdir.clone(),
+            stdin_file,
+            stderr_file: run_dir.join("stderr.log"),
+            env: with_worker_cli(
+                self.guarded_env(worker_env(&self.env, &invocation), tree)?,
+                &invocation.program,
+            ),
+            grace: GRACE,
+            sandbox: self.worker_sandbox(record, run_dir, tree, adapter, &req, &invocation),
+            containment_report: Some(run_dir.join(CONTAINMENT_REPORT)),
+        };
+        let ending = self.supervise(record, run_dir, &spec, adapter, stop, stream, observer);
+        note_sandbox(record, run_dir, spec.sandbox.is_some());
+        ending
+    }
+
+    /// Layer 3 for one attempt: what the worker's tree may write — its scratch dir, the CLI's
+    /// private state dirs (and the credential files they link to), `/dev/null`, and for edit
+    /// runs the tree the patch covers with its git dirs kept read-only. `None` for a CLI that
+    /// keeps its own sandbox; the record says so.
+    fn worker_sandbox(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        adapter: &dyn Adapter,
+        req: &InvocationRequest,
+        invocation: &pitroom_workers::Invocation,
+    ) -> Option<SandboxSpec> {
+        let safety = record.safety.get_or_insert_with(Default::default);
+        // guarded_env put both in place (it fails the attempt otherwise).
+        (safety.guard_shim, safety.git_env_config) = (true, true);
+        if adapter.has_own_sandbox() {
+            safety.landlock = Some(SandboxReport::skipped(
+                "the worker CLI enforces the mode in its own OS sandbox, which cannot start inside Landlock",
+            ));
+            return None;
+        }
+        if self
+            .env
+            .iter()
+            .any(|(k, v)| k == "PITROOM_LANDLOCK" && v == "off")
+        {
+            safety.landlock = Some(SandboxReport::skipped(
+                "turned off with PITROOM_LANDLOCK=off",
+            ));
+            return None;
+        }
+        let mut private_dirs = vec![req.dirs.scratch.clone(), req.dirs.shared.clone()];
+        private_dirs.extend(record.spec.sandbox_writable.iter().cloned());
+        private_dirs.extend(
+            invocation
+                .env
+                .iter()
+                .filter(|(k, _)| is_state_dir_var(&k.to_string_lossy()))
+                .map(|(_, v)| PathBuf::from(v)),
+        );
+        let link_targets: Vec<PathBuf> = invocation.links.iter().map(|(_, t)| t.clone()).collect();
+        let mut git_dirs: Vec<PathBuf> = tree.copy.iter().map(|c| c.join(".git")).collect();
+        if let Some(repo) = &tree.repo {
+            // In a linked worktree `.git` is a file pointing at the git dir: rewritten, it would
+            // hand the supervisor's next git call a config of the worker's making.
+            git_dirs.extend([
+                repo.git_dir.clone(),
+                repo.common_dir.clone(),
+                repo.toplevel.join(".git"),
+            ]);
+        }
+        // Edit runs write the tree their patch covers: the copy, or the user's repository.
+        let writable_tree = tree
+            .copy
+            .clone()
+            .or_else(|| tree.repo.as_ref().map(|r| r.toplevel.clone()))
+            .unwrap_or_else(|| tree.workdir.clone());
+        let access = match record.spec.mode {
+            Mode::Read => TreeAccess::ReadOnly,
+            Mode::Isolate | Mode::Write => TreeAccess::Writable {
+                tree: &writable_tree,
+                git_dirs: &git_dirs,
+            },
+        };
+        let report = run_dir.join(SANDBOX_REPORT);
+        let _ = std::fs::remove_file(&report);
+        Some(SandboxSpec::for_worker(
+            access,
+            &private_dirs,
+            &link_targets,
+            report,
+        ))
+    }
+
+    /// Puts the git guard around the worker's environment: the shim first on `PATH`, the
+    /// hook and push rewrite in git's environment config, the repositories it protects.
+    fn guarded_env(
+        &self,
+        mut env: Vec<(OsString, OsString)>,
+        tree: &TreeSetup,
+    ) -> Result<Vec<(OsString, OsString)>, EngineError> {
+        let links = crate::guard_env::install_links(&self.home, &self.exe)
+            .map_err(io("installing the git guard links"))?;
+        let mut protected: Vec<PathBuf> = Vec::new();
+        if let Some(repo) = &tree.repo {
+            protected.push(repo.git_dir.clone());
+            protected.push(repo.common_dir.clone());
+        }
+        if let Some(copy) = &tree.copy {
+            protected.push(copy.join(".git"));
+        }
+        let current: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        for (k, v) in crate::guard_env::guard_vars(&current, &links, &protected) {
+            env.retain(|(existing, _)| existing.to_str() != Some(k.as_str()));
+            env.push((k.into(), v.into()));
+        }
+        Ok(env)
+    }
+}
+
+/// Tells the floor (`pitroom_git::guard::floor`) which CLI the worker is, so it may run itself again while other
+/// agent CLIs are refused.
+fn with_worker_cli(
+    mut env: Vec<(OsString, OsString)>,
+    program: &Path,
+) -> Vec<(OsString, OsString)> {
+    if let Some(name) = program.file_name() {
+        env.retain(|(k, _)| k != WORKER_CLI);
+        env.push((WORKER_CLI.into(), name.to_os_string()));
+    }
+    env
+}
+
+/// Where the prompt goes: on stdin (the file, then EOF), or, for a CLI described in the config
+/// with `prompt = "argument"`, whole in place of the `{prompt}` argument with stdin closed.
+/// `{prompt_file}` in any argument becomes the prompt file's path.
+fn place_prompt(args: &[OsString], prompt: &str, file: &Path) -> (Vec<OsString>, Option<PathBuf>) {
+    let as_argument = args
+        .iter()
+        .any(|a| a == pitroom_workers::custom::PROMPT_ARGUMENT);
+    let placed = args
+        .iter()
+        .map(|a| match a.to_str() {
+            Some(pitroom_workers::custom::PROMPT_ARGUMENT) => OsString::from(prompt),
+            Some(text) if text.contains("{prompt_file}") => {
+                OsString::from(text.replace("{prompt_file}", &file.to_string_lossy()))
+            }
+            _ => a.clone(),
+        })
+        .collect();
+    (placed, (!as_argument).then(|| file.to_path_buf()))
+}
+
+/// The worker's environment: the caller's, minus what the adapter removes, plus its settings
+/// and Pitroom's floor (no prompts, pagers or editors; no recursive delegation).
+pub(super) fn worker_env(
+    base: &[(String, String)],
+    inv: &pitroom_workers::Invocation,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = base
+        .iter()
+        .filter(|(k, _)| !inv.env_remove.iter().any(|r| r == k.as_str()))
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+    let floor = [
+        ("PITROOM_ACTIVE", "1"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_PAGER", "cat"),
+        ("PAGER", "cat"),
+        ("GIT_EDITOR", "true"),
+        ("EDITOR", "true"),
+        ("VISUAL", "true"),
+    ];
+    let settings = inv.env.iter().cloned().chain(
+        floor
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    for (k, v) in settings {
+        env.retain(|(existing, _)| existing != &k);
+        env.push((k, v));
+    }
+    env
+}
+
+/// Environment variables through which an adapter points a CLI at its private state.
+fn is_state_dir_var(name: &str) -> bool {
+    name == "HOME"
+        || name == "TMPDIR"
+        || (name.starts_with("XDG_") && name.ends_with("_HOME"))
+        || matches!(
+            name,
+            "CODEX_HOME" | "CLAUDE_CONFIG_DIR" | "GEMINI_CLI_HOME" | "QWEN_HOME"
+        )
+}
+
+/// Takes the keeper's sandbox report into the record, with a warning for each layer that did
+/// not hold and for refused writes.
+fn note_sandbox(record: &mut RunRecord, run_dir: &Path, sandboxed: bool) {
+    let safety = record.safety.get_or_insert_with(Default::default);
+    if sandboxed {
+        safety.landlock = Some(
+            SandboxReport::read(&run_dir.join(SANDBOX_REPORT))
+                .unwrap_or_else(|| SandboxReport::unknown("the keeper left no sandbox report")),
+        );
+    }
+    safety.containment = ContainmentReport::read(&run_dir.join(CONTAINMENT_REPORT));
+    let mut notes = containment_notes(safety.containment.as_ref());
+    notes.extend(sandbox_notes(
+        safety.landlock.as_ref(),
+        safety.blocked_writes,
+    ));
+    // The count of refused writes grows from attempt to attempt: only the latest note stays.
+    record
+        .warnings
+        .retain(|w| !w.starts_with(BLOCKED_WRITES_NOTE));
+    for note in notes {
+        if !record.warnings.contains(&note) {
+            record.warnings.push(note);
+        }
+    }
+}
+
+/// The warning a containment report calls for: none when a PID namespace held the tree.
+pub(super) fn containment_notes(report: Option<&ContainmentReport>) -> Vec<String> {
+    match report {
+        Some(r) if r.mechanism != Mechanism::PidNamespace => vec![format!(
+            "no PID namespace for the worker ({}): if every Pitroom process were killed at once, its processes could outlive the run",
+            r.reason.as_deref().unwrap_or("no reason given")
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The warnings a sandbox report and a count of refused writes call for: one for each layer
+/// that did not hold. A function of what the keeper reported alone, so every wording is tested
+/// without a keeper.
+pub(super) fn sandbox_notes(report: Option<&SandboxReport>, blocked: u32) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(report) = report {
+        let why = report.reason.as_deref().unwrap_or("no reason given");
+        match report.landlock {
+            LandlockState::Enforced => {}
+            LandlockState::Skipped => notes.push(format!("layer 3 (Landlock) not applied: {why}")),
+            LandlockState::Partial | LandlockState::Unavailable => notes.push(format!(
+                "layer 3 (Landlock) {}: {why}; the worker could write outside its allowed directories",
+                report.landlock.as_str()
+            )),
+        }
+        if report.git_dir == GitDirState::Writable {
+            notes.push(
+                "the repository's .git stayed writable to plain file operations (no mount namespace); only the git guard (layers 1-2) protected it".into(),
+            );
+        }
+    }
+    if blocked > 0 {
+        notes.push(format!(
+            "{BLOCKED_WRITES_NOTE} {blocked} tool result(s) (Permission denied / Read-only file system)"
+        ));
+    }
+    notes
+}

@@ -1,0 +1,351 @@
+//! The life cycle of one run (PRODUCT.md §4). This file reads in the order a run lives; each
+//! stage has its own file:
+//!
+//! 1. prepare ([`Engine::prepare`], here): refuse early, create the record, take the writer
+//!    lock and a place in the queue; `queue.rs` hands both to a background supervisor.
+//! 2. resolve the fallback chain (`fallback.rs`): the chosen target, then `--fallback`.
+//! 3. wait for a slot (`queue.rs`).
+//! 4. prepare the tree (`tree.rs`): a read copy, an isolated copy or the user's tree, and the
+//!    "before" snapshot.
+//! 5. launch (`launch.rs`): invocation, prompt, environment and sandbox, under the keeper.
+//! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends.
+//! 7. judge / fall back (`judge.rs`, `fallback.rs`): an attempt that failed in a way the next
+//!    target may fix hands over to it; 5 to 7 repeat down the chain.
+//! 8. citations (`paths.rs`), then the "after" snapshot and diff (`changes.rs`).
+//! 9. judge the run (`judge.rs`), then `--verify` (`verify.rs`).
+//! 10. finish (`finish.rs`): redaction, the receipt, the last attempt, the record written.
+//!
+//! The report is the caller's, rendered from the record (`crate::report`); so is the ledger row
+//! (`pitroom-service`). `models.rs` lists a CLI's models, outside any run.
+
+mod changes;
+mod fallback;
+mod finish;
+mod judge;
+mod launch;
+mod models;
+mod paths;
+mod queue;
+mod stream;
+#[cfg(test)]
+mod tests;
+mod tree;
+mod verify;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use pitroom_git::Repo;
+use pitroom_workers::{adapter_for, Adapter, Mode};
+
+use crate::home::{Home, HomeError, WriterLock};
+use crate::record::{RunRecord, RunSpec, RunState};
+use crate::slots::Ticket;
+
+/// Why a run could not start. Each maps to an exit code and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// Refused or a setup problem (exit 3).
+    #[error("{0}")]
+    Refused(String),
+    /// The request itself is wrong (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    #[error("git: {0}")]
+    Git(#[from] pitroom_git::GitError),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl EngineError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            EngineError::Usage(_) => crate::exit::USAGE,
+            EngineError::Home(
+                HomeError::NoMatch(_) | HomeError::Ambiguous { .. } | HomeError::NoRuns,
+            ) => crate::exit::USAGE,
+            _ => crate::exit::REFUSED,
+        }
+    }
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> EngineError {
+    let context = context.into();
+    move |source| EngineError::Io { context, source }
+}
+
+/// Receives progress while a run goes on (the TTY progress line).
+pub trait Observer {
+    fn progress(&mut self, record: &RunRecord);
+}
+
+/// An observer that ignores everything (background supervisors).
+pub struct Silent;
+impl Observer for Silent {
+    fn progress(&mut self, _: &RunRecord) {}
+}
+
+/// A run that has a record and its place in the queue and, for write runs, holds its
+/// repository's writer lock.
+pub struct Prepared {
+    pub record: RunRecord,
+    pub lock: Option<WriterLock>,
+    /// Its place in the slot queue, taken when the run was created (so a crew's runs queue in
+    /// the order they were given). `None` makes the supervisor queue on its own.
+    pub ticket: Option<Ticket>,
+}
+
+/// The file `pitroom stop` leaves in a run's directory: a stop that races the run's start (before
+/// its supervisor can take a signal) is not lost.
+pub const STOP_REQUESTED: &str = "stop-requested";
+
+/// The internal subcommand that runs a background supervisor.
+pub const SUPERVISE_SUBCOMMAND: &str = "__supervise";
+
+/// The run engine, bound to a state directory and the caller's environment.
+pub struct Engine {
+    pub home: Home,
+    pub env: Vec<(String, String)>,
+    /// This executable, started again as the keeper and the background supervisor.
+    pub exe: PathBuf,
+}
+
+impl Engine {
+    fn env_var(&self, name: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The adapter for `backend`: a built-in one, else a CLI described in the config
+    /// (`[workers.<name>]`, carried in the run's spec so a background supervisor has it too).
+    fn adapter_in(&self, spec: &RunSpec, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {
+        if let Some(def) = spec.custom_workers.get(backend) {
+            return Ok(Box::new(pitroom_workers::Custom {
+                name: backend.to_string(),
+                def: def.clone(),
+            }));
+        }
+        self.adapter(backend)
+    }
+
+    fn adapter(&self, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {
+        adapter_for(backend).ok_or_else(|| {
+            EngineError::Refused(format!(
+                "worker `{backend}` is not supported yet; use -W opencode"
+            ))
+        })
+    }
+
+    /// Checks the request, creates the run's record (state `queued`) and takes the writer lock.
+    pub fn prepare(&self, spec: RunSpec) -> Result<Prepared, EngineError> {
+        if self.env_var("PITROOM_ACTIVE").as_deref() == Some("1") {
+            return Err(EngineError::Refused(
+                "refusing to delegate from inside a Pitroom worker (PITROOM_ACTIVE=1)".into(),
+            ));
+        }
+        if spec.task.trim().is_empty() {
+            return Err(EngineError::Usage(
+                "the task is empty; give it as an argument, with --task-file, or as - to read stdin".into(),
+            ));
+        }
+        if let Some(group) = &spec.group {
+            crate::home::check_group_name(group).map_err(EngineError::Usage)?;
+        }
+        let adapter = self.adapter_in(&spec, &spec.backend)?;
+        if spec.parent.is_some() && !adapter.can_resume() {
+            return Err(EngineError::Refused(format!(
+                "{} cannot resume a session, so --continue is unavailable",
+                spec.backend
+            )));
+        }
+        if !spec.dir.is_dir() {
+            return Err(EngineError::Usage(format!(
+                "{} is not a directory; pass an existing one with -d",
+                spec.dir.display()
+            )));
+        }
+        // Fail now, not in the background, when the CLI is missing.
+        self.probe_invocation(adapter.as_ref(), &spec)?;
+        let repo = Repo::discover(&spec.dir)?;
+        if repo.is_none() && spec.mode == Mode::Isolate {
+            return Err(EngineError::Refused(format!(
+                "{} is not in a git repository; isolate mode copies a repository's current state. Use -w --allow-non-git to edit in place",
+                spec.dir.display()
+            )));
+        }
+        if repo.is_none() && spec.mode == Mode::Write && !spec.allow_non_git {
+            return Err(EngineError::Refused(format!(
+                "{} is not in a git repository, so a write run could not be reverted; pass --allow-non-git to edit it anyway",
+                spec.dir.display()
+            )));
+        }
+        let lock = match (&repo, spec.mode) {
+            (Some(r), Mode::Write) => Some(
+                WriterLock::try_acquire(&self.home, &r.toplevel)
+                    .map_err(io("taking the repository's writer lock"))?
+                    .ok_or_else(|| {
+                        EngineError::Refused(format!(
+                            "another write run is active in {}; wait for it (pitroom ls --running), or use a read run",
+                            r.toplevel.display()
+                        ))
+                    })?,
+            ),
+            _ => None,
+        };
+        let id = self.home.create_run_dir()?;
+        // Kept for the hint that re-runs the task (apply conflicts, timeouts).
+        let _ = std::fs::write(self.home.run_dir(&id).join("task.md"), &spec.task);
+        let mut record = RunRecord::new(id, spec, jiff::Timestamp::now().to_string());
+        record.repo = repo.map(|r| r.toplevel);
+        if record.repo.is_none() {
+            record.warnings.push(match record.spec.mode {
+                Mode::Read => "not a git repository: the worker reads the directory in place, and Pitroom cannot prove it changed nothing".into(),
+                _ => "not a git repository: no patch is recorded and `pitroom revert` is unavailable".into(),
+            });
+        }
+        self.save(&record)?;
+        if let Some(group) = &record.spec.group {
+            self.home.join_group(group, &record.id)?;
+        }
+        let ticket = self
+            .slots(&record.spec)
+            .enqueue(&record.id)
+            .map_err(io("joining the worker queue"))?;
+        Ok(Prepared {
+            record,
+            lock,
+            ticket: Some(ticket),
+        })
+    }
+
+    fn save(&self, record: &RunRecord) -> Result<(), EngineError> {
+        record
+            .write(&self.home.record_path(&record.id))
+            .map_err(io("writing the run record"))
+    }
+
+    /// Carries a prepared run out to the end and returns its final record.
+    pub fn execute(&self, prepared: Prepared, observer: &mut dyn Observer) -> RunRecord {
+        let Prepared {
+            mut record,
+            lock,
+            ticket,
+        } = prepared;
+        let run_dir = self.home.run_dir(&record.id);
+        let outcome = self.execute_inner(&mut record, &run_dir, ticket, observer);
+        if let Err(e) = outcome {
+            record.state = RunState::Failed;
+            record.error = Some(e.to_string());
+        }
+        self.close(&mut record, &run_dir);
+        drop(lock);
+        record
+    }
+
+    /// The run from its start to its judgement: every stage of the life cycle, in order. An
+    /// error here fails the run; `execute` still closes and saves its record.
+    fn execute_inner(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        ticket: Option<Ticket>,
+        observer: &mut dyn Observer,
+    ) -> Result<(), EngineError> {
+        // The chain depends on the spec alone; the attempts below walk it.
+        let chain = fallback::fallback_chain(&record.spec);
+        // Signals are caught before the pid is published: a `pitroom stop` that reads the pid
+        // must find a process that turns SIGTERM into a clean stop, not one it kills outright.
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+        }
+        // Orphans of the worker tree come back to us if the keeper itself dies.
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+        let pid = std::process::id();
+        record.pid = Some(pid);
+        record.pid_start = pitroom_proc::process_start_time(pid as i32);
+        self.save(record)?;
+        // A `pitroom stop` that raced the start left a note instead of a signal.
+        if run_dir.join(STOP_REQUESTED).exists() {
+            stop.store(true, Ordering::SeqCst);
+        }
+        // Wait for a slot.
+        let Some(slot) = self.wait_for_slot(record, ticket, &stop)? else {
+            record.state = RunState::Stopped;
+            record.error = Some("stopped while queued; the worker never started".into());
+            return Ok(());
+        };
+        record.state = RunState::Running;
+        record.started_at = Some(jiff::Timestamp::now().to_string());
+        self.save(record)?;
+        let started = Instant::now();
+
+        // Prepare the tree.
+        let parent = match &record.spec.parent {
+            Some(id) => Some(self.home.load(id)?),
+            None => None,
+        };
+        let tree = self.prepare_tree(record, run_dir, parent.as_ref())?;
+        if record.spec.mode.may_edit() {
+            let reachable = crate::secrets::secret_files_in(&tree.workdir);
+            if !reachable.is_empty() {
+                record.warnings.push(format!(
+                    "secret-looking files within the worker's reach: {} (their values are redacted from everything Pitroom stores or shows)",
+                    reachable.join(", ")
+                ));
+            }
+        }
+        self.save(record)?;
+
+        // Launch, stream and judge one attempt per target, falling back down the chain.
+        let parent_session = parent.as_ref().and_then(|p| p.session.clone());
+        let mut last = self.run_chain(
+            record,
+            run_dir,
+            &tree,
+            &chain,
+            parent_session,
+            &stop,
+            observer,
+        )?;
+        // Worker time ends before the slot is freed: a queued run that starts now must never
+        // seem to overlap this one.
+        record.duration_ms = Some(started.elapsed().as_millis() as u64);
+        // The next queued run may start while this one is judged and verified.
+        drop(slot);
+        record.ended_at = Some(jiff::Timestamp::now().to_string());
+        if last.adapter.resumed_usage_is_cumulative() && last.index == 0 {
+            stream::own_usage_of_follow_up(record, &mut last.stream, parent.as_ref());
+        }
+        let stream = &last.stream;
+        record.tally = stream.tally.clone();
+
+        // Citations, checked before the "after" snapshot: a read copy the worker wrote into is
+        // removed by it.
+        paths::take_answer(record, &tree, stream);
+        // Snapshot and diff.
+        changes::capture_changes(record, run_dir, &tree, stream)?;
+        if let Some(answer) = &record.answer {
+            std::fs::write(run_dir.join("answer.md"), answer).map_err(io("writing answer.md"))?;
+        }
+        // Judge, then verify what the judge called done.
+        judge::judge_run(record, run_dir, last.adapter.as_ref(), stream, last.ending);
+        if record.state == RunState::Done {
+            self.run_verify(record, run_dir, &tree);
+        }
+        // Finish: redaction and the receipt, then the attempt the run was judged by.
+        finish::seal(record, run_dir, stream);
+        self.note_last_attempt(record, &last);
+        Ok(())
+    }
+}

@@ -1,0 +1,422 @@
+//! Stream: the worker's stdout, line by line, into `events.jsonl` (redacted) and into a
+//! [`Stream`] of what was learned (tally, answer, tool log, watchdog state), until the worker
+//! ends, is stopped, times out, stalls or runs out of retries. Its stderr is followed too: some
+//! CLIs report their silent retries, or whole events, only there.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pitroom_proc::{spawn_keeper, KeeperSpec};
+use pitroom_workers::{Adapter, ToolOutcome, WorkerEvent};
+
+use super::launch::GRACE;
+use super::paths::project_relative;
+use super::tree::TreeSetup;
+use super::{io, Engine, EngineError, Observer, STOP_REQUESTED};
+use crate::record::RunRecord;
+
+/// How the worker's process ended, from the supervisor's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ending {
+    Exited(i32),
+    Stopped,
+    TimedOut,
+    /// The watchdog saw no progress: OpenCode's endless loop on replies without a finish reason.
+    Stalled,
+    /// The CLI kept retrying a failing model call; the last error it reported.
+    RetriesExhausted,
+}
+
+/// Consecutive empty steps before the watchdog considers the worker looping.
+const EMPTY_STEP_STREAK: u32 = 3;
+/// Failed model calls a CLI may retry before Pitroom stops it (OpenCode retries a 429 for ~75 s).
+const RETRY_CAP: u32 = 3;
+/// Tool calls kept for a hand-off account.
+const TOOL_LOG_MAX: usize = 40;
+/// How often the record is rewritten with progress while a run goes on.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+impl Engine {
+    /// Runs the keeper and streams the worker's events until it ends, is stopped, times out or
+    /// stalls.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "an attempt's context travels as arguments until it has a type of its own"
+    )]
+    pub(super) fn supervise(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        spec: &KeeperSpec,
+        adapter: &dyn Adapter,
+        stop: &AtomicBool,
+        stream: &mut Stream,
+        observer: &mut dyn Observer,
+    ) -> Result<Ending, EngineError> {
+        // Appended to: a run that falls back keeps every attempt's events.
+        let mut events_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.join("events.jsonl"))
+            .map_err(io("creating events.jsonl"))?;
+        let mut keeper =
+            spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
+        let lines = read_lines(keeper.stdout.take());
+        let timeout = Duration::from_secs_f64(record.spec.timeout_secs);
+        let watchdog = Duration::from_secs_f64(record.spec.watchdog_secs);
+        let started = Instant::now();
+        let mut last_saved = Instant::now();
+        let mut published = (record.tally.steps, record.tally.tool_calls);
+        let mut dirty = false;
+        let mut requested: Option<Ending> = None;
+        let mut stderr_tail = FileTail::new(run_dir.join("stderr.log"));
+        let exit_code = loop {
+            match lines.recv_timeout(Duration::from_millis(50)) {
+                Ok(line) => {
+                    let text = String::from_utf8_lossy(&line);
+                    let _ = events_file.write_all(stream.redact(&text).as_bytes());
+                    let _ = events_file.write_all(b"\n");
+                    let _ = events_file.flush();
+                    absorb_line(stream, adapter, &text, record);
+                    // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
+                    if let Some(error) = adapter.retry_signal(&text) {
+                        stream.retry_errors += 1;
+                        stream.last_retry_error = Some(error);
+                    }
+                    // A new step or tool call is published at once (watchers follow the
+                    // record); anything else at most every PROGRESS_EVERY.
+                    let counters = (record.tally.steps, record.tally.tool_calls);
+                    dirty = true;
+                    if counters != published || last_saved.elapsed() >= PROGRESS_EVERY {
+                        let _ = self.save(record);
+                        observer.progress(record);
+                        (published, dirty, last_saved) = (counters, false, Instant::now());
+                    }
+                    continue;
+                }
+                // The keeper holds the pipe too: once it closes, the keeper is exiting.
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    break keeper.wait_bounded(GRACE + Duration::from_secs(5));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if let Some(code) = keeper.try_wait() {
+                break code;
+            }
+            stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
+            let wanted = if stop.load(Ordering::SeqCst) || run_dir.join(STOP_REQUESTED).exists() {
+                Some(Ending::Stopped)
+            } else if started.elapsed() >= timeout {
+                Some(Ending::TimedOut)
+            } else if stream.stalled(watchdog) {
+                Some(Ending::Stalled)
+            } else if stream.retry_errors >= RETRY_CAP {
+                Some(Ending::RetriesExhausted)
+            } else {
+                None
+            };
+            if wanted.is_some() {
+                requested = wanted;
+                keeper.request_stop();
+                break keeper.wait_bounded(GRACE + Duration::from_secs(5));
+            }
+            if last_saved.elapsed() >= PROGRESS_EVERY {
+                if dirty {
+                    let _ = self.save(record);
+                    dirty = false;
+                }
+                observer.progress(record);
+                last_saved = Instant::now();
+            }
+        };
+        // The keeper is gone; take what the pipe still holds (bounded: a descendant could
+        // keep the pipe open).
+        let drain_until = Instant::now() + Duration::from_secs(2);
+        while let Ok(line) =
+            lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+        {
+            let text = String::from_utf8_lossy(&line);
+            let _ = events_file.write_all(stream.redact(&text).as_bytes());
+            let _ = events_file.write_all(b"\n");
+            absorb_line(stream, adapter, &text, record);
+        }
+        let _ = events_file.flush();
+        // What the CLI wrote to stderr after the last poll (Codex logs refused commands there).
+        stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
+        Ok(requested.unwrap_or(Ending::Exited(exit_code)))
+    }
+
+    /// A redactor for this run: well-known key formats, plus the values of the secret-looking
+    /// files at the top of the project and in the worker's directory.
+    pub(super) fn redactor(&self, record: &RunRecord, tree: &TreeSetup) -> crate::redact::Redactor {
+        let mut dirs: Vec<&Path> = vec![record.spec.dir.as_path(), tree.workdir.as_path()];
+        if let Some(repo) = &tree.repo {
+            dirs.push(repo.toplevel.as_path());
+        }
+        crate::redact::Redactor::for_dirs(&dirs)
+    }
+}
+
+/// What the supervisor learned from the event stream.
+#[derive(Default)]
+pub(super) struct Stream {
+    pub(super) tally: crate::record::Tally,
+    pub(super) texts: Vec<(Option<String>, String)>,
+    pub(super) edited: Vec<String>,
+    /// Errors and nothing else, for classification.
+    pub(super) events_of_interest: Vec<WorkerEvent>,
+    pub(super) lines: u64,
+    pub(super) empty_streak: u32,
+    pub(super) empty_steps_total: u32,
+    pub(super) last_progress: Option<Instant>,
+    /// Masks secrets in everything written or shown.
+    pub(super) redactor: Option<crate::redact::Redactor>,
+    /// Failed model calls the CLI reported retrying since the last progress.
+    pub(super) retry_errors: u32,
+    pub(super) last_retry_error: Option<String>,
+    /// The latest tool calls, one line each, for a hand-off account.
+    pub(super) tool_log: Vec<String>,
+    /// Directory prefixes (with a trailing `/`, longest first) shown relative: the read copy's
+    /// root and the project's, so a step reads `read calc.py`, not the copy's absolute path.
+    pub(super) roots: Vec<String>,
+}
+
+impl Stream {
+    pub(super) fn redact(&self, text: &str) -> String {
+        match &self.redactor {
+            Some(r) => r.redact(text),
+            None => text.to_string(),
+        }
+    }
+
+    pub(super) fn absorb(&mut self, events: Vec<WorkerEvent>, record: &mut RunRecord) {
+        self.lines += 1;
+        // The clock for "no progress" starts with the first event.
+        self.last_progress.get_or_insert_with(Instant::now);
+        for event in events {
+            // Progress is judged per step: text repeats inside the endless loop, so only a
+            // step with a finish reason or a tool call counts.
+            if event.is_empty_step() {
+                self.empty_streak += 1;
+                self.empty_steps_total += 1;
+            } else if matches!(
+                event,
+                WorkerEvent::StepFinished { .. } | WorkerEvent::ToolCall { .. }
+            ) {
+                self.empty_streak = 0;
+                self.retry_errors = 0;
+                self.last_progress = Some(Instant::now());
+            }
+            match event {
+                WorkerEvent::Session { id } => {
+                    if record.session.is_none() {
+                        record.session = Some(id);
+                    }
+                }
+                WorkerEvent::StepStarted => {}
+                WorkerEvent::StepFinished { usage, cost, .. } => {
+                    self.tally.steps += 1;
+                    if let Some(u) = usage {
+                        self.tally.usage.add(&u);
+                    }
+                    if let Some(c) = cost {
+                        *self.tally.cost.get_or_insert(0.0) += c;
+                    }
+                }
+                WorkerEvent::ToolCall {
+                    name,
+                    summary,
+                    outcome,
+                    edited,
+                    ..
+                } => {
+                    self.tally.tool_calls += 1;
+                    match outcome {
+                        ToolOutcome::Ok => {}
+                        ToolOutcome::Failed => self.tally.failed_calls += 1,
+                        ToolOutcome::Denied => self.tally.denied_calls += 1,
+                    }
+                    self.edited.extend(edited);
+                    let mark = match outcome {
+                        ToolOutcome::Denied => " (denied)",
+                        ToolOutcome::Failed => " (failed)",
+                        ToolOutcome::Ok => "",
+                    };
+                    let line = project_relative(
+                        &self.redact(&format!("{name} {summary}{mark}")),
+                        &self.roots,
+                    );
+                    if self.tool_log.len() == TOOL_LOG_MAX {
+                        self.tool_log.remove(0);
+                    }
+                    self.tool_log.push(line.clone());
+                    record.last = Some(line);
+                }
+                WorkerEvent::Text { message, text } => {
+                    self.texts.push((message, text));
+                }
+                e @ WorkerEvent::Error { .. } => self.events_of_interest.push(e),
+            }
+        }
+        record.tally = self.tally.clone();
+    }
+
+    /// The wait the provider asked for in the latest error, in seconds.
+    pub(super) fn retry_after(&self) -> Option<u64> {
+        self.events_of_interest.iter().rev().find_map(|e| match e {
+            WorkerEvent::Error { retry_after, .. } => *retry_after,
+            _ => None,
+        })
+    }
+
+    /// Several empty steps in a row and nothing useful for `limit`: the endless loop.
+    pub(super) fn stalled(&self, limit: Duration) -> bool {
+        self.empty_streak >= EMPTY_STEP_STREAK
+            && self.last_progress.is_some_and(|t| t.elapsed() >= limit)
+    }
+
+    /// The answer: the text of the last message that said anything (earlier narration dropped).
+    pub(super) fn answer(&self) -> Option<String> {
+        let (last_message, _) = self
+            .texts
+            .iter()
+            .rev()
+            .find(|(_, t)| !t.trim().is_empty())?;
+        let parts: Vec<&str> = self
+            .texts
+            .iter()
+            .filter(|(m, t)| m == last_message && !t.trim().is_empty())
+            .map(|(_, t)| t.as_str())
+            .collect();
+        Some(parts.join("\n")).filter(|a| !a.trim().is_empty())
+    }
+
+    pub(super) fn errors(&self) -> impl Iterator<Item = &str> {
+        self.events_of_interest.iter().filter_map(|e| match e {
+            WorkerEvent::Error { message, .. } => Some(message.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// Follows a file another process appends to (the worker's stderr.log), line by line.
+pub(super) struct FileTail {
+    path: PathBuf,
+    offset: u64,
+    partial: String,
+}
+
+impl FileTail {
+    pub(super) fn new(path: PathBuf) -> FileTail {
+        FileTail {
+            path,
+            offset: 0,
+            partial: String::new(),
+        }
+    }
+
+    /// Hands every complete line added since the last call to `each`.
+    pub(super) fn poll(&mut self, mut each: impl FnMut(&str)) {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut file) = File::open(&self.path) else {
+            return;
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len <= self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        if file
+            .take(len - self.offset)
+            .read_to_end(&mut fresh)
+            .is_err()
+        {
+            return;
+        }
+        self.offset += fresh.len() as u64;
+        self.partial.push_str(&String::from_utf8_lossy(&fresh));
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            each(line.trim_end());
+        }
+    }
+}
+
+/// Lines from the worker's stdout, read on a thread so the supervisor never blocks on them.
+pub(super) fn read_lines(stdout: Option<std::process::ChildStdout>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = stdout {
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(out);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                            line.pop();
+                        }
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// A CLI that reports a resumed session's usage as the session's total (Codex after `exec
+/// resume`): the record keeps that total as `session_usage`, and the run's own usage is the
+/// total minus what the session had used before.
+pub(super) fn own_usage_of_follow_up(
+    record: &mut RunRecord,
+    stream: &mut Stream,
+    parent: Option<&RunRecord>,
+) {
+    let total = stream.tally.usage;
+    if let Some(parent) = parent {
+        let before = parent.session_usage.unwrap_or(parent.tally.usage);
+        let own = &mut stream.tally.usage;
+        own.input = own.input.saturating_sub(before.input);
+        own.output = own.output.saturating_sub(before.output);
+        own.reasoning = own.reasoning.saturating_sub(before.reasoning);
+        own.cache_read = own.cache_read.saturating_sub(before.cache_read);
+        own.cache_write = own.cache_write.saturating_sub(before.cache_write);
+    }
+    record.session_usage = Some(total);
+}
+
+/// One line of the worker's stderr: a retry the CLI is about to make silently, or events it
+/// reports only there.
+fn follow_stderr(stream: &mut Stream, adapter: &dyn Adapter, line: &str, record: &mut RunRecord) {
+    if let Some(error) = adapter.retry_signal(line) {
+        stream.retry_errors += 1;
+        stream.last_retry_error = Some(error);
+    }
+    let events = adapter.stderr_events(line);
+    if !events.is_empty() {
+        stream.absorb(events, record);
+    }
+}
+
+/// One stdout line of the worker: its events, and whether a tool result in it reads like a
+/// write the sandbox refused (a denied write leaves no other trace).
+fn absorb_line(stream: &mut Stream, adapter: &dyn Adapter, text: &str, record: &mut RunRecord) {
+    let events = adapter.parse_line(text);
+    let is_tool_result = events
+        .iter()
+        .any(|e| matches!(e, WorkerEvent::ToolCall { .. }));
+    if is_tool_result && pitroom_proc::looks_like_blocked_write(text) {
+        record
+            .safety
+            .get_or_insert_with(Default::default)
+            .blocked_writes += 1;
+    }
+    stream.absorb(events, record);
+}

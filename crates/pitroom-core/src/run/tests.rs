@@ -1,0 +1,580 @@
+//! Unit tests of the run's stages that need no worker: the stream's reading of events, the
+//! judge and the fallback decision, paths, the worker's environment, sandbox notes, verify.
+
+use std::fs::File;
+use std::path::Path;
+use std::time::Duration;
+
+use pitroom_proc::{GitDirState, LandlockState, SandboxReport};
+use pitroom_workers::{adapter_for, Adapter, FailureKind, Mode, ToolOutcome, WorkerEvent};
+
+use super::changes::unreported;
+use super::fallback::{fallback_chain, fallback_failure};
+use super::judge::{judge, Evidence, Judgement};
+use super::launch::{sandbox_notes, worker_env};
+use super::paths::{project_relative, rewrite_paths};
+use super::stream::{own_usage_of_follow_up, Ending, FileTail, Stream};
+use super::verify::verify_failure;
+use crate::record::{ChangedFile, RunRecord, RunSpec, RunState};
+
+#[test]
+fn a_step_in_a_read_copy_names_the_project_path() {
+    let roots = vec![
+        "/s/snapshots/d4ae/".to_string(),
+        "/home/u/proj/".to_string(),
+    ];
+    assert_eq!(
+        project_relative("read /s/snapshots/d4ae/src/calc.py", &roots),
+        "read src/calc.py"
+    );
+    assert_eq!(
+        project_relative("grep x /home/u/proj/src", &roots),
+        "grep x src"
+    );
+    assert_eq!(project_relative("list /home/u/proj", &roots), "list .");
+    assert_eq!(
+        project_relative("read /etc/hosts", &roots),
+        "read /etc/hosts"
+    );
+}
+
+fn text(m: &str, t: &str) -> WorkerEvent {
+    WorkerEvent::Text {
+        message: Some(m.into()),
+        text: t.into(),
+    }
+}
+
+fn blank_record() -> RunRecord {
+    let spec = RunSpec {
+        timeout_secs: 1.0,
+        watchdog_secs: 1.0,
+        verify_timeout_secs: 60.0,
+        ..RunSpec::new("t", Mode::Read, "opencode", "/")
+    };
+    RunRecord::new("x".into(), spec, "now".into())
+}
+
+#[test]
+fn a_follow_up_of_a_cli_reporting_session_totals_counts_only_its_own_usage() {
+    let mut parent = blank_record();
+    parent.tally.usage.input = 2500;
+    let mut second = blank_record();
+    let mut stream = Stream::default();
+    stream.tally.usage.input = 5000;
+    stream.tally.usage.output = 30;
+    own_usage_of_follow_up(&mut second, &mut stream, Some(&parent));
+    assert_eq!(stream.tally.usage.input, 2500);
+    assert_eq!(stream.tally.usage.output, 30);
+    assert_eq!(second.session_usage.map(|u| u.input), Some(5000));
+    // The next follow-up subtracts the session's total so far, not the parent's share.
+    let mut third = blank_record();
+    let mut stream = Stream::default();
+    stream.tally.usage.input = 7000;
+    own_usage_of_follow_up(&mut third, &mut stream, Some(&second));
+    assert_eq!(stream.tally.usage.input, 2000);
+}
+
+#[test]
+fn the_answer_is_the_last_message_that_said_anything() {
+    let mut s = Stream::default();
+    let mut r = blank_record();
+    s.absorb(vec![text("m1", "Let me look.")], &mut r);
+    s.absorb(
+        vec![text("m2", "SUMMARY: a"), text("m2", "DETAILS: b")],
+        &mut r,
+    );
+    s.absorb(vec![text("m3", "  ")], &mut r);
+    assert_eq!(s.answer().as_deref(), Some("SUMMARY: a\nDETAILS: b"));
+}
+
+#[test]
+fn empty_steps_in_a_row_trip_the_watchdog_only_after_the_limit() {
+    let mut s = Stream::default();
+    let mut r = blank_record();
+    let empty = WorkerEvent::StepFinished {
+        reason: Some("unknown".into()),
+        usage: None,
+        cost: Some(0.0),
+    };
+    s.absorb(vec![text("m", "partial")], &mut r);
+    for _ in 0..5 {
+        s.absorb(vec![WorkerEvent::StepStarted, empty.clone()], &mut r);
+    }
+    assert!(s.stalled(Duration::ZERO));
+    assert!(!s.stalled(Duration::from_secs(3600)));
+    s.absorb(vec![text("m", "partial again")], &mut r);
+    assert!(s.stalled(Duration::ZERO), "repeated text is no progress");
+    let done = WorkerEvent::StepFinished {
+        reason: Some("stop".into()),
+        usage: None,
+        cost: None,
+    };
+    s.absorb(vec![done], &mut r);
+    assert!(!s.stalled(Duration::ZERO));
+}
+
+#[test]
+fn tally_counts_steps_tools_denials_and_cost() {
+    let mut s = Stream::default();
+    let mut r = blank_record();
+    s.absorb(
+        vec![
+            WorkerEvent::Session { id: "ses_1".into() },
+            WorkerEvent::ToolCall {
+                name: "edit".into(),
+                summary: "a".into(),
+                outcome: ToolOutcome::Denied,
+                error: None,
+                edited: None,
+            },
+            WorkerEvent::ToolCall {
+                name: "read".into(),
+                summary: "b".into(),
+                outcome: ToolOutcome::Ok,
+                error: None,
+                edited: None,
+            },
+            WorkerEvent::StepFinished {
+                reason: Some("stop".into()),
+                usage: Some(pitroom_workers::Usage {
+                    input: 10,
+                    output: 2,
+                    ..Default::default()
+                }),
+                cost: Some(0.5),
+            },
+        ],
+        &mut r,
+    );
+    assert_eq!(r.session.as_deref(), Some("ses_1"));
+    assert_eq!(
+        (s.tally.steps, s.tally.tool_calls, s.tally.denied_calls),
+        (1, 2, 1)
+    );
+    assert_eq!(s.tally.cost, Some(0.5));
+    assert_eq!(r.last.as_deref(), Some("read b"));
+}
+
+#[test]
+fn file_tail_hands_over_complete_lines_as_they_are_appended() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stderr.log");
+    let mut tail = FileTail::new(path.clone());
+    let mut seen = Vec::new();
+    tail.poll(|l| seen.push(l.to_string()));
+    assert!(seen.is_empty(), "no file yet");
+    let mut f = File::create(&path).unwrap();
+    write!(f, "one\ntw").unwrap();
+    tail.poll(|l| seen.push(l.to_string()));
+    write!(f, "o\nthree\n").unwrap();
+    tail.poll(|l| seen.push(l.to_string()));
+    assert_eq!(seen, vec!["one", "two", "three"]);
+}
+
+#[test]
+fn copy_paths_in_answers_become_project_paths() {
+    let out = rewrite_paths(
+        "see /h/snap/abc/src/a.rs:3",
+        Path::new("/h/snap/abc"),
+        Path::new("/p"),
+    );
+    assert_eq!(out, "see /p/src/a.rs:3");
+}
+
+#[test]
+fn worker_env_applies_removals_settings_and_floor() {
+    let base = vec![
+        ("OPENCODE_CONFIG".to_string(), "x".to_string()),
+        ("PATH".to_string(), "/bin".to_string()),
+        ("PAGER".to_string(), "less".to_string()),
+    ];
+    let inv = pitroom_workers::Invocation {
+        program: "opencode".into(),
+        args: vec![],
+        env: vec![("A".into(), "1".into())],
+        env_remove: vec!["OPENCODE_CONFIG".into()],
+        notes: vec![],
+        links: vec![],
+    };
+    let env = worker_env(&base, &inv);
+    let get = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+    };
+    assert_eq!(get("OPENCODE_CONFIG"), None);
+    assert_eq!(get("PATH").as_deref(), Some("/bin"));
+    assert_eq!(get("A").as_deref(), Some("1"));
+    assert_eq!(get("PAGER").as_deref(), Some("cat"));
+    assert_eq!(get("PITROOM_ACTIVE").as_deref(), Some("1"));
+}
+
+fn opencode() -> Box<dyn Adapter> {
+    adapter_for("opencode").expect("opencode is built in")
+}
+
+/// What a finished attempt left, as the judge sees it: nothing changed, no stderr.
+fn evidence<'a>(
+    spec: &'a RunSpec,
+    ending: Ending,
+    stream: &'a Stream,
+    answer: Option<&'a str>,
+) -> Evidence<'a> {
+    Evidence {
+        spec,
+        ending,
+        stream,
+        answer,
+        stderr_tail: "",
+        read_only_violation: false,
+        changed_files: 0,
+    }
+}
+
+fn rate_limited() -> Stream {
+    let mut s = Stream::default();
+    s.absorb(
+        vec![WorkerEvent::Error {
+            message: "Rate limit reached for requests".into(),
+            status: Some(429),
+            retry_after: Some(7),
+        }],
+        &mut blank_record(),
+    );
+    s
+}
+
+#[test]
+fn judge_calls_an_answer_done_and_warns_when_the_worker_exited_badly() {
+    let r = blank_record();
+    let s = Stream::default();
+    let j = judge(
+        &evidence(&r.spec, Ending::Exited(0), &s, Some("SUMMARY: ok")),
+        opencode().as_ref(),
+    );
+    assert_eq!(
+        j,
+        Judgement {
+            state: RunState::Done,
+            error: None,
+            failure: None,
+            worker_exit: Some(0),
+            verdict: None,
+            warning: None,
+        }
+    );
+    let s = rate_limited();
+    let j = judge(
+        &evidence(&r.spec, Ending::Exited(2), &s, Some("SUMMARY: ok")),
+        opencode().as_ref(),
+    );
+    assert_eq!(j.state, RunState::Done);
+    assert_eq!(
+        j.warning.as_deref(),
+        Some("the worker exited with code 2 after an error (Rate limit reached for requests) but gave an answer")
+    );
+}
+
+#[test]
+fn judge_says_why_a_run_without_an_answer_failed() {
+    let r = blank_record();
+    let adapter = opencode();
+    let s = rate_limited();
+    let j = judge(
+        &evidence(&r.spec, Ending::Exited(1), &s, None),
+        adapter.as_ref(),
+    );
+    assert_eq!(
+        (j.state, j.error.as_deref(), j.failure, j.worker_exit),
+        (
+            RunState::Failed,
+            Some("Rate limit reached for requests"),
+            Some(FailureKind::RateLimited),
+            Some(1)
+        )
+    );
+    let s = Stream::default();
+    let e = Evidence {
+        stderr_tail: "starting\nfatal: no config\n\n",
+        ..evidence(&r.spec, Ending::Exited(3), &s, None)
+    };
+    let j = judge(&e, adapter.as_ref());
+    assert_eq!(
+        j.error.as_deref(),
+        Some("the worker exited with code 3: fatal: no config")
+    );
+    assert!(j.failure.is_some(), "a failed exit is classified");
+    let j = judge(
+        &evidence(&r.spec, Ending::Exited(0), &s, None),
+        adapter.as_ref(),
+    );
+    assert_eq!(
+        (j.error.as_deref(), j.failure),
+        (Some("the worker printed no events and no answer"), None)
+    );
+    let mut s = Stream {
+        lines: 4,
+        ..Stream::default()
+    };
+    s.tally.denied_calls = 1;
+    let j = judge(
+        &evidence(&r.spec, Ending::Exited(0), &s, None),
+        adapter.as_ref(),
+    );
+    assert_eq!(
+        j.error.as_deref(),
+        Some("the worker ended without an answer after a permission was denied")
+    );
+    s.tally.denied_calls = 0;
+    let j = judge(
+        &evidence(&r.spec, Ending::Exited(0), &s, None),
+        adapter.as_ref(),
+    );
+    assert_eq!(
+        j.error.as_deref(),
+        Some("the worker ended without an answer")
+    );
+}
+
+#[test]
+fn judge_ends_stops_timeouts_and_stalls_whatever_the_worker_said() {
+    let r = blank_record();
+    let adapter = opencode();
+    let s = Stream::default();
+    let answer = Some("SUMMARY: ok");
+    let j = judge(
+        &evidence(&r.spec, Ending::Stopped, &s, answer),
+        adapter.as_ref(),
+    );
+    assert_eq!(
+        (j.state, j.error.as_deref(), j.worker_exit),
+        (
+            RunState::Stopped,
+            Some("stopped before the worker finished; what it did is kept"),
+            None
+        )
+    );
+    let j = judge(
+        &evidence(&r.spec, Ending::TimedOut, &s, answer),
+        adapter.as_ref(),
+    );
+    assert_eq!(j.state, RunState::Timeout);
+    assert!(j.error.unwrap().starts_with("timed out after "));
+    let j = judge(
+        &evidence(&r.spec, Ending::Stalled, &s, answer),
+        adapter.as_ref(),
+    );
+    assert_eq!(
+        (j.state, j.failure),
+        (RunState::Failed, Some(FailureKind::Other))
+    );
+    let s = Stream {
+        retry_errors: 3,
+        last_retry_error: Some("Rate limit reached for requests".into()),
+        ..Stream::default()
+    };
+    let j = judge(
+        &evidence(&r.spec, Ending::RetriesExhausted, &s, None),
+        adapter.as_ref(),
+    );
+    assert_eq!(
+        (j.state, j.failure, j.error.as_deref()),
+        (
+            RunState::Failed,
+            Some(FailureKind::RateLimited),
+            Some("Rate limit reached for requests — the worker kept retrying (3 failed attempts); Pitroom stopped it so the failure surfaces now")
+        )
+    );
+}
+
+#[test]
+fn judge_fails_a_read_only_violation_and_a_review_without_a_verdict() {
+    let r = blank_record();
+    let adapter = opencode();
+    let s = Stream::default();
+    let e = Evidence {
+        read_only_violation: true,
+        changed_files: 2,
+        ..evidence(&r.spec, Ending::Exited(0), &s, Some("SUMMARY: ok"))
+    };
+    let j = judge(&e, adapter.as_ref());
+    assert_eq!(j.state, RunState::Failed);
+    assert_eq!(
+        j.error.as_deref(),
+        Some("READ-ONLY VIOLATION: the worker changed 2 file(s) in its read-only copy; your tree is untouched")
+    );
+    let mut review = blank_record();
+    review.spec.review_of = Some("abc".into());
+    let j = judge(
+        &evidence(&review.spec, Ending::Exited(0), &s, Some("looks fine")),
+        adapter.as_ref(),
+    );
+    assert_eq!((j.state, j.verdict.is_none()), (RunState::Failed, true));
+    assert!(j
+        .error
+        .unwrap()
+        .starts_with("the reviewer answered without a verdict line"));
+    let answer = "ok\nSPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=1 minor=2";
+    let j = judge(
+        &evidence(&review.spec, Ending::Exited(0), &s, Some(answer)),
+        adapter.as_ref(),
+    );
+    assert_eq!(j.state, RunState::Done);
+    assert_eq!(
+        j.verdict.map(|v| (v.spec_pass, v.important)),
+        Some((true, 1))
+    );
+}
+
+#[test]
+fn a_judgement_sets_only_what_it_decides() {
+    let mut r = blank_record();
+    r.warnings.push("earlier".into());
+    Judgement {
+        state: RunState::Done,
+        error: None,
+        failure: None,
+        worker_exit: Some(1),
+        verdict: None,
+        warning: Some("exited 1".into()),
+    }
+    .apply(&mut r);
+    assert_eq!(
+        (r.state, r.error, r.failure, r.worker_exit),
+        (RunState::Done, None, None, Some(1))
+    );
+    assert_eq!(r.warnings, vec!["earlier", "exited 1"]);
+}
+
+#[test]
+fn a_rate_limited_attempt_falls_back_with_the_providers_wait() {
+    let r = blank_record();
+    let s = rate_limited();
+    let decision = fallback_failure(
+        &evidence(&r.spec, Ending::Exited(1), &s, None),
+        opencode().as_ref(),
+    );
+    assert_eq!(
+        decision,
+        Some((
+            FailureKind::RateLimited,
+            "Rate limit reached for requests".into(),
+            Some(7)
+        ))
+    );
+}
+
+#[test]
+fn answers_stops_timeouts_stalls_and_unclassified_failures_never_fall_back() {
+    let r = blank_record();
+    let adapter = opencode();
+    let limited = rate_limited();
+    for ending in [Ending::Stopped, Ending::TimedOut, Ending::Stalled] {
+        let e = evidence(&r.spec, ending, &limited, None);
+        assert_eq!(fallback_failure(&e, adapter.as_ref()), None, "{ending:?}");
+    }
+    let e = evidence(
+        &r.spec,
+        Ending::Exited(1),
+        &limited,
+        Some("SUMMARY: done anyway"),
+    );
+    assert_eq!(fallback_failure(&e, adapter.as_ref()), None, "an answer");
+    let mut other = Stream::default();
+    other.absorb(
+        vec![WorkerEvent::Error {
+            message: "the tool crashed".into(),
+            status: None,
+            retry_after: None,
+        }],
+        &mut blank_record(),
+    );
+    let e = evidence(&r.spec, Ending::Exited(1), &other, None);
+    assert_eq!(
+        fallback_failure(&e, adapter.as_ref()),
+        None,
+        "not a target's fault"
+    );
+}
+
+#[test]
+fn the_fallback_chain_starts_with_the_chosen_target_and_never_repeats() {
+    let mut spec = blank_record().spec;
+    spec.model = Some("m1".into());
+    spec.fallback = vec![
+        "opencode:m1".into(),
+        "codex".into(),
+        "no-such-worker".into(),
+        "codex".into(),
+    ];
+    assert_eq!(
+        fallback_chain(&spec),
+        vec![
+            ("opencode".to_string(), Some("m1".to_string())),
+            ("codex".to_string(), None)
+        ]
+    );
+}
+
+#[test]
+fn edits_no_tool_call_reported_are_unreported() {
+    let changed = |path: &str| ChangedFile {
+        status: 'M',
+        path: path.into(),
+        old_path: None,
+        added: Some(1),
+        deleted: Some(0),
+    };
+    let changes = [changed("src/a.rs"), changed("src/b.rs"), changed("c.txt")];
+    let edited = vec!["/w/src/a.rs".to_string(), "c.txt".to_string()];
+    assert_eq!(
+        unreported(&changes, &edited, Path::new("/w")),
+        vec!["src/b.rs"]
+    );
+}
+
+#[test]
+fn sandbox_notes_name_each_layer_that_did_not_hold() {
+    assert!(sandbox_notes(None, 0).is_empty());
+    let mut report = SandboxReport::skipped("turned off with PITROOM_LANDLOCK=off");
+    assert_eq!(
+        sandbox_notes(Some(&report), 0),
+        vec!["layer 3 (Landlock) not applied: turned off with PITROOM_LANDLOCK=off"]
+    );
+    report.landlock = LandlockState::Partial;
+    report.reason = None;
+    report.git_dir = GitDirState::Writable;
+    assert_eq!(
+        sandbox_notes(Some(&report), 2),
+        vec![
+            "layer 3 (Landlock) partial: no reason given; the worker could write outside its allowed directories".to_string(),
+            "the repository's .git stayed writable to plain file operations (no mount namespace); only the git guard (layers 1-2) protected it".into(),
+            "the sandbox refused writes in 2 tool result(s) (Permission denied / Read-only file system)".into(),
+        ]
+    );
+    report.landlock = LandlockState::Enforced;
+    report.git_dir = GitDirState::NotExposed;
+    assert!(sandbox_notes(Some(&report), 0).is_empty());
+}
+
+#[test]
+fn verify_failures_say_whether_it_timed_out_failed_or_could_not_run() {
+    let limit = Duration::from_secs(60);
+    assert_eq!(verify_failure("make test", limit, false, Some(0)), None);
+    assert_eq!(
+        verify_failure("make test", limit, false, Some(2)).as_deref(),
+        Some("--verify failed (exit 2): make test")
+    );
+    assert_eq!(
+        verify_failure("make test", limit, false, None).as_deref(),
+        Some("--verify could not run: make test")
+    );
+    let timed_out = verify_failure("make test", limit, true, Some(0)).unwrap();
+    assert!(
+        timed_out.starts_with("--verify timed out after "),
+        "{timed_out}"
+    );
+    assert!(timed_out.ends_with(": make test"), "{timed_out}");
+}

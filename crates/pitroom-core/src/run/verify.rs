@@ -1,0 +1,130 @@
+//! Verify: the primary agent's own check (`--verify`: tests, a build), run in the worker's
+//! directory once the worker is done. A failure fails the run (exit 6).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pitroom_proc::{spawn_keeper, KeeperSpec};
+
+use super::launch::GRACE;
+use super::stream::read_lines;
+use super::tree::TreeSetup;
+use super::Engine;
+use crate::record::{RunRecord, RunState};
+
+impl Engine {
+    /// Runs `--verify` in the worker's directory with a time limit, through a keeper so nothing
+    /// it starts survives. A failure fails the run (exit 6); the output is kept in verify.log.
+    pub(super) fn run_verify(&self, record: &mut RunRecord, run_dir: &Path, tree: &TreeSetup) {
+        let Some(command) = record.spec.verify.clone() else {
+            return;
+        };
+        let log_path = run_dir.join("verify.log");
+        let mut env: Vec<(OsString, OsString)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect();
+        env.push(("PITROOM_ACTIVE".into(), "1".into()));
+        let spec = KeeperSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), format!("exec 2>&1\n{command}").into()],
+            cwd: tree.workdir.clone(),
+            stdin_file: None,
+            stderr_file: log_path.clone(),
+            env,
+            grace: GRACE,
+            // The primary agent's own check (tests, a build), not the worker's: unconfined.
+            sandbox: None,
+            containment_report: None,
+        };
+        let limit = Duration::from_secs_f64(record.spec.verify_timeout_secs);
+        let started = Instant::now();
+        let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        let mut timed_out = false;
+        let code = match spawn_keeper(&self.exe, &spec) {
+            Ok(mut keeper) => {
+                let lines = read_lines(keeper.stdout.take());
+                let mut log = File::create(&log_path).ok();
+                let mut keep = |line: Vec<u8>| {
+                    if let Some(f) = log.as_mut() {
+                        let _ = f.write_all(&line);
+                        let _ = f.write_all(b"\n");
+                    }
+                    tail.push_back(String::from_utf8_lossy(&line).into_owned());
+                    if tail.len() > 25 {
+                        tail.pop_front();
+                    }
+                };
+                let code = loop {
+                    match lines.recv_timeout(Duration::from_millis(50)) {
+                        Ok(line) => {
+                            keep(line);
+                            continue;
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => {
+                            break keeper.wait_bounded(GRACE + Duration::from_secs(5))
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    }
+                    if let Some(code) = keeper.try_wait() {
+                        break code;
+                    }
+                    if started.elapsed() >= limit {
+                        timed_out = true;
+                        keeper.request_stop();
+                        break keeper.wait_bounded(GRACE + Duration::from_secs(5));
+                    }
+                };
+                let drain_until = Instant::now() + Duration::from_secs(1);
+                while let Ok(line) =
+                    lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+                {
+                    keep(line);
+                }
+                Some(code)
+            }
+            Err(e) => {
+                tail.push_back(e.to_string());
+                None
+            }
+        };
+        let failure = verify_failure(&command, limit, timed_out, code);
+        let outcome = crate::record::VerifyOutcome {
+            command: command.clone(),
+            passed: failure.is_none(),
+            exit_code: code.filter(|_| !timed_out),
+            timed_out,
+            duration_ms: started.elapsed().as_millis() as u64,
+            tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
+        };
+        if let Some(error) = failure {
+            record.state = RunState::Failed;
+            record.error = Some(error);
+        }
+        record.verify = Some(outcome);
+    }
+}
+
+/// Why `--verify` failed the run, or `None` when it passed (exit 0 within its limit). `code` is
+/// the command's exit code, `None` when it could not be started.
+pub(super) fn verify_failure(
+    command: &str,
+    limit: Duration,
+    timed_out: bool,
+    code: Option<i32>,
+) -> Option<String> {
+    match (timed_out, code) {
+        (false, Some(0)) => None,
+        (true, _) => Some(format!(
+            "--verify timed out after {}: {command}",
+            crate::duration::format_duration(limit)
+        )),
+        (false, Some(c)) => Some(format!("--verify failed (exit {c}): {command}")),
+        (false, None) => Some(format!("--verify could not run: {command}")),
+    }
+}
