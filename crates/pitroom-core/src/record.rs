@@ -263,6 +263,10 @@ pub struct RunRecord {
     pub pid: Option<u32>,
     pub pid_start: Option<u64>,
     pub session: Option<String>,
+    /// The model the worker CLI said it ran (its start-up event), for the latest attempt;
+    /// `None` where the CLI says nothing. What a run without a pinned model really used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_model: Option<String>,
     pub base_tree: Option<String>,
     pub after_tree: Option<String>,
     #[serde(default)]
@@ -331,6 +335,15 @@ pub struct Safety {
 }
 
 impl RunRecord {
+    /// The model that ran: the one pinned for the run, else the one the CLI reported; `None`
+    /// when neither is known (the CLI's default, unnamed).
+    pub fn model_ran(&self) -> Option<&str> {
+        self.spec
+            .model
+            .as_deref()
+            .or(self.reported_model.as_deref())
+    }
+
     pub fn new(id: String, spec: RunSpec, created_at: String) -> RunRecord {
         RunRecord {
             version: RECORD_VERSION,
@@ -351,6 +364,7 @@ impl RunRecord {
             pid: None,
             pid_start: None,
             session: None,
+            reported_model: None,
             base_tree: None,
             after_tree: None,
             tally: Tally::default(),

@@ -191,14 +191,12 @@ fn header(record: &RunRecord, color: bool) -> String {
 
 fn worker_line(record: &RunRecord) -> String {
     let mut line = format!("worker {}", record.spec.backend);
-    line.push_str(&format!(
-        " · model {}",
-        record
-            .spec
-            .model
-            .as_deref()
-            .unwrap_or("(the CLI's default)")
-    ));
+    let model = match (&record.spec.model, &record.reported_model) {
+        (Some(pinned), _) => pinned.clone(),
+        (None, Some(reported)) => format!("{reported} (the CLI's default)"),
+        (None, None) => "(the CLI's default)".into(),
+    };
+    line.push_str(&format!(" · model {model}"));
     if let Some(s) = &record.session {
         line.push_str(&format!(" · session {s}"));
     }

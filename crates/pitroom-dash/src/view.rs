@@ -90,7 +90,7 @@ pub fn card(home: &Home, record: &RunRecord, redactor: &Redactor) -> Value {
         "mode": record.spec.mode.as_str(),
         "worker": record.worker_target(),
         "backend": record.spec.backend,
-        "model": record.spec.model,
+        "model": record.model_ran(),
         "group": record.spec.group,
         "created_at": record.created_at,
         "started_at": record.started_at,

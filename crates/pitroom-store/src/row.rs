@@ -60,7 +60,7 @@ impl RunRow {
             state: record.state.as_str().to_string(),
             mode: record.spec.mode.as_str().to_string(),
             backend: record.spec.backend.clone(),
-            model: record.spec.model.clone(),
+            model: record.model_ran().map(str::to_string),
             group: record.spec.group.clone(),
             dir: record.spec.dir.display().to_string(),
             task: record.spec.task.clone(),

@@ -542,3 +542,25 @@ fn text_search_lists_the_newest_matching_run_first() {
         ]
     );
 }
+
+#[test]
+fn a_run_without_a_pinned_model_is_filed_under_the_model_the_cli_reported() {
+    let mut unpinned = record("r1", "t", None, RunState::Done, "2026-12-01T10:00:00Z", 10);
+    assert_eq!(
+        row(&unpinned).worker(),
+        "opencode",
+        "nothing known: the backend alone"
+    );
+    unpinned.reported_model = Some("claude-sonnet-9".into());
+    assert_eq!(row(&unpinned).worker(), "opencode:claude-sonnet-9");
+    let mut pinned = record(
+        "r2",
+        "t",
+        Some("m/x"),
+        RunState::Done,
+        "2026-12-01T10:00:00Z",
+        10,
+    );
+    pinned.reported_model = Some("m/x-2026".into());
+    assert_eq!(row(&pinned).worker(), "opencode:m/x", "a pinned model wins");
+}

@@ -75,6 +75,11 @@ pub enum WorkerEvent {
     Session {
         id: String,
     },
+    /// The model the CLI says it runs (its start-up event): what a run with no pinned model
+    /// really used, for receipts and per-model statistics.
+    Model {
+        name: String,
+    },
     StepStarted,
     /// A model call ended. `reason` is the CLI's finish reason; `None` or `unknown` means the
     /// model's reply carried none.
@@ -103,6 +108,14 @@ pub enum WorkerEvent {
         /// Seconds the provider asked to wait, when it said so.
         retry_after: Option<u64>,
     },
+}
+
+/// The [`WorkerEvent::Model`] for the model name a CLI's start-up event carries, if any.
+pub fn reported_model(name: Option<&str>) -> Option<WorkerEvent> {
+    let name = name?.trim();
+    (!name.is_empty()).then(|| WorkerEvent::Model {
+        name: name.to_string(),
+    })
 }
 
 impl WorkerEvent {

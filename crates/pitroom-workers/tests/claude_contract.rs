@@ -68,6 +68,13 @@ fn errors(events: &[WorkerEvent]) -> Vec<(String, Option<u16>)> {
 fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
     let events = parse(&fixture("read").0);
     assert!(matches!(&events[0], WorkerEvent::Session { id } if id.len() == 36));
+    assert_eq!(
+        events[1],
+        WorkerEvent::Model {
+            name: "claude-opus-5-5".into()
+        },
+        "the init event names the model"
+    );
     assert_eq!(tools(&events), vec![("Read".to_string(), ToolOutcome::Ok)]);
     let finished: Vec<(Option<Usage>, Option<f64>)> = events
         .iter()

@@ -78,6 +78,13 @@ fn read_run_yields_the_session_one_read_the_cited_answer_and_no_usage() {
     let events = parse(&fixture("read").0);
     assert!(matches!(&events[0], WorkerEvent::Session { id } if id.starts_with("2f6c9a8e")));
     assert_eq!(
+        events[1],
+        WorkerEvent::Model {
+            name: "Auto".into()
+        },
+        "the init event names the model (Cursor's automatic choice)"
+    );
+    assert_eq!(
         tools(&events),
         vec![("read".to_string(), ToolOutcome::Ok, None)]
     );

@@ -27,6 +27,7 @@ fn parse(stream: &str) -> Vec<WorkerEvent> {
 #[derive(Debug, Default)]
 struct Summary {
     session: Option<String>,
+    model: Option<String>,
     steps: usize,
     tools: Vec<(String, ToolOutcome)>,
     usage: Usage,
@@ -40,6 +41,7 @@ fn summarize(events: &[WorkerEvent]) -> Summary {
     for e in events {
         match e {
             WorkerEvent::Session { id } => s.session = Some(id.clone()),
+            WorkerEvent::Model { name } => s.model = Some(name.clone()),
             WorkerEvent::StepFinished { usage, .. } => {
                 s.steps += 1;
                 if e.is_empty_step() {

@@ -25,6 +25,7 @@ fn parse(stream: &str) -> Vec<WorkerEvent> {
 #[derive(Debug, Default)]
 struct Summary {
     session: Option<String>,
+    model: Option<String>,
     steps: usize,
     tools: Vec<(String, ToolOutcome)>,
     edited: Vec<String>,
@@ -38,6 +39,7 @@ fn summarize(events: &[WorkerEvent]) -> Summary {
     for e in events {
         match e {
             WorkerEvent::Session { id } => s.session = Some(id.clone()),
+            WorkerEvent::Model { name } => s.model = Some(name.clone()),
             WorkerEvent::StepFinished { usage, .. } => {
                 s.steps += 1;
                 if let Some(u) = usage {
@@ -88,6 +90,11 @@ const ALL: &[&str] = &[
 fn read_run_yields_session_usage_one_tool_call_and_the_cited_answer() {
     let s = summarize(&parse(&fixture("read").0));
     assert!(s.session.is_some());
+    assert_eq!(
+        s.model.as_deref(),
+        Some("fake-model"),
+        "the init event names it"
+    );
     assert_eq!(s.steps, 2, "{s:?}");
     assert_eq!(s.tools, vec![("read_file".to_string(), ToolOutcome::Ok)]);
     assert_eq!(

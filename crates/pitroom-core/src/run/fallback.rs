@@ -84,6 +84,7 @@ impl Engine {
             if index > 0 {
                 // The next worker has its own session; `--continue` follows the last one.
                 record.session = None;
+                record.reported_model = None;
                 rotate_stderr(run_dir, index);
             }
             let session = if index == 0 {

@@ -217,6 +217,7 @@ impl Stream {
                         record.session = Some(id);
                     }
                 }
+                WorkerEvent::Model { name } => record.reported_model = Some(name),
                 WorkerEvent::StepStarted => {}
                 WorkerEvent::StepFinished { usage, cost, .. } => {
                     self.tally.steps += 1;

@@ -43,10 +43,10 @@ impl Calls {
             Some("system") if value["subtype"] == "init" => value["session_id"]
                 .as_str()
                 .map(|id| {
-                    vec![
-                        WorkerEvent::Session { id: id.to_string() },
-                        WorkerEvent::StepStarted,
-                    ]
+                    let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
+                    events.extend(crate::events::reported_model(value["model"].as_str()));
+                    events.push(WorkerEvent::StepStarted);
+                    events
                 })
                 .unwrap_or_default(),
             Some("assistant") => self.assistant(&value),

@@ -153,10 +153,12 @@ fn text_of(value: Option<&Value>) -> String {
 
 fn init(value: &Value) -> Vec<WorkerEvent> {
     match str_at(value, &["session_id"]) {
-        Some(id) => vec![
-            WorkerEvent::Session { id: id.to_string() },
-            WorkerEvent::StepStarted,
-        ],
+        Some(id) => {
+            let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
+            events.extend(crate::events::reported_model(str_at(value, &["model"])));
+            events.push(WorkerEvent::StepStarted);
+            events
+        }
         None => Vec::new(),
     }
 }
@@ -194,11 +196,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn init_gives_the_session_and_a_started_step() {
+    fn init_gives_the_session_the_model_and_a_started_step() {
         let s = CursorStream::default();
         let e = s.parse_line(r#"{"type":"system","subtype":"init","apiKeySource":"login","cwd":"/w","session_id":"c6b6","model":"Auto","permissionMode":"default"}"#);
         assert_eq!(
             e,
+            vec![
+                WorkerEvent::Session { id: "c6b6".into() },
+                WorkerEvent::Model {
+                    name: "Auto".into()
+                },
+                WorkerEvent::StepStarted
+            ]
+        );
+        let without_model =
+            s.parse_line(r#"{"type":"system","subtype":"init","session_id":"c6b6","model":" "}"#);
+        assert_eq!(
+            without_model,
             vec![
                 WorkerEvent::Session { id: "c6b6".into() },
                 WorkerEvent::StepStarted

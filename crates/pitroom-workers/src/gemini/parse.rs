@@ -68,6 +68,7 @@ impl GeminiStream {
             "init" => {
                 if let Some(id) = str_at(&value, &["session_id"]) {
                     events.push(WorkerEvent::Session { id: id.to_string() });
+                    events.extend(crate::events::reported_model(str_at(&value, &["model"])));
                     events.push(WorkerEvent::StepStarted);
                 }
             }

@@ -139,10 +139,10 @@ fn init(value: &Value) -> Vec<WorkerEvent> {
     }
     str_at(value, &["session_id"])
         .map(|id| {
-            vec![
-                WorkerEvent::Session { id: id.to_string() },
-                WorkerEvent::StepStarted,
-            ]
+            let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
+            events.extend(crate::events::reported_model(str_at(value, &["model"])));
+            events.push(WorkerEvent::StepStarted);
+            events
         })
         .unwrap_or_default()
 }

@@ -207,6 +207,9 @@ fn judge(state: RunState, error: Option<&str>, answer: Option<&str>) -> Result<(
 
 /// The model the CLI reported in its events, else the one the run asked for, else its default.
 fn model_used(service: &Service, record: &RunRecord) -> (String, &'static str) {
+    if let Some(model) = &record.reported_model {
+        return (model.clone(), "events");
+    }
     let events = service.home().run_dir(&record.id).join("events.jsonl");
     if let Some(model) = reported_model(&events) {
         return (model, "events");

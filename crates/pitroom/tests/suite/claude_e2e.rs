@@ -139,6 +139,16 @@ fn read_question_is_answered_with_verified_citations_and_only_read_tools() {
     );
     assert_eq!(fingerprint(&w.repo), before, "the user's tree is untouched");
     let first = &w.server.model_requests()[0];
+    // No model was pinned: the record names the one Claude Code said it ran, which is the one
+    // its requests asked the server for.
+    let asked = first["body"]["model"]
+        .as_str()
+        .expect("the request names a model");
+    assert_eq!(r["reported_model"], asked, "{r:#}");
+    assert!(
+        stdout.contains(&format!("model {asked} (the CLI's default)")),
+        "{stdout}"
+    );
     // `DeferredToolPlaceholder` is Claude Code's own stand-in for tools loaded on demand.
     let mut tools: Vec<String> = tools_offered(first)
         .into_iter()

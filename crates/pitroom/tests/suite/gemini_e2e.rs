@@ -119,6 +119,11 @@ fn gemini_read_question_is_answered_with_verified_citations() {
     assert_eq!(fingerprint(&w.repo), before);
     let requests = w.server.model_requests();
     assert_eq!(requests.len(), 2, "{requests:#?}");
+    // The record names the model Gemini CLI said it ran: the one its requests asked for.
+    let asked = requests[0]["model"]
+        .as_str()
+        .expect("the request names a model");
+    assert_eq!(r["reported_model"], asked, "{r:#}");
     let tools = declared_tools(&requests[0]);
     assert!(tools.contains(&"read_file".to_string()), "{tools:?}");
     for banned in [

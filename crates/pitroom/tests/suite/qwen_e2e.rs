@@ -126,6 +126,11 @@ fn qwen_read_question_is_answered_with_verified_citations() {
     // (no auto-memory side agent).
     let requests = w.server.chat_requests();
     assert_eq!(requests.len(), 2, "{requests:#?}");
+    // The record names the model Qwen Code said it ran: the one its requests asked for.
+    let asked = requests[0]["body"]["model"]
+        .as_str()
+        .expect("the request names a model");
+    assert_eq!(r["reported_model"], asked, "{r:#}");
     let tools = tool_names(&requests[0]);
     assert!(tools.contains(&"read_file".to_string()), "{tools:?}");
     for banned in ["write_file", "edit", "web_fetch", "agent"] {
