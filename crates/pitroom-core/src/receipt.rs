@@ -89,8 +89,9 @@ fn parse_custom(text: &str) -> Option<Price> {
 
 /// What the primary would have paid to process `usage` itself.
 pub fn primary_cost(usage: &Usage, price: &Price) -> f64 {
-    let fresh_in = (usage.input + usage.cache_write) as f64;
-    let out = (usage.output + usage.reasoning) as f64;
+    // In f64: the counts are whatever the CLI reported, and their u64 sum may overflow.
+    let fresh_in = usage.input as f64 + usage.cache_write as f64;
+    let out = usage.output as f64 + usage.reasoning as f64;
     (fresh_in * price.input + out * price.output + usage.cache_read as f64 * price.cached) / 1e6
 }
 
