@@ -12,6 +12,8 @@ pub mod duration;
 pub mod engine;
 pub mod exit;
 pub mod floor;
+#[cfg(test)]
+mod fuzz;
 pub mod guard_env;
 pub mod home;
 pub mod isolate;

@@ -248,6 +248,24 @@ mod tests {
         }
     }
 
+    /// The stream fuzzing found CLIs may report counts near `u64::MAX`; their sum overflowed.
+    #[test]
+    fn primary_cost_of_huge_reported_counts_is_a_number_not_an_overflow() {
+        let huge = Usage {
+            input: u64::MAX,
+            output: u64::MAX,
+            reasoning: u64::MAX,
+            cache_read: 0,
+            cache_write: u64::MAX,
+        };
+        let price = Price {
+            input: 3.0,
+            output: 15.0,
+            cached: 0.3,
+        };
+        assert!(primary_cost(&huge, &price) > 1e13);
+    }
+
     #[test]
     fn primary_cost_prices_fresh_cached_and_output_tokens() {
         let p = preset("sonnet").unwrap().price;
