@@ -38,8 +38,12 @@ fn fragment() -> impl Strategy<Value = String> {
     let numbers = prop::sample::select(vec![
         "0",
         "1",
+        "2",
         "3",
+        "5",
         "12",
+        "40",
+        "41",
         "007",
         "999999999",
         "1000000000",
@@ -70,7 +74,24 @@ fn fragment() -> impl Strategy<Value = String> {
     let words = prop::sample::select(vec![
         " at ", " in ", " see ", " and ", ". ", "; ", " — ", "\n\n", " 🦀 ", "\u{200b}", "\t",
     ]);
+    // A whole reference, so most answers hold some: path, separator, line, maybe a range end
+    // (reversed or not) and a column.
+    let reference = (
+        paths.clone(),
+        prop::sample::select(vec![":", "#L", ":L", "#"]),
+        numbers.clone(),
+        prop::option::of((prop::sample::select(vec!["-", "–", "-L"]), numbers.clone())),
+        prop::option::of((prop::sample::select(vec![":", "C"]), numbers.clone())),
+    )
+        .prop_map(|(path, sep, start, end, column)| {
+            let end = end
+                .map(|(dash, n)| format!("{dash}{n}"))
+                .unwrap_or_default();
+            let column = column.map(|(c, n)| format!("{c}{n}")).unwrap_or_default();
+            format!("{path}{sep}{start}{column}{end}")
+        });
     prop_oneof![
+        10 => reference,
         4 => paths.prop_map(str::to_string),
         4 => numbers.prop_map(str::to_string),
         4 => joins.prop_map(str::to_string),

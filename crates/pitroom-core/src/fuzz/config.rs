@@ -55,7 +55,7 @@ fn raw_value() -> impl Strategy<Value = String> {
 /// A TOML value of any type.
 fn toml_value() -> impl Strategy<Value = String> {
     let leaf = prop_oneof![
-        raw_value().prop_map(|s| format!("{s:?}")),
+        raw_value().prop_map(|s| toml::Value::String(s).to_string()),
         any::<i64>().prop_map(|n| n.to_string()),
         prop::sample::select(vec![
             "1e300",
@@ -85,7 +85,7 @@ fn toml_value() -> impl Strategy<Value = String> {
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(", "))),
-            prop::collection::vec((key(), inner), 0..4).prop_map(|kv| {
+            prop::collection::btree_map(key(), inner, 0..4).prop_map(|kv| {
                 let pairs: Vec<String> = kv.iter().map(|(k, v)| format!("{k} = {v}")).collect();
                 format!("{{ {} }}", pairs.join(", "))
             }),
@@ -102,8 +102,18 @@ fn key() -> impl Strategy<Value = String> {
     ]
 }
 
-/// A config file: `key = value` lines, tables, and the odd broken line.
+/// A config file: mostly TOML (each key once, any value), else lines that may not be.
 fn toml_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => prop::collection::btree_map(key(), toml_value(), 0..8).prop_map(|kv| {
+            kv.iter().map(|(k, v)| format!("{k} = {v}\n")).collect::<String>()
+        }),
+        1 => toml_lines(),
+    ]
+}
+
+/// `key = value` lines, tables, and the odd broken line.
+fn toml_lines() -> impl Strategy<Value = String> {
     let line = prop_oneof![
         6 => (key(), toml_value()).prop_map(|(k, v)| format!("{k} = {v}")),
         1 => prop::sample::select(vec![
