@@ -34,6 +34,17 @@ fn config(cases: u32) -> ProptestConfig {
     config
 }
 
+/// For properties that write files per case: a tenth of `PROPTEST_CASES` when it is set (at
+/// least `cases`), so a long fuzz run spends its time on the parsers.
+fn costly_config(cases: u32) -> ProptestConfig {
+    let mut config = ProptestConfig::default();
+    config.cases = match std::env::var_os("PROPTEST_CASES") {
+        Some(_) => (config.cases / 10).max(cases),
+        None => cases,
+    };
+    config
+}
+
 /// The recorded streams: every line of every `*.jsonl` fixture, and every stderr line.
 struct Corpus {
     lines: Vec<String>,
@@ -508,6 +519,248 @@ proptest! {
         };
         for line in &lines {
             check_events("custom", line, &custom.parse_line(line))?;
+        }
+    }
+}
+
+/// Keys the CLIs' own config files use, so generated configs reach the code that reads them.
+const USER_CONFIG_KEYS: &[&str] = &[
+    "permission",
+    "permissions",
+    "agent",
+    "pitroom-read",
+    "pitroom-write",
+    "build",
+    "mode",
+    "tools",
+    "bash",
+    "edit",
+    "read",
+    "skill",
+    "*",
+    "git push*",
+    "git push origin*",
+    "provider",
+    "model",
+    "model_provider",
+    "model_providers",
+    "mcp",
+    "disable",
+    "env",
+    "security",
+    "auth",
+    "selectedType",
+    "sandbox",
+    "allow",
+    "deny",
+    "$schema",
+];
+
+/// A user's config as JSON: objects keyed mostly by what the CLIs read, rule-like values.
+fn user_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        4 => prop::sample::select(vec!["allow", "ask", "deny", "https://opencode.ai/config.json"])
+            .prop_map(Value::from),
+        2 => leaf(),
+    ];
+    let key = prop_oneof![
+        4 => prop::sample::select(USER_CONFIG_KEYS.to_vec()).prop_map(str::to_string),
+        1 => key(),
+    ];
+    leaf.prop_recursive(4, 40, 5, move |inner| {
+        prop_oneof![
+            1 => prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            4 => prop::collection::vec((key.clone(), inner), 0..5)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+        ]
+    })
+    .prop_flat_map(|v| {
+        let rules = v.clone();
+        // Often the rules sit where a user would put them for Pitroom's own agents.
+        let wrapped = prop::sample::select(vec!["pitroom-read", "pitroom-write", "build"]).prop_map(
+            move |agent| {
+                json!({ "agent": { agent: { "permission": rules.clone(), "mode": "primary" } } })
+            },
+        );
+        prop_oneof![2 => wrapped, 1 => Just(v)]
+    })
+    .prop_map(|v| match v {
+        Value::Object(_) => v,
+        other => json!({ "permission": other }),
+    })
+}
+
+/// How a JSON object is written in a `.jsonc` file.
+#[derive(Debug, Clone, Copy)]
+enum Jsonc {
+    Plain,
+    Comments,
+    TrailingCommas,
+}
+
+fn jsonc_text(value: &Value, style: Jsonc) -> String {
+    let pretty = serde_json::to_string_pretty(value).unwrap();
+    let lines: Vec<&str> = pretty.lines().collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        match style {
+            Jsonc::Plain => out.push_str(line),
+            // A line of pretty JSON never starts inside a string.
+            Jsonc::Comments => out.push_str(&format!("/* c{i} */ {line} // end {i}")),
+            Jsonc::TrailingCommas => {
+                out.push_str(line);
+                let next = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or("");
+                let opens = line.ends_with('{') || line.ends_with('[');
+                if !opens
+                    && !line.ends_with(',')
+                    && (next.starts_with('}') || next.starts_with(']'))
+                {
+                    out.push(',');
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A request whose user home holds `text` in every config file a CLI reads.
+fn request_with_user_config(
+    root: &Path,
+    mode: crate::Mode,
+    web: bool,
+    json_text: &str,
+    toml_text: &str,
+) -> crate::InvocationRequest {
+    let home = root.join("home");
+    let config = home.join(".config");
+    let json_files = [
+        "opencode/config.json",
+        "opencode/opencode.json",
+        "opencode/opencode.jsonc",
+        "kilo/config.json",
+        "kilo/kilo.json",
+        "kilo/kilo.jsonc",
+        "kilo/opencode.jsonc",
+    ]
+    .map(|f| config.join(f));
+    let home_files = [
+        ".claude/settings.json",
+        ".qwen/settings.json",
+        ".gemini/settings.json",
+    ]
+    .map(|f| home.join(f));
+    for path in json_files.iter().chain(&home_files) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, json_text).unwrap();
+    }
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::write(home.join(".codex/config.toml"), toml_text).unwrap();
+    let mut env: Vec<(String, String)> = KNOWN_BACKENDS
+        .iter()
+        .map(|b| {
+            (
+                format!("PITROOM_{}_BIN", b.to_ascii_uppercase()),
+                "/bin/true".into(),
+            )
+        })
+        .collect();
+    env.extend([
+        ("HOME".into(), home.display().to_string()),
+        ("XDG_CONFIG_HOME".into(), config.display().to_string()),
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("OPENCODE_CONFIG_CONTENT".into(), json_text.into()),
+        ("KILO_CONFIG_CONTENT".into(), json_text.into()),
+    ]);
+    crate::InvocationRequest {
+        mode,
+        model: Some("provider/some-model".into()),
+        effort: Some("high".into()),
+        web,
+        workdir: root.join("work"),
+        dirs: crate::StateDirs {
+            shared: root.join("state/shared"),
+            scratch: root.join("state/scratch"),
+        },
+        resume_session: None,
+        title: "fuzz".into(),
+        env,
+    }
+}
+
+/// The JSON an invocation hands its CLI in `var`.
+fn env_json(inv: &crate::Invocation, var: &str) -> Option<Value> {
+    inv.env
+        .iter()
+        .find(|(k, _)| k == var)
+        .and_then(|(_, v)| serde_json::from_str(&v.to_string_lossy()).ok())
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn fuzz_jsonc_user_configs_read_as_the_json_they_hold(
+        value in user_json(),
+        style in prop::sample::select(vec![Jsonc::Plain, Jsonc::Comments, Jsonc::TrailingCommas]),
+        torn in any::<prop::sample::Index>(),
+    ) {
+        let text = jsonc_text(&value, style);
+        prop_assert_eq!(
+            crate::opencode::config::parse_jsonc(&text),
+            Some(value),
+            "{:?}",
+            text
+        );
+        // Torn, it is whatever it is, never a panic.
+        let _ = crate::opencode::config::parse_jsonc(prefix(&text, torn.index(text.len())));
+    }
+}
+
+proptest! {
+    #![proptest_config(costly_config(64))]
+
+    #[test]
+    fn fuzz_no_user_cli_config_loosens_the_permission_profile_or_panics_an_invocation(
+        value in user_json(),
+        style in prop::sample::select(vec![Jsonc::Plain, Jsonc::Comments, Jsonc::TrailingCommas]),
+        bytes in prop::collection::vec(any::<u8>(), 0..64),
+        garbage in any::<bool>(),
+        mode in prop::sample::select(vec![crate::Mode::Read, crate::Mode::Write, crate::Mode::Isolate]),
+        web in any::<bool>(),
+    ) {
+        let root = tempfile::tempdir().unwrap();
+        let json_text = if garbage {
+            String::from_utf8_lossy(&bytes).into_owned()
+        } else {
+            jsonc_text(&value, style)
+        };
+        let toml_text = toml::to_string(&value).unwrap_or_else(|_| json_text.clone());
+        let req = request_with_user_config(root.path(), mode, web, &json_text, &toml_text);
+        for (backend, adapter) in fresh_adapters() {
+            let result = adapter.invocation(&req);
+            let _ = adapter.models_invocation(&req);
+            let Ok(inv) = result else { continue };
+            let (var, profile) = match backend.as_str() {
+                "opencode" => (
+                    "OPENCODE_CONFIG_CONTENT",
+                    crate::opencode::config::permission_profile(mode, web),
+                ),
+                "kilo" => ("KILO_CONFIG_CONTENT", crate::kilo::kilo_permission_profile(&req)),
+                _ => continue,
+            };
+            let config = env_json(&inv, var);
+            prop_assert!(config.is_some(), "{}: {} is JSON", backend, var);
+            let config = config.unwrap();
+            let agent = crate::opencode::config::agent_name(mode);
+            prop_assert_eq!(&config["permission"], &profile, "{}: the profile replaces the user's rules", backend);
+            prop_assert_eq!(
+                &config["agent"][agent]["permission"],
+                &profile,
+                "{}: Pitroom's agent has exactly the profile, whatever the user's {} says",
+                backend,
+                agent
+            );
         }
     }
 }
