@@ -624,7 +624,8 @@ fn jsonc_text(value: &Value, style: Jsonc) -> String {
     out
 }
 
-/// A request whose user home holds `text` in every config file a CLI reads.
+/// A request whose user home holds `json_text` in the config file each JSON-configured CLI
+/// reads (and in `OPENCODE_CONFIG_CONTENT`, `KILO_CONFIG_CONTENT`), and `toml_text` in Codex's.
 fn request_with_user_config(
     root: &Path,
     mode: crate::Mode,
@@ -634,16 +635,7 @@ fn request_with_user_config(
 ) -> crate::InvocationRequest {
     let home = root.join("home");
     let config = home.join(".config");
-    let json_files = [
-        "opencode/config.json",
-        "opencode/opencode.json",
-        "opencode/opencode.jsonc",
-        "kilo/config.json",
-        "kilo/kilo.json",
-        "kilo/kilo.jsonc",
-        "kilo/opencode.jsonc",
-    ]
-    .map(|f| config.join(f));
+    let json_files = ["opencode/opencode.jsonc", "kilo/kilo.jsonc"].map(|f| config.join(f));
     let home_files = [
         ".claude/settings.json",
         ".qwen/settings.json",
@@ -729,7 +721,9 @@ proptest! {
         mode in prop::sample::select(vec![crate::Mode::Read, crate::Mode::Write, crate::Mode::Isolate]),
         web in any::<bool>(),
     ) {
-        let root = tempfile::tempdir().unwrap();
+        // One home for every case (they run one after another), its files rewritten each time.
+        static ROOT: LazyLock<tempfile::TempDir> = LazyLock::new(|| tempfile::tempdir().unwrap());
+        let root = &*ROOT;
         let json_text = if garbage {
             String::from_utf8_lossy(&bytes).into_owned()
         } else {

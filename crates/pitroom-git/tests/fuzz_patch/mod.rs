@@ -7,6 +7,7 @@
 //!
 //! Cases default to a few dozen (each runs `git apply`); `PROPTEST_CASES` raises them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -116,6 +117,16 @@ static CORPUS: LazyLock<Corpus> = LazyLock::new(|| {
         lines,
     }
 });
+
+/// A work tree's files and its index.
+type State = (BTreeMap<String, (Vec<u8>, u32)>, Option<Vec<u8>>);
+
+fn state_of(top: &Path) -> State {
+    (fingerprint(top), std::fs::read(top.join(".git/index")).ok())
+}
+
+/// The template's state, which each case starts from.
+static PRISTINE: LazyLock<State> = LazyLock::new(|| state_of(&CORPUS.template));
 
 /// A patch line that asks for something odd.
 fn odd_line() -> impl Strategy<Value = Vec<u8>> {
@@ -244,9 +255,15 @@ proptest! {
         reverse in any::<bool>(),
         check_only in any::<bool>(),
     ) {
-        let tmp = tempfile::tempdir().unwrap();
+        // One work tree for every case (they run one after another), copied afresh from the
+        // template only after a case changed it.
+        static WORK: LazyLock<tempfile::TempDir> = LazyLock::new(|| tempfile::tempdir().unwrap());
+        let tmp = &*WORK;
         let top = tmp.path().join("repo");
-        copy_tree(&CORPUS.template, &top);
+        if state_of(&top) != *PRISTINE {
+            let _ = std::fs::remove_dir_all(&top);
+            copy_tree(&CORPUS.template, &top);
+        }
         // A file beside the work tree that a patch naming `../outside.txt` would reach.
         let outside = tmp.path().join("outside.txt");
         std::fs::write(&outside, "beside the tree\n").unwrap();
