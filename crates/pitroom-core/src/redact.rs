@@ -4,7 +4,9 @@
 //!
 //! Every event line of a run passes through [`Redactor::redact`], so it finds all secrets of a
 //! text first (byte ranges over the original, never over a half-masked copy) and builds the
-//! masked text once; a text with no secret is copied as it is.
+//! masked text in one go; a text with no secret is copied as it is. Only when that masking
+//! uncovers another secret (a key glued to the end of a masked one now starts a token) does it
+//! pass over the masked text again, until nothing changes, so redacting is idempotent.
 
 use std::ops::Range;
 use std::path::Path;
