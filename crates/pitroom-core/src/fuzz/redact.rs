@@ -161,3 +161,58 @@ proptest! {
         prop_assert!(!out.contains(&escaped[1..escaped.len() - 1]), "{:?} -> {:?}", line, out);
     }
 }
+
+/// A line of a `.env`-style secret file that is not a `KEY=VALUE` assignment.
+fn other_env_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "",
+            "# a comment = with equals",
+            "export SHORT=abc",
+            "name: not-a-secret-key",
+            "machine example.org login me",
+            "-----BEGIN CERTIFICATE-----",
+            "{ not json",
+            "password",
+            "=",
+        ])
+        .prop_map(str::to_string),
+        ".{0,24}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(super::config(256))]
+
+    #[test]
+    fn fuzz_every_value_of_a_projects_env_file_is_masked(
+        assignments in prop::collection::vec(
+            ("[A-Z_]{1,10}", "[A-Za-z0-9_./:@+-]{8,30}", any::<bool>(), any::<bool>()),
+            1..5,
+        ),
+        others in prop::collection::vec(other_env_line(), 0..5),
+        pick in any::<prop::sample::Index>(),
+        before in noise(),
+        after in noise(),
+    ) {
+        // One directory for every case (they run one after another), its `.env` rewritten.
+        static DIR: std::sync::LazyLock<tempfile::TempDir> =
+            std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+        let mut lines: Vec<String> = assignments
+            .iter()
+            .map(|(key, value, export, quoted)| {
+                let value = if *quoted { format!("\"{value}\"") } else { value.clone() };
+                format!("{}{key}={value}", if *export { "export " } else { "" })
+            })
+            .collect();
+        // Other lines after the first assignment, so the file never reads as JSON.
+        lines.extend(others);
+        std::fs::write(DIR.path().join(".env"), lines.join("\n")).unwrap();
+        let redactor = Redactor::for_dirs(&[DIR.path()]);
+        let value = &assignments[pick.index(assignments.len())].1;
+        prop_assume!(!MASK.contains(value.as_str()));
+        let text = format!("{before}{value}{after}");
+        let out = redactor.redact(&text);
+        prop_assert!(!out.contains(value.as_str()), "{:?} -> {:?}", text, out);
+    }
+}
