@@ -253,7 +253,7 @@ impl Config {
             .get(key)?
             .value
             .as_f64()
-            .map(Duration::from_secs_f64)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
     }
 
     pub fn flag(&self, key: &str) -> bool {
@@ -326,7 +326,7 @@ fn convert(kind: Kind, raw: &Value) -> Result<Value, String> {
         (Kind::Duration, Value::String(s)) => parse_duration(s).map(|d| d.as_secs_f64().into()),
         (Kind::Duration, Value::Number(n)) => n
             .as_f64()
-            .filter(|f| *f >= 0.0)
+            .filter(|f| Duration::try_from_secs_f64(*f).is_ok())
             .map(Value::from)
             .ok_or_else(|| "expected a duration".to_string()),
         (Kind::Bool, Value::Bool(_)) => Ok(raw.clone()),
@@ -433,6 +433,25 @@ mod tests {
         ]);
         let c = Config::load(&env, &FlagValues::default()).unwrap();
         assert_eq!(c.list("fallback"), vec!["opencode:a/b", "codex"]);
+    }
+
+    /// Found by fuzzing: `timeout = 1e300` (or `-t 99999999999999999999d`) loaded, then
+    /// panicked when read as a `Duration`.
+    #[test]
+    fn a_duration_too_long_to_hold_is_a_warning_and_the_default_stays() {
+        let (_d, path) = write_config("timeout = 1e300\nwatchdog = -1\n");
+        let env = env_from(vec![("PITROOM_CONFIG", path)]);
+        let mut flags = FlagValues::default();
+        flags.set(
+            "verify_timeout",
+            "--verify-timeout",
+            "99999999999999999999d",
+        );
+        let c = Config::load(&env, &flags).unwrap();
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+        assert_eq!(c.duration("timeout"), Some(Duration::from_secs(1800)));
+        assert_eq!(c.duration("watchdog"), Some(Duration::from_secs(60)));
+        assert_eq!(c.duration("verify_timeout"), Some(Duration::from_secs(900)));
     }
 
     #[test]

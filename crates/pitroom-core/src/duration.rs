@@ -26,7 +26,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !value.is_finite() || value < 0.0 {
         return Err(format!("`{text}` is not a valid duration"));
     }
-    Ok(Duration::from_secs_f64(value * scale))
+    // `99999999999999999999d` is finite but past what a `Duration` holds.
+    Duration::try_from_secs_f64(value * scale)
+        .map_err(|_| format!("`{text}` is too long a duration"))
 }
 
 /// Formats a duration compactly: `850ms`, `42s`, `3m12s`, `1h05m`.
@@ -58,6 +60,15 @@ mod tests {
             Duration::from_secs(7 * 86400)
         );
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+    }
+
+    /// Found by fuzzing: a duration past `Duration::MAX` panicked instead of being refused.
+    #[test]
+    fn a_duration_too_long_to_hold_is_rejected_not_a_panic() {
+        assert!(parse_duration("99999999999999999999d")
+            .unwrap_err()
+            .contains("too long"));
+        assert!(parse_duration(&"9".repeat(30)).is_err());
     }
 
     #[test]

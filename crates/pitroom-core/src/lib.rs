@@ -10,6 +10,8 @@ pub mod config;
 pub mod cooldown;
 pub mod duration;
 pub mod exit;
+#[cfg(test)]
+mod fuzz;
 pub mod guard_env;
 pub mod home;
 pub mod isolate;

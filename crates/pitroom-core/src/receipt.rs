@@ -89,8 +89,9 @@ fn parse_custom(text: &str) -> Option<Price> {
 
 /// What the primary would have paid to process `usage` itself.
 pub fn primary_cost(usage: &Usage, price: &Price) -> f64 {
-    let fresh_in = (usage.input + usage.cache_write) as f64;
-    let out = (usage.output + usage.reasoning) as f64;
+    // In f64: the counts are whatever the CLI reported, and their u64 sum may overflow.
+    let fresh_in = usage.input as f64 + usage.cache_write as f64;
+    let out = usage.output as f64 + usage.reasoning as f64;
     (fresh_in * price.input + out * price.output + usage.cache_read as f64 * price.cached) / 1e6
 }
 
@@ -245,6 +246,24 @@ mod tests {
             cache_read,
             cache_write: 0,
         }
+    }
+
+    /// The stream fuzzing found CLIs may report counts near `u64::MAX`; their sum overflowed.
+    #[test]
+    fn primary_cost_of_huge_reported_counts_is_a_number_not_an_overflow() {
+        let huge = Usage {
+            input: u64::MAX,
+            output: u64::MAX,
+            reasoning: u64::MAX,
+            cache_read: 0,
+            cache_write: u64::MAX,
+        };
+        let price = Price {
+            input: 3.0,
+            output: 15.0,
+            cached: 0.3,
+        };
+        assert!(primary_cost(&huge, &price) > 1e13);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! Every event line of a run passes through [`Redactor::redact`], so it finds all secrets of a
 //! text first (byte ranges over the original, never over a half-masked copy) and builds the
-//! masked text once; a text with no secret is copied as it is.
+//! masked text in one go; a text with no secret is copied as it is. Only when that masking
+//! uncovers another secret (a key glued to the end of a masked one now starts a token) does it
+//! pass over the masked text again, until nothing changes, so redacting is idempotent.
 
 use std::ops::Range;
 use std::path::Path;
@@ -19,6 +21,9 @@ pub const MASK: &str = "[REDACTED]";
 /// Shortest value from a secret file that is worth redacting (shorter ones are words like
 /// `true` or `3000` that would mangle unrelated text).
 const MIN_VALUE_LEN: usize = 8;
+
+/// Most passes [`Redactor::redact`] makes over a text whose masking uncovered another secret.
+const MAX_PASSES: usize = 32;
 
 /// A redactor: the rules plus the literal values of the project's secrets.
 pub struct Redactor {
@@ -74,12 +79,26 @@ impl Redactor {
 
     /// `text` with every secret replaced by [`MASK`].
     pub fn redact(&self, text: &str) -> String {
+        let Some(mut out) = self.mask_once(text) else {
+            return text.to_string();
+        };
+        // A key glued to the end of another (`AKIA…ghp_…`) starts a token only once the first
+        // is masked: mask again until nothing changes (bounded, since a value may hold the
+        // mask's letters).
+        for _ in 0..MAX_PASSES {
+            match self.mask_once(&out) {
+                Some(next) if next != out => out = next,
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// `text` with the secrets found in it masked, or `None` when it holds none.
+    fn mask_once(&self, text: &str) -> Option<String> {
         let mut spans = secret_spans(text);
         self.value_spans(text, &mut spans);
-        if spans.is_empty() {
-            return text.to_string();
-        }
-        mask(text, spans)
+        (!spans.is_empty()).then(|| mask(text, spans))
     }
 
     /// Where the known values occur in `text`, appended to `spans`.
@@ -371,6 +390,20 @@ mod tests {
         let line = serde_json::json!({"text": "uses pa\"ss\\word-with-quote here"}).to_string();
         let out = r.redact(&line);
         assert_eq!(out, format!("{{\"text\":\"uses {MASK} here\"}}"));
+    }
+
+    /// Found by fuzzing: a key glued to the end of another failed the token-start check, so
+    /// it survived the first redaction and only a second one masked it.
+    #[test]
+    fn a_key_glued_to_another_key_is_masked_too() {
+        let r = Redactor::new(Vec::new());
+        let text = format!(
+            "{}{}{}",
+            "AKIAQ3ZT7WX2M9K4P6RB", "ghp_", "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC2eF4h"
+        );
+        let once = r.redact(&text);
+        assert_eq!(once, format!("{MASK}{MASK}"));
+        assert_eq!(r.redact(&once), once);
     }
 
     #[test]

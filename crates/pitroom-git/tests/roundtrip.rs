@@ -9,6 +9,9 @@ use pitroom_git::{apply_patch, build_copy, diff_trees, snapshot, ApplyCheck, Dir
 use pitroom_testkit::repo::fingerprint;
 use proptest::prelude::*;
 
+/// Fuzzing `apply_patch` with mutated and arbitrary patch text.
+mod fuzz_patch;
+
 const NAMES: &[&str] = &[
     "a.txt",
     "dir/b c.txt",

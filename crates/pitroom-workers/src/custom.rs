@@ -281,7 +281,7 @@ impl Adapter for Custom {
                 .collect();
             events.push(WorkerEvent::ToolCall {
                 name: text_at(&value, &map.tool_name).unwrap_or_else(|| "tool".into()),
-                summary: summary.replace('\n', " "),
+                summary: summary.replace(['\n', '\r'], " "),
                 outcome,
                 error: None,
                 edited: None,
@@ -401,6 +401,22 @@ mod tests {
             title: "t".into(),
             env: vec![],
         }
+    }
+
+    /// Found by fuzzing: a carriage return in the input survived into the one-line summary.
+    #[test]
+    fn a_tool_summary_is_one_line_with_carriage_returns_too() {
+        let c = Custom {
+            name: "mycli".into(),
+            def: def(),
+        };
+        let events = c.parse_line(
+            r#"{"type":"tool","name":"edit","input":{"path":"a\rb\nc"},"status":"ok"}"#,
+        );
+        assert!(
+            matches!(&events[..], [WorkerEvent::ToolCall { summary, .. }] if summary == "a b c"),
+            "{events:?}"
+        );
     }
 
     #[test]

@@ -40,20 +40,29 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// All tokens; saturates, since the counts are whatever a CLI's stream said.
     pub fn total(&self) -> u64 {
-        self.input + self.output + self.reasoning + self.cache_read + self.cache_write
+        [
+            self.output,
+            self.reasoning,
+            self.cache_read,
+            self.cache_write,
+        ]
+        .iter()
+        .fold(self.input, |sum, n| sum.saturating_add(*n))
     }
 
     pub fn is_zero(&self) -> bool {
         self.total() == 0
     }
 
+    /// Adds `other`'s counts, saturating.
     pub fn add(&mut self, other: &Usage) {
-        self.input += other.input;
-        self.output += other.output;
-        self.reasoning += other.reasoning;
-        self.cache_read += other.cache_read;
-        self.cache_write += other.cache_write;
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+        self.reasoning = self.reasoning.saturating_add(other.reasoning);
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
     }
 }
 
@@ -161,5 +170,29 @@ impl FailureKind {
             FailureKind::Auth => "check the worker CLI's login or API key for this provider",
             FailureKind::Other => "see the worker's stderr with: pitroom show --full",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by fuzzing: a stream reporting `"input": 18446744073709551615` made `is_zero`
+    /// overflow (a panic in debug builds, a wrong total in release).
+    #[test]
+    fn usage_from_huge_reported_counts_saturates_instead_of_overflowing() {
+        let mut usage = Usage {
+            input: u64::MAX,
+            output: 43,
+            ..Usage::default()
+        };
+        assert_eq!(usage.total(), u64::MAX);
+        assert!(!usage.is_zero());
+        usage.add(&Usage {
+            input: 1,
+            cache_read: u64::MAX,
+            ..Usage::default()
+        });
+        assert_eq!((usage.input, usage.cache_read), (u64::MAX, u64::MAX));
     }
 }

@@ -14,6 +14,8 @@ pub mod codex;
 pub mod cursor;
 pub mod custom;
 mod events;
+#[cfg(test)]
+mod fuzz;
 pub mod gemini;
 pub mod kilo;
 pub mod opencode;

@@ -29,10 +29,12 @@ pub(super) fn is_ident_char(c: char) -> bool {
 }
 
 pub(super) fn scan_refs(s: &str, cs: &[(usize, char)]) -> Vec<Found> {
-    let mut out = Vec::new();
+    let mut out: Vec<Found> = Vec::new();
     let mut i = 0;
     while i < cs.len() {
-        match try_ref(s, cs, i) {
+        // A path never reaches back into the reference before it: references are disjoint.
+        let floor = out.last().map_or(0, |f| f.to);
+        match try_ref(s, cs, i, floor) {
             Some(found) => {
                 i = found.to.max(i + 1);
                 out.push(found);
@@ -43,8 +45,9 @@ pub(super) fn scan_refs(s: &str, cs: &[(usize, char)]) -> Vec<Found> {
     out
 }
 
-/// A reference whose path ends right before `i` (a `:` or the `#` of `#L`), if there is one.
-fn try_ref(s: &str, cs: &[(usize, char)], i: usize) -> Option<Found> {
+/// A reference whose path ends right before `i` (a `:` or the `#` of `#L`) and starts at or
+/// after `floor`, if there is one.
+fn try_ref(s: &str, cs: &[(usize, char)], i: usize, floor: usize) -> Option<Found> {
     let (start, end, to) = match ch(cs, i)? {
         ':' => colon_lines(cs, i + 1)?,
         '#' => hash_lines(cs, i + 1)?,
@@ -54,7 +57,7 @@ fn try_ref(s: &str, cs: &[(usize, char)], i: usize) -> Option<Found> {
         return None;
     }
     let mut from = i;
-    while from > 0 && is_path_char(cs[from - 1].1) {
+    while from > floor && is_path_char(cs[from - 1].1) {
         from -= 1;
     }
     while from < i && cs[from].1 == '-' {

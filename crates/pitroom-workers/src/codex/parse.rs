@@ -151,7 +151,7 @@ fn file_changes(item: &Value) -> Vec<WorkerEvent> {
             let kind = change["kind"].as_str().unwrap_or("update");
             WorkerEvent::ToolCall {
                 name: "apply_patch".into(),
-                summary: format!("{kind} {path}"),
+                summary: one_line(&format!("{kind} {path}"), 160),
                 outcome: if ok {
                     ToolOutcome::Ok
                 } else {
@@ -194,6 +194,23 @@ fn one_line(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzzing: a changed path holding a newline made a multi-line summary.
+    #[test]
+    fn a_file_change_summary_is_one_line_whatever_the_path_holds() {
+        let events = parse_line(
+            r#"{"type":"item.completed","item":{"id":"i","type":"file_change","changes":[{"path":"a\nb.rs","kind":"update"}],"status":"completed"}}"#,
+        );
+        match &events[..] {
+            [WorkerEvent::ToolCall {
+                summary, edited, ..
+            }] => {
+                assert_eq!(summary, "update a b.rs");
+                assert_eq!(edited.as_deref(), Some("a\nb.rs"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn usage_splits_cached_input_and_reasoning_out() {

@@ -122,6 +122,10 @@ pub fn worker_config(req: &InvocationRequest) -> Value {
     let permission = kilo_permission_profile(req);
     if let Value::Object(map) = &mut merged {
         map.remove("permission");
+        // A user's agent named like Pitroom's would merge its rules into the profile.
+        if let Some(Value::Object(agents)) = map.get_mut("agent") {
+            agents.remove(agent_name(req.mode));
+        }
     }
     let overlay = json!({
         "autoupdate": false,
@@ -297,6 +301,18 @@ mod tests {
         assert_eq!(cfg["permission"]["edit"], "deny");
         assert_eq!(cfg["permission"]["background_process"], "deny");
         assert_eq!(cfg["agent"]["pitroom-read"]["permission"]["task"], "deny");
+    }
+
+    /// Found by fuzzing: a user's agent named like Pitroom's merged its rules into the profile.
+    #[test]
+    fn a_users_agent_named_like_pitrooms_adds_no_rule_to_the_profile() {
+        let user = r#"{"agent": {"pitroom-write": {"permission": {"git push*": "allow"}}}}"#;
+        let req = request(Mode::Write, vec![("KILO_CONFIG_CONTENT", user.into())]);
+        let cfg = worker_config(&req);
+        assert_eq!(
+            cfg["agent"]["pitroom-write"]["permission"],
+            kilo_permission_profile(&req)
+        );
     }
 
     #[test]

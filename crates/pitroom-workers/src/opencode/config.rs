@@ -170,6 +170,11 @@ pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
     if let Value::Object(map) = &mut merged {
         // The profile replaces the user's rules outright: merging could keep an `ask`.
         map.remove("permission");
+        // So does Pitroom's agent: a user's agent of that name would merge its rules into the
+        // profile (an `ask`, an `allow` after a deny).
+        if let Some(Value::Object(agents)) = map.get_mut("agent") {
+            agents.remove(agent_name(req.mode));
+        }
     }
     merge(&mut merged, overlay);
     Ok(merged)
@@ -317,6 +322,34 @@ mod tests {
         assert_eq!(cfg["permission"]["edit"], "deny");
         assert_eq!(cfg["permission"]["bash"]["*"], "allow");
         assert_eq!(cfg["autoupdate"], false);
+    }
+
+    /// Found by fuzzing: a user's agent named like Pitroom's merged its rules into the profile.
+    #[test]
+    fn a_users_agent_named_like_pitrooms_adds_no_rule_to_the_profile() {
+        for mode in [Mode::Read, Mode::Write] {
+            let agent = agent_name(mode);
+            let user = json!({"agent": {
+                agent: {"permission": {"skill": "ask", "bash": {"git push origin*": "allow"}}},
+                "mine": {"mode": "subagent"},
+            }});
+            let req = request(
+                vec![
+                    ("HOME", "/nonexistent".into()),
+                    ("OPENCODE_CONFIG_CONTENT", user.to_string()),
+                ],
+                mode,
+            );
+            let cfg = worker_config(&req).unwrap();
+            assert_eq!(
+                cfg["agent"][agent]["permission"],
+                permission_profile(mode, false)
+            );
+            assert_eq!(
+                cfg["agent"]["mine"]["mode"], "subagent",
+                "other agents stay"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,19 @@ fn found(answer: &str) -> Vec<(String, u32, u32, Option<String>)> {
         .collect()
 }
 
+/// Found by fuzzing: the second path reached back over the first reference's line range,
+/// giving overlapping references and the path `0-L0./src/a.rs`.
+#[test]
+fn a_path_never_reaches_back_into_the_reference_before_it() {
+    assert_eq!(
+        found("src/a.rs:0-L0./src/a.rs:00"),
+        vec![
+            ("src/a.rs".to_string(), 0, 0, None),
+            ("./src/a.rs".to_string(), 0, 0, None)
+        ]
+    );
+}
+
 #[test]
 fn find_citations_table() {
     let cases: Vec<(&str, Vec<Expected>)> = vec![
