@@ -28,6 +28,9 @@ pub enum HomeError {
     },
 }
 
+/// The environment variable that moves the state directory.
+pub const HOME_ENV: &str = "PITROOM_HOME";
+
 /// The state directory.
 #[derive(Debug, Clone)]
 pub struct Home {
@@ -37,7 +40,7 @@ pub struct Home {
 impl Home {
     /// `$PITROOM_HOME`, else `$XDG_STATE_HOME/pitroom`, else `~/.local/state/pitroom`.
     pub fn locate(env: &dyn Fn(&str) -> Option<String>) -> Home {
-        let root = env("PITROOM_HOME")
+        let root = env(HOME_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .or_else(|| {
@@ -223,6 +226,37 @@ pub fn check_group_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// One line for a failed write of Pitroom's state: the path, the error, the space left on that
+/// file system, and what to do.
+pub fn storage_problem(path: &Path, error: &std::io::Error) -> String {
+    let free = path
+        .ancestors()
+        .find_map(|dir| nix::sys::statvfs::statvfs(dir).ok())
+        .map(|s| s.blocks_available().saturating_mul(s.fragment_size()));
+    let space = match free {
+        Some(bytes) => format!("{} free there", human_bytes(bytes)),
+        None => "free space unknown".into(),
+    };
+    format!(
+        "could not write {}: {error} ({space}); free some space or point {HOME_ENV} at a writable disk",
+        path.display()
+    )
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// Whether the record's supervising process is still the live process that started the run.
 pub fn supervisor_alive(record: &RunRecord) -> bool {
     let Some(pid) = record.pid else {
@@ -378,5 +412,36 @@ mod tests {
     fn fnv_is_stable() {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn a_storage_problem_names_the_path_the_error_the_free_space_and_the_way_out() {
+        let (_d, h) = home();
+        let path = h.record_path("r1");
+        let error = std::io::Error::from_raw_os_error(libc_enospc());
+        let line = storage_problem(&path, &error);
+        assert!(
+            line.starts_with(&format!("could not write {}: ", path.display())),
+            "{line}"
+        );
+        assert!(line.contains("No space left on device"), "{line}");
+        assert!(line.contains(" free there)"), "{line}");
+        assert!(
+            line.ends_with(&format!("point {HOME_ENV} at a writable disk")),
+            "{line}"
+        );
+        assert!(!line.contains('\n'), "one line: {line}");
+    }
+
+    fn libc_enospc() -> i32 {
+        nix::errno::Errno::ENOSPC as i32
+    }
+
+    #[test]
+    fn byte_counts_read_in_binary_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024 * 1024), "5.0 GiB");
     }
 }

@@ -286,6 +286,10 @@ pub struct RunRecord {
     pub last: Option<String>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Set (never stored) when the final record could not be written: nothing on disk will
+    /// say how the run ended, so whoever holds this record must say it.
+    #[serde(skip)]
+    pub unsaved: Option<String>,
     pub receipt: Option<Receipt>,
     /// Citation check of the answer (PRODUCT.md §10).
     pub refs: Option<Refs>,
@@ -365,6 +369,7 @@ impl RunRecord {
             pid_start: None,
             session: None,
             reported_model: None,
+            unsaved: None,
             base_tree: None,
             after_tree: None,
             tally: Tally::default(),
@@ -445,11 +450,18 @@ fn write_replacing(path: &Path, data: &[u8], durable: bool) -> std::io::Result<(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(data)?;
-    if durable {
-        f.sync_data()?;
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(data)?;
+        if durable {
+            f.sync_data()?;
+        }
+        Ok(())
+    });
+    let replaced = written.and_then(|()| std::fs::rename(&tmp, path));
+    if replaced.is_err() {
+        // A half-written temp file on a full disk only takes the space the next write needs;
+        // the file it was to replace is untouched.
+        let _ = std::fs::remove_file(&tmp);
     }
-    drop(f);
-    std::fs::rename(&tmp, path)
+    replaced
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::stream::Stream;
 use super::Engine;
-use crate::record::RunRecord;
+use crate::record::{RunRecord, RunState};
 use crate::{receipt, report};
 
 /// Redacts what the run stores (its logs, its error, the verify tail) and writes its receipt.
@@ -52,7 +52,16 @@ impl Engine {
         for index in ["base.index", "after.index"] {
             let _ = std::fs::remove_file(run_dir.join(index));
         }
-        let _ = self.save(record);
+        if let Err(e) = self.save_progress(record) {
+            // The run's outcome is lost on disk: it fails, loudly, whatever the worker did.
+            let problem = crate::home::storage_problem(&self.home.record_path(&record.id), &e);
+            record.state = RunState::Failed;
+            record.error = Some(match record.error.take() {
+                Some(first) => format!("{first}; its record is not saved either"),
+                None => format!("the run's record is not saved: {problem}"),
+            });
+            record.unsaved = Some(problem);
+        }
     }
 }
 

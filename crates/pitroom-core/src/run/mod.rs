@@ -57,6 +57,10 @@ pub enum EngineError {
     Home(#[from] HomeError),
     #[error("git: {0}")]
     Git(#[from] pitroom_git::GitError),
+    /// Pitroom's own state could not be written (a full disk, an unwritable state dir): the
+    /// path, the error, the free space and what to do, in one line.
+    #[error("{0}")]
+    Storage(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -228,10 +232,19 @@ impl Engine {
         })
     }
 
+    /// Writes the record with the run's progress; the error is the file system's, for
+    /// [`crate::home::storage_problem`].
+    fn save_progress(&self, record: &RunRecord) -> std::io::Result<()> {
+        record.write(&self.home.record_path(&record.id))
+    }
+
     fn save(&self, record: &RunRecord) -> Result<(), EngineError> {
-        record
-            .write(&self.home.record_path(&record.id))
-            .map_err(io("writing the run record"))
+        self.save_progress(record).map_err(|e| {
+            EngineError::Storage(crate::home::storage_problem(
+                &self.home.record_path(&record.id),
+                &e,
+            ))
+        })
     }
 
     /// Carries a prepared run out to the end and returns its final record.

@@ -39,6 +39,15 @@ const RETRY_CAP: u32 = 3;
 const TOOL_LOG_MAX: usize = 40;
 /// How often the record is rewritten with progress while a run goes on.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// The run's event log: every line the worker printed, redacted.
+const EVENTS_LOG: &str = "events.jsonl";
+
+/// Appends one line to the event log, flushed so watchers see it at once.
+fn log_line(file: &mut std::fs::File, line: &str) -> std::io::Result<()> {
+    file.write_all(line.as_bytes())?;
+    file.write_all(b"\n")?;
+    file.flush()
+}
 
 impl Engine {
     /// Runs the keeper and streams the worker's events until it ends, is stopped, times out or
@@ -61,7 +70,7 @@ impl Engine {
         let mut events_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(run_dir.join("events.jsonl"))
+            .open(run_dir.join(EVENTS_LOG))
             .map_err(io("creating events.jsonl"))?;
         let mut keeper =
             spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
@@ -78,9 +87,8 @@ impl Engine {
             match lines.recv_timeout(Duration::from_millis(50)) {
                 Ok(line) => {
                     let text = String::from_utf8_lossy(&line);
-                    let _ = events_file.write_all(stream.redact(&text).as_bytes());
-                    let _ = events_file.write_all(b"\n");
-                    let _ = events_file.flush();
+                    let logged = log_line(&mut events_file, &stream.redact(&text));
+                    stream.note_storage(logged, &run_dir.join(EVENTS_LOG));
                     absorb_line(stream, adapter, &text, record);
                     // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
                     if let Some(error) = adapter.retry_signal(&text) {
@@ -92,7 +100,8 @@ impl Engine {
                     let counters = (record.tally.steps, record.tally.tool_calls);
                     dirty = true;
                     if counters != published || last_saved.elapsed() >= PROGRESS_EVERY {
-                        let _ = self.save(record);
+                        let saved = self.save_progress(record);
+                        stream.note_storage(saved, &self.home.record_path(&record.id));
                         observer.progress(record);
                         (published, dirty, last_saved) = (counters, false, Instant::now());
                     }
@@ -116,6 +125,9 @@ impl Engine {
                 Some(Ending::Stalled)
             } else if stream.retry_errors >= RETRY_CAP {
                 Some(Ending::RetriesExhausted)
+            } else if stream.storage_error.is_some() {
+                // The run cannot keep what the worker does: stop it (the error follows below).
+                Some(Ending::Stopped)
             } else {
                 None
             };
@@ -126,7 +138,8 @@ impl Engine {
             }
             if last_saved.elapsed() >= PROGRESS_EVERY {
                 if dirty {
-                    let _ = self.save(record);
+                    let saved = self.save_progress(record);
+                    stream.note_storage(saved, &self.home.record_path(&record.id));
                     dirty = false;
                 }
                 observer.progress(record);
@@ -140,13 +153,18 @@ impl Engine {
             lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
         {
             let text = String::from_utf8_lossy(&line);
-            let _ = events_file.write_all(stream.redact(&text).as_bytes());
-            let _ = events_file.write_all(b"\n");
+            let logged = log_line(&mut events_file, &stream.redact(&text));
+            stream.note_storage(logged, &run_dir.join(EVENTS_LOG));
             absorb_line(stream, adapter, &text, record);
         }
-        let _ = events_file.flush();
         // What the CLI wrote to stderr after the last poll (Codex logs refused commands there).
         stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
+        if let Some(problem) = stream.storage_error.take() {
+            // Fails the run with the first write that failed; every later write would too.
+            return Err(EngineError::Storage(format!(
+                "{problem}. Pitroom stopped the worker; your tree is untouched"
+            )));
+        }
         Ok(requested.unwrap_or(Ending::Exited(exit_code)))
     }
 
@@ -183,9 +201,19 @@ pub(super) struct Stream {
     /// Directory prefixes (with a trailing `/`, longest first) shown relative: the read copy's
     /// root and the project's, so a step reads `read calc.py`, not the copy's absolute path.
     pub(super) roots: Vec<String>,
+    /// The first write of the run's state that failed (the event log, a progress record):
+    /// the run cannot keep what the worker does, so it ends.
+    pub(super) storage_error: Option<String>,
 }
 
 impl Stream {
+    /// Keeps the first failed write of the run's state, in words that say what to do.
+    pub(super) fn note_storage(&mut self, written: std::io::Result<()>, path: &Path) {
+        if let (Err(e), None) = (written, &self.storage_error) {
+            self.storage_error = Some(crate::home::storage_problem(path, &e));
+        }
+    }
+
     pub(super) fn redact(&self, text: &str) -> String {
         match &self.redactor {
             Some(r) => r.redact(text),

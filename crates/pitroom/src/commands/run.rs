@@ -61,6 +61,11 @@ pub(super) fn carry_out(
     for n in notes {
         output::warning(n);
     }
+    if let Some(problem) = &record.unsaved {
+        output::error(format!(
+            "{problem}; the run's record is not on disk, so this report is its only account"
+        ));
+    }
     if json {
         output::json(&record);
     } else {
