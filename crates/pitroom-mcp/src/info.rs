@@ -159,8 +159,25 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
                 .collect();
             Ok((json!({"worker": backend, "models": listed}), text))
         }
+        "doctor" => {
+            let checks = s.doctor();
+            let text = checks
+                .iter()
+                .map(|c| {
+                    let mark = match (c.ok, c.essential) {
+                        (true, _) => "ok",
+                        (false, true) => "FAILED",
+                        (false, false) => "warning",
+                    };
+                    format!("{mark} {}: {}", c.name, c.detail)
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let healthy = pitroom_service::doctor::healthy(&checks);
+            Ok((json!({"healthy": healthy, "checks": checks}), text))
+        }
         other => Err(ServiceError::usage(format!(
-            "topic `{other}` is not one of runs, history, stats, savings, cooldown, config, models"
+            "topic `{other}` is not one of runs, history, stats, savings, cooldown, config, models, doctor"
         ))),
     }
 }

@@ -208,6 +208,12 @@ async def bad_input_gets_clear_errors_and_the_server_keeps_serving(session):
     check("unknown_mode_is_an_error", r.isError and "read, isolate, write" in text_of(r), text_of(r))
     r = await call(session, "pitroom_info", {"topic": "runs"})
     check("server_still_serves", not r.isError and len(sc(r)["runs"]) > 0, text_of(r))
+    r = await call(session, "pitroom_info", {"topic": "doctor"})
+    names = {c["check"] for c in sc(r)["checks"]}
+    check("doctor_reports_the_checkup", not r.isError and {"git", "git guard", "landlock", "containment", "opencode"} <= names, text_of(r))
+    check("doctor_says_whether_the_machine_is_healthy", isinstance(sc(r)["healthy"], bool), sc(r))
+    r = await call(session, "pitroom_info", {"topic": "weather"})
+    check("unknown_topic_names_doctor_among_the_topics", r.isError and "doctor" in text_of(r), text_of(r))
 
 
 NOTIFICATIONS = []
