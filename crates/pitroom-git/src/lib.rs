@@ -7,6 +7,7 @@
 mod command;
 mod copy;
 mod diff;
+mod edges;
 pub mod guard;
 mod repo;
 mod snapshot;
@@ -15,6 +16,7 @@ pub use command::{Git, GitError};
 pub use copy::{
     build_copy, copies_built, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy,
 };
+pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, PatchEntry};
 pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
 pub use repo::Repo;
 pub use snapshot::{snapshot, snapshot_with, Snapshot, SnapshotOptions};
