@@ -85,7 +85,7 @@ pub fn apply(
     }
     let bytes = std::fs::read(&patch)?;
     let copy = record.copy.as_deref().filter(|c| c.join(".git").is_dir());
-    let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Forward, copy)?;
+    let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Forward, copy, &[])?;
     if !edges.problems.is_empty() {
         let (lines, hint) = describe(&edges.problems);
         return Err(IsolateError::Unsafe {

@@ -54,7 +54,10 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError>
         )));
     }
     let bytes = std::fs::read(&patch)?;
-    let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Reverse, None)?;
+    // Files whose bytes before the run git's conversion cannot give back (noted by the
+    // "before" snapshot).
+    let inexact = pitroom_git::inexact_paths(&home.run_dir(&id).join("base.index"));
+    let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Reverse, None, &inexact)?;
     if !edges.problems.is_empty() {
         let (lines, hint) = crate::isolate::describe(&edges.problems);
         return Err(RevertError::Unsafe {

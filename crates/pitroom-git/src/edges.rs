@@ -72,12 +72,15 @@ impl EdgeCheck {
 
 /// Checks `patch`, about to be applied in `direction` to the work tree at `toplevel`.
 /// `worker_tree` is the tree the worker left (an isolated run's copy): the bytes a converted
-/// file must come out as. Nothing is written.
+/// file must come out as. `inexact` are the files git's conversion cannot give back as they
+/// were before the run ([`crate::inexact_paths`] of its "before" snapshot): a revert that would
+/// restore one is refused. Nothing is written.
 pub fn check_edges(
     toplevel: &Path,
     patch: &[u8],
     direction: Direction,
     worker_tree: Option<&Path>,
+    inexact: &[Vec<u8>],
 ) -> Result<EdgeCheck, GitError> {
     let mut entries = parse_patch(patch);
     if direction == Direction::Reverse {
@@ -94,6 +97,16 @@ pub fn check_edges(
         through_symlink(toplevel, e, &entries, &mut check.problems);
         if direction == Direction::Forward {
             escaping_symlink(e, &mut check.problems);
+        }
+        let restores = matches!(e.new_mode, Some(0o100644 | 0o100755));
+        if let (Direction::Reverse, true, Some(path)) = (direction, restores, &e.new_path) {
+            if inexact.contains(path) {
+                check.problems.push(EdgeProblem {
+                    path: quote_path(path),
+                    why: "your .gitattributes/config convert it (filter or eol), and its bytes before the run were not in git's converted form, so revert would write git's form instead of them".into(),
+                    hint: "undo the run by hand from its patch (pitroom show --patch), keeping that file's own bytes".into(),
+                });
+            }
         }
     }
     if let (Direction::Forward, Some(tree)) = (direction, worker_tree) {
@@ -247,57 +260,8 @@ fn converted_files(
         return Ok(());
     }
     let git = Git::in_dir(toplevel);
-    let autocrlf = git
-        .output(["config", "--get", "core.autocrlf"], None)
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    let everything = matches!(autocrlf.as_str(), "true" | "input");
-    let mut input = Vec::new();
-    for (path, _) in &written {
-        input.extend_from_slice(path);
-        input.push(0);
-    }
-    let out = git.output(
-        [
-            "check-attr",
-            "-z",
-            "--stdin",
-            "filter",
-            "text",
-            "eol",
-            "crlf",
-            "ident",
-            "working-tree-encoding",
-        ],
-        Some(&input),
-    )?;
-    if out.code != 0 {
-        return Err(out.into_error());
-    }
-    let fields: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
-    let mut converting: Vec<(Vec<u8>, Vec<String>)> = Vec::new();
-    for triple in fields.chunks(3) {
-        let [path, attr, value] = triple else {
-            continue;
-        };
-        let attr = String::from_utf8_lossy(attr);
-        let value = String::from_utf8_lossy(value);
-        if value == "unspecified" || value == "unset" {
-            continue;
-        }
-        let said = format!("{attr}={value}");
-        match converting.iter_mut().find(|(p, _)| p.as_slice() == *path) {
-            Some((_, attrs)) => attrs.push(said),
-            None => converting.push((path.to_vec(), vec![said])),
-        }
-    }
-    if everything {
-        for (path, _) in &written {
-            if !converting.iter().any(|(p, _)| p == *path) {
-                converting.push((path.to_vec(), vec![format!("core.autocrlf={autocrlf}")]));
-            }
-        }
-    }
+    let paths: Vec<&[u8]> = written.iter().map(|(p, _)| p.as_slice()).collect();
+    let converting = converting_paths(&git, &paths, &autocrlf(&git))?;
     let objects = worker_tree.join(".git/objects");
     let reader = Git::in_dir(toplevel).with_alternate_objects(&objects);
     for (path, attrs) in converting {
@@ -344,6 +308,201 @@ fn converted_files(
         }
     }
     Ok(())
+}
+
+/// `core.autocrlf` as the user's config sets it (`""` when unset).
+fn autocrlf(git: &Git) -> String {
+    git.output(["config", "--get", "core.autocrlf"], None)
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Which of `paths` git converts on the way in and out, with the attributes (or config) that
+/// say so: `filter`, `text`, `eol`, `crlf`, `ident`, `working-tree-encoding`, or every path
+/// when `core.autocrlf` is on.
+fn converting_paths(
+    git: &Git,
+    paths: &[&[u8]],
+    autocrlf: &str,
+) -> Result<Vec<(Vec<u8>, Vec<String>)>, GitError> {
+    let mut input = Vec::new();
+    for path in paths {
+        input.extend_from_slice(path);
+        input.push(0);
+    }
+    let out = git.output(
+        [
+            "check-attr",
+            "-z",
+            "--stdin",
+            "filter",
+            "text",
+            "eol",
+            "crlf",
+            "ident",
+            "working-tree-encoding",
+        ],
+        Some(&input),
+    )?;
+    if out.code != 0 {
+        return Err(out.into_error());
+    }
+    let fields: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
+    let mut converting: Vec<(Vec<u8>, Vec<String>)> = Vec::new();
+    for triple in fields.chunks(3) {
+        let [path, attr, value] = triple else {
+            continue;
+        };
+        let value = String::from_utf8_lossy(value);
+        if value == "unspecified" || value == "unset" {
+            continue;
+        }
+        let said = format!("{}={value}", String::from_utf8_lossy(attr));
+        match converting.iter_mut().find(|(p, _)| p.as_slice() == *path) {
+            Some((_, attrs)) => attrs.push(said),
+            None => converting.push((path.to_vec(), vec![said])),
+        }
+    }
+    if matches!(autocrlf, "true" | "input") {
+        for path in paths {
+            if !converting.iter().any(|(p, _)| p.as_slice() == *path) {
+                converting.push((path.to_vec(), vec![format!("core.autocrlf={autocrlf}")]));
+            }
+        }
+    }
+    Ok(converting)
+}
+
+/// Whether any attributes or config could convert a file of this repository at all: a
+/// `.gitattributes` in the index, `info/attributes`, a global attributes file, or
+/// `core.autocrlf`. When none does (the common case), nothing more is looked at.
+fn anything_converts(git: &Git, git_dir: &Path) -> Result<bool, GitError> {
+    let listed = git.run(["ls-files", "-z", "--", ":(glob)**/.gitattributes"])?;
+    if !listed.is_empty() {
+        return Ok(true);
+    }
+    let config = git.output(
+        ["config", "-z", "--get-regexp", r"^core\.(autocrlf|attributesfile)$"],
+        None,
+    )?;
+    for entry in config.stdout.split(|b| *b == 0) {
+        let text = String::from_utf8_lossy(entry).to_lowercase();
+        if text.starts_with("core.attributesfile")
+            || text == "core.autocrlf\ntrue"
+            || text == "core.autocrlf\ninput"
+        {
+            return Ok(true);
+        }
+    }
+    let mut places: Vec<PathBuf> = vec![git_dir.join("info/attributes")];
+    if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
+        places.push(git_dir.join(common.trim()).join("info/attributes"));
+    }
+    if let Some(config) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        places.push(PathBuf::from(config).join("git/attributes"));
+    } else if let Some(home) = std::env::var_os("HOME") {
+        places.push(PathBuf::from(home).join(".config/git/attributes"));
+    }
+    Ok(places
+        .iter()
+        .any(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0)))
+}
+
+/// The files of the index `git` points at whose work-tree bytes git's conversion would not give
+/// back from their staged blobs: `smudge(clean(bytes)) != bytes` (an LF file under
+/// `eol=crlf`, say). A revert restores those through git's conversion, so it cannot be exact.
+pub(crate) fn inexact_paths(
+    git: &Git,
+    git_dir: &Path,
+    work_tree: &Path,
+) -> Result<Vec<Vec<u8>>, GitError> {
+    if !anything_converts(git, git_dir)? {
+        return Ok(Vec::new());
+    }
+    let listed = git.run(["ls-files", "-z", "--stage"])?;
+    let mut blobs: Vec<(Vec<u8>, String)> = Vec::new();
+    for entry in listed.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        // "MODE OBJECT STAGE\tPATH"
+        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let meta = String::from_utf8_lossy(&entry[..tab]);
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some(oid)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if mode == "100644" || mode == "100755" {
+            blobs.push((entry[tab + 1..].to_vec(), oid.to_string()));
+        }
+    }
+    let paths: Vec<&[u8]> = blobs.iter().map(|(p, _)| p.as_slice()).collect();
+    let converting = converting_paths(git, &paths, &autocrlf(git))?;
+    let oids: std::collections::HashMap<&[u8], &str> = blobs
+        .iter()
+        .map(|(p, o)| (p.as_slice(), o.as_str()))
+        .collect();
+    let mut inexact = Vec::new();
+    for chunk in converting.chunks(256) {
+        let mut batch = Vec::new();
+        let mut batched: Vec<&Vec<u8>> = Vec::new();
+        for (path, _) in chunk {
+            let Some(oid) = oids.get(path.as_slice()).copied() else {
+                continue;
+            };
+            if path.contains(&b'\n') {
+                // Not expressible in a batch line: one call of its own.
+                let mut arg = OsString::from("--path=");
+                arg.push(OsStr::from_bytes(path));
+                let args: [&OsStr; 4] =
+                    ["cat-file".as_ref(), "--filters".as_ref(), arg.as_os_str(), oid.as_ref()];
+                let out = git.output(args, None)?;
+                let bytes = std::fs::read(join(work_tree, path));
+                if out.code != 0 || bytes.is_ok_and(|b| b != out.stdout) {
+                    inexact.push(path.clone());
+                }
+                continue;
+            }
+            batch.extend_from_slice(oid.as_bytes());
+            batch.push(b' ');
+            batch.extend_from_slice(path);
+            batch.push(b'\n');
+            batched.push(path);
+        }
+        if batched.is_empty() {
+            continue;
+        }
+        let out = git.output(["cat-file", "--batch", "--filters"], Some(&batch))?;
+        if out.code != 0 {
+            return Err(out.into_error());
+        }
+        let mut rest: &[u8] = &out.stdout;
+        for path in batched {
+            // "<oid> blob <size>\n<content>\n", or "<what> missing\n".
+            let Some(eol) = rest.iter().position(|b| *b == b'\n') else {
+                break;
+            };
+            let header = String::from_utf8_lossy(&rest[..eol]).into_owned();
+            rest = &rest[eol + 1..];
+            let Some(size) = header
+                .rsplit(' ')
+                .next()
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|_| header.contains(" blob "))
+            else {
+                inexact.push(path.clone());
+                continue;
+            };
+            let Some(content) = rest.get(..size) else {
+                break;
+            };
+            rest = rest.get(size + 1..).unwrap_or_default();
+            let bytes = std::fs::read(join(work_tree, path));
+            if bytes.is_ok_and(|b| b != content) {
+                inexact.push(path.clone());
+            }
+        }
+    }
+    Ok(inexact)
 }
 
 fn join(root: &Path, rel: &[u8]) -> PathBuf {

@@ -33,13 +33,48 @@ pub fn snapshot(
     seed_index: &Path,
     out_index: &Path,
 ) -> Result<Snapshot, GitError> {
-    snapshot_with(
+    let snap = snapshot_with(
         git_dir,
         work_tree,
         seed_index,
         out_index,
         &SnapshotOptions::default(),
-    )
+    )?;
+    let git = Git::for_repo(git_dir, work_tree).with_index(out_index);
+    let note = inexact_note(out_index);
+    let _ = std::fs::remove_file(&note);
+    // Best effort: a note that cannot be made leaves revert with git's own conversion.
+    if let Ok(paths) = crate::edges::inexact_paths(&git, git_dir, work_tree) {
+        if !paths.is_empty() {
+            let _ = std::fs::write(&note, nul_joined_bytes(&paths));
+        }
+    }
+    Ok(snap)
+}
+
+/// The note [`snapshot`] leaves beside its index: the files whose bytes git's conversion
+/// (the user's filters and eol attributes) would not give back from the snapshot, NUL-separated.
+pub fn inexact_note(index: &Path) -> PathBuf {
+    let mut p = index.as_os_str().to_owned();
+    p.push(".inexact");
+    PathBuf::from(p)
+}
+
+/// The paths in the note beside `index` (none when there is no note).
+pub fn inexact_paths(index: &Path) -> Vec<Vec<u8>> {
+    std::fs::read(inexact_note(index))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+fn nul_joined_bytes(paths: &[Vec<u8>]) -> Vec<u8> {
+    paths
+        .iter()
+        .flat_map(|p| p.iter().copied().chain(std::iter::once(0)))
+        .collect()
 }
 
 /// [`snapshot`] with exclusions. Returns the snapshot and the paths `drop` removed.
