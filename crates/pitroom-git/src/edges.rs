@@ -93,7 +93,7 @@ pub fn check_edges(
     }
     let mut check = EdgeCheck::default();
     for e in &entries {
-        nested_repository(toplevel, e, direction, &mut check);
+        nested_repository(toplevel, e, direction, worker_tree, &mut check);
         through_symlink(toplevel, e, &entries, &mut check.problems);
         if direction == Direction::Forward {
             escaping_symlink(e, &mut check.problems);
@@ -118,7 +118,13 @@ pub fn check_edges(
 /// A gitlink on either side: git writes an empty folder for one and removes nothing for the
 /// other. Only a nested repository the run added and the user has since removed passes (its
 /// section is skipped).
-fn nested_repository(toplevel: &Path, e: &PatchEntry, direction: Direction, check: &mut EdgeCheck) {
+fn nested_repository(
+    toplevel: &Path,
+    e: &PatchEntry,
+    direction: Direction,
+    worker_tree: Option<&Path>,
+    check: &mut EdgeCheck,
+) {
     let old_link = e.old_mode == Some(GITLINK);
     let new_link = e.new_mode == Some(GITLINK);
     if !old_link && !new_link {
@@ -130,7 +136,13 @@ fn nested_repository(toplevel: &Path, e: &PatchEntry, direction: Direction, chec
         Direction::Forward => check.problems.push(EdgeProblem {
             path: shown.clone(),
             why: "a nested git repository (gitlink) the worker created or changed; the patch holds only its commit id, not its files, so applying it would leave an empty folder".into(),
-            hint: format!("copy {shown} over from the run's copy by hand if you want it, or re-run the task asking the worker not to create repositories"),
+            hint: match (worker_tree, path) {
+                (Some(tree), Some(p)) => format!(
+                    "copy it by hand from the run's copy ({}) if you want it, or re-run the task asking the worker not to create repositories",
+                    join(tree, p).display()
+                ),
+                _ => "re-run the task asking the worker not to create repositories".into(),
+            },
         }),
         Direction::Reverse => {
             // Reversed: `old` is what the tree has now.
@@ -408,9 +420,12 @@ fn anything_converts(git: &Git, git_dir: &Path) -> Result<bool, GitError> {
         .any(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0)))
 }
 
-/// The files of the index `git` points at whose work-tree bytes git's conversion would not give
-/// back from their staged blobs: `smudge(clean(bytes)) != bytes` (an LF file under
-/// `eol=crlf`, say). A revert restores those through git's conversion, so it cannot be exact.
+/// The files of the index `git` points at whose work-tree bytes git's checkout would not give
+/// back from their staged blobs (an LF file under `eol=crlf`, a CRLF file under `text=auto`):
+/// a revert restores files through that conversion, so for these it cannot be exact. Only eol
+/// conversion is judged, by its rules, without running anything: a file under a `filter`,
+/// `ident` or `working-tree-encoding` is taken to round-trip (a filter's smudge undoes its
+/// clean), since judging it would run the user's filters (git-lfs fetches) on every file.
 pub(crate) fn inexact_paths(
     git: &Git,
     git_dir: &Path,
@@ -435,8 +450,9 @@ pub(crate) fn inexact_paths(
             blobs.push((entry[tab + 1..].to_vec(), oid.to_string()));
         }
     }
+    let autocrlf = autocrlf(git);
     let paths: Vec<&[u8]> = blobs.iter().map(|(p, _)| p.as_slice()).collect();
-    let converting = converting_paths(git, &paths, &autocrlf(git))?;
+    let converting = converting_paths(git, &paths, &autocrlf)?;
     let oids: std::collections::HashMap<&[u8], &str> = blobs
         .iter()
         .map(|(p, o)| (p.as_slice(), o.as_str()))
@@ -444,65 +460,117 @@ pub(crate) fn inexact_paths(
     let mut inexact = Vec::new();
     for chunk in converting.chunks(256) {
         let mut batch = Vec::new();
-        let mut batched: Vec<&Vec<u8>> = Vec::new();
-        for (path, _) in chunk {
-            let Some(oid) = oids.get(path.as_slice()).copied() else {
+        let mut batched: Vec<(&Vec<u8>, Eol)> = Vec::new();
+        for (path, attrs) in chunk {
+            let (Some(oid), Some(eol)) = (oids.get(path.as_slice()), Eol::of(attrs, &autocrlf))
+            else {
                 continue;
             };
-            if path.contains(&b'\n') {
-                // Not expressible in a batch line: one call of its own.
-                let mut arg = OsString::from("--path=");
-                arg.push(OsStr::from_bytes(path));
-                let args: [&OsStr; 4] =
-                    ["cat-file".as_ref(), "--filters".as_ref(), arg.as_os_str(), oid.as_ref()];
-                let out = git.output(args, None)?;
-                let bytes = std::fs::read(join(work_tree, path));
-                if out.code != 0 || bytes.is_ok_and(|b| b != out.stdout) {
-                    inexact.push(path.clone());
-                }
-                continue;
-            }
             batch.extend_from_slice(oid.as_bytes());
-            batch.push(b' ');
-            batch.extend_from_slice(path);
             batch.push(b'\n');
-            batched.push(path);
+            batched.push((path, eol));
         }
         if batched.is_empty() {
             continue;
         }
-        let out = git.output(["cat-file", "--batch", "--filters"], Some(&batch))?;
+        // Raw blobs: "<oid> blob <size>\n<content>\n", or "<oid> missing\n".
+        let out = git.output(["cat-file", "--batch"], Some(&batch))?;
         if out.code != 0 {
             return Err(out.into_error());
         }
         let mut rest: &[u8] = &out.stdout;
-        for path in batched {
-            // "<oid> blob <size>\n<content>\n", or "<what> missing\n".
-            let Some(eol) = rest.iter().position(|b| *b == b'\n') else {
+        for (path, eol) in batched {
+            let Some(end) = rest.iter().position(|b| *b == b'\n') else {
                 break;
             };
-            let header = String::from_utf8_lossy(&rest[..eol]).into_owned();
-            rest = &rest[eol + 1..];
-            let Some(size) = header
+            let header = String::from_utf8_lossy(&rest[..end]).into_owned();
+            rest = &rest[end + 1..];
+            let size = header
                 .rsplit(' ')
                 .next()
                 .and_then(|n| n.parse::<usize>().ok())
-                .filter(|_| header.contains(" blob "))
-            else {
-                inexact.push(path.clone());
+                .filter(|_| header.contains(" blob "));
+            let Some(size) = size else {
                 continue;
             };
-            let Some(content) = rest.get(..size) else {
+            let Some(blob) = rest.get(..size) else {
                 break;
             };
             rest = rest.get(size + 1..).unwrap_or_default();
-            let bytes = std::fs::read(join(work_tree, path));
-            if bytes.is_ok_and(|b| b != content) {
+            let Ok(bytes) = std::fs::read(join(work_tree, path)) else {
+                continue;
+            };
+            if eol.checkout(blob) != bytes {
                 inexact.push(path.clone());
             }
         }
     }
     Ok(inexact)
+}
+
+/// How git's checkout converts line endings for one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Eol {
+    /// Written as staged.
+    Lf,
+    /// Each lone LF written as CRLF; `auto` leaves binary content and content that already
+    /// has CRs as it is.
+    Crlf { auto: bool },
+}
+
+impl Eol {
+    /// From a path's converting attributes; `None` for what is not judged (filters, ident,
+    /// working-tree-encoding) or not converted.
+    fn of(attrs: &[String], autocrlf: &str) -> Option<Eol> {
+        let get = |name: &str| {
+            attrs
+                .iter()
+                .find_map(|a| a.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+        };
+        if get("filter").is_some() || get("ident").is_some() || get("working-tree-encoding").is_some() {
+            return None;
+        }
+        let text = get("text");
+        let auto = match (text, get("crlf")) {
+            (Some("auto"), _) => true,
+            (Some(_), _) => false,
+            (None, Some(_)) => false,
+            (None, None) if get("eol").is_some() => false,
+            (None, None) => true,
+        };
+        let crlf = match get("eol") {
+            Some("crlf") => true,
+            Some(_) => false,
+            None => match get("crlf") {
+                Some("input") => false,
+                Some(_) => true,
+                None => autocrlf == "true",
+            },
+        };
+        Some(if crlf { Eol::Crlf { auto } } else { Eol::Lf })
+    }
+
+    /// The bytes checkout writes for `blob`.
+    fn checkout(self, blob: &[u8]) -> Vec<u8> {
+        match self {
+            Eol::Lf => blob.to_vec(),
+            Eol::Crlf { auto } if auto && (blob.contains(&0) || blob.contains(&b'\r')) => {
+                blob.to_vec()
+            }
+            Eol::Crlf { .. } => {
+                let mut out = Vec::with_capacity(blob.len() + blob.len() / 16);
+                let mut previous = 0u8;
+                for &b in blob {
+                    if b == b'\n' && previous != b'\r' {
+                        out.push(b'\r');
+                    }
+                    out.push(b);
+                    previous = b;
+                }
+                out
+            }
+        }
+    }
 }
 
 fn join(root: &Path, rel: &[u8]) -> PathBuf {
@@ -562,7 +630,7 @@ fn unquote(raw: &[u8]) -> Option<Vec<u8>> {
                     b'r' => b'\r',
                     b'0'..=b'7' => {
                         let digits = inner.get(i - 1..i + 2)?;
-                        i += 1;
+                        i += 2;
                         digits
                             .iter()
                             .try_fold(0u32, |n, d| (b'0'..=b'7').contains(d).then(|| n * 8 + u32::from(d - b'0')))
@@ -866,6 +934,64 @@ mod tests {
         assert!(escapes(link(b"d/a", b"x/../../../y")));
         assert!(!escapes(link(b"d/a", b"../README.md")));
         assert!(!escapes(link(b"a", b"./src/./lib.rs")));
+    }
+
+    /// Names git must quote, read back exactly from a real `diff_trees` patch.
+    #[test]
+    fn real_patches_with_quoted_names_parse_to_the_exact_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path();
+        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
+        git(&["init", "-q"]);
+        std::fs::write(top.join("keep"), "k").expect("w");
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "c"]);
+        let before = git(&["rev-parse", "HEAD^{tree}"]).trim().to_string();
+        let names: [&[u8]; 6] = [
+            b"new\nline.txt",
+            b"tab\there",
+            b"quo\"te",
+            b"back\\slash",
+            b"bad\xff\xfe.bin",
+            b"with space",
+        ];
+        for name in names {
+            std::fs::write(top.join(OsStr::from_bytes(name)), "x\n").expect("w");
+        }
+        std::fs::write(top.join("binary"), b"\0\x01").expect("w");
+        std::os::unix::fs::symlink("keep", top.join("link")).expect("link");
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "d"]);
+        let after = git(&["rev-parse", "HEAD^{tree}"]).trim().to_string();
+        let changes =
+            crate::diff_trees(&top.join(".git"), &before, &after, false).expect("diff");
+        let entries = parse_patch(&changes.patch);
+        let mut seen: Vec<Vec<u8>> = entries.iter().filter_map(|e| e.new_path.clone()).collect();
+        seen.sort();
+        let mut want: Vec<Vec<u8>> = names.iter().map(|n| n.to_vec()).collect();
+        want.extend([b"binary".to_vec(), b"link".to_vec()]);
+        want.sort();
+        assert_eq!(seen, want);
+        let link = entries
+            .iter()
+            .find(|e| e.new_path.as_deref() == Some(&b"link"[..]))
+            .expect("link");
+        assert_eq!((link.new_mode, link.new_text.as_deref()), (Some(SYMLINK), Some(&b"keep"[..])));
+        assert!(entries.iter().all(|e| e.old_path.is_none() && e.new_blob.is_some()));
+    }
+
+    #[test]
+    fn checkout_eol_follows_the_attributes() {
+        let attrs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let crlf = Eol::of(&attrs(&["text=set", "eol=crlf"]), "").unwrap();
+        assert_eq!(crlf.checkout(b"a\nb\r\nc"), b"a\r\nb\r\nc".to_vec());
+        let auto = Eol::of(&attrs(&["text=auto"]), "").unwrap();
+        assert_eq!(auto, Eol::Lf, "native LF: written as staged");
+        let auto_crlf = Eol::of(&attrs(&[]), "true").unwrap();
+        assert_eq!(auto_crlf.checkout(b"bin\0\n"), b"bin\0\n".to_vec());
+        assert_eq!(auto_crlf.checkout(b"x\n"), b"x\r\n".to_vec());
+        assert_eq!(Eol::of(&attrs(&["filter=lfs", "text=set"]), ""), None);
     }
 
     #[test]

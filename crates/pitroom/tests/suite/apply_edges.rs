@@ -250,58 +250,73 @@ fn converting_repo(env: &TestEnv) -> PathBuf {
 }
 
 #[test]
-fn apply_under_converting_attributes_lands_the_workers_bytes_or_refuses_naming_them() {
+fn apply_refuses_files_whose_attributes_would_not_land_the_workers_bytes() {
     let env = shell_worker(
         "printf 'lf\\nonly\\n' > new.txt && printf 'crlf\\r\\n' > win.txt && printf 'Hello filter\\n' > new.dat && echo md > plain.md",
     );
     let repo = converting_repo(&env);
+    isolated(&env, &repo);
+    let before = exact(&repo);
+    let out = env.run(&repo, &["apply"]);
+    assert_eq!(code(&out), 3, "refused: {}", text(&out));
+    let err = stderr(&out);
+    // LF under `eol=crlf` would land as CRLF; the copy has no rot13 filter, so its blob is the
+    // plain text, which the user's smudge would scramble.
+    assert!(err.contains("new.txt") && err.contains("eol=crlf"), "{err}");
+    assert!(err.contains("new.dat") && err.contains("filter=rot13"), "{err}");
+    assert!(err.contains("gitattributes"), "says why: {err}");
+    assert!(
+        !err.contains("win.txt") && !err.contains("plain.md"),
+        "files that convert back exactly are not named: {err}"
+    );
+    assert_eq!(exact(&repo), before, "nothing was written");
+}
+
+#[test]
+fn apply_under_converting_attributes_lands_bytes_that_convert_back_exactly() {
+    let env = shell_worker("printf 'crlf\\r\\nonly\\r\\n' > win.txt && printf 'one\\r\\ntwo\\r\\nthree\\r\\n' > a.txt && echo md > plain.md");
+    let repo = converting_repo(&env);
     let copy = isolated(&env, &repo);
-    let names = ["new.txt", "win.txt", "new.dat", "plain.md"];
+    let names = ["win.txt", "a.txt", "plain.md"];
     let worker: Vec<Vec<u8>> = names
         .iter()
         .map(|n| std::fs::read(copy.join(n)).unwrap())
         .collect();
-    let before = exact(&repo);
     let out = env.run(&repo, &["apply"]);
-    if code(&out) == 0 {
-        for (name, bytes) in names.iter().zip(&worker) {
-            assert_eq!(
-                &std::fs::read(repo.join(name)).unwrap(),
-                bytes,
-                "{name}: the worker's bytes exactly"
-            );
-        }
-    } else {
-        assert_eq!(code(&out), 3, "{}", text(&out));
-        let err = stderr(&out);
-        assert!(
-            err.contains("new.txt") && err.contains("new.dat"),
-            "names the converted paths: {err}"
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    for (name, bytes) in names.iter().zip(&worker) {
+        assert_eq!(
+            &std::fs::read(repo.join(name)).unwrap(),
+            bytes,
+            "{name}: the worker's bytes exactly"
         );
-        assert!(err.contains("gitattributes"), "says why: {err}");
-        assert_eq!(exact(&repo), before, "nothing was written");
     }
 }
 
 #[test]
-fn revert_under_converting_attributes_restores_the_bytes_or_refuses() {
+fn revert_refuses_a_file_whose_bytes_before_the_run_git_would_not_write_back() {
     let env = shell_worker("printf 'worker\\r\\n' > a.txt && echo new > b.txt");
     let repo = converting_repo(&env);
     // The user's file holds LF although `*.txt` says CRLF: git would not write these bytes back.
     std::fs::write(repo.join("a.txt"), "user\nlf\n").unwrap();
-    let before = exact(&repo);
     let out = env.run(&repo, &["-w", "edit"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let after = exact(&repo);
     let out = env.run(&repo, &["revert"]);
-    if code(&out) == 0 {
-        assert_eq!(exact(&repo), before, "revert restores every byte");
-    } else {
-        assert_eq!(code(&out), 3, "{}", text(&out));
-        let err = stderr(&out);
-        assert!(err.contains("a.txt") && err.contains("gitattributes"), "{err}");
-        assert_eq!(exact(&repo), after, "nothing was written");
-    }
+    assert_eq!(code(&out), 3, "refused: {}", text(&out));
+    let err = stderr(&out);
+    assert!(err.contains("a.txt") && err.contains("gitattributes"), "{err}");
+    assert!(!err.contains("b.txt"), "{err}");
+    assert_eq!(exact(&repo), after, "nothing was written");
+}
+
+#[test]
+fn revert_under_converting_attributes_restores_canonical_files_exactly() {
+    let env = shell_worker(
+        "printf 'worker\\n' > a.txt && printf 'Worker\\n' > secret.dat && echo new > b.txt && rm plain.md",
+    );
+    let repo = converting_repo(&env);
+    assert_reverts_exactly(&env, &repo);
 }
 
 // (5) A file over 100 MB.
