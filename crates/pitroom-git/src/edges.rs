@@ -322,6 +322,9 @@ fn converted_files(
     Ok(())
 }
 
+/// A path git converts, with the attributes (`name=value`) or config that say so.
+type Converting = (Vec<u8>, Vec<String>);
+
 /// `core.autocrlf` as the user's config sets it (`""` when unset).
 fn autocrlf(git: &Git) -> String {
     git.output(["config", "--get", "core.autocrlf"], None)
@@ -336,7 +339,7 @@ fn converting_paths(
     git: &Git,
     paths: &[&[u8]],
     autocrlf: &str,
-) -> Result<Vec<(Vec<u8>, Vec<String>)>, GitError> {
+) -> Result<Vec<Converting>, GitError> {
     let mut input = Vec::new();
     for path in paths {
         input.extend_from_slice(path);
@@ -360,7 +363,7 @@ fn converting_paths(
         return Err(out.into_error());
     }
     let fields: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
-    let mut converting: Vec<(Vec<u8>, Vec<String>)> = Vec::new();
+    let mut converting: Vec<Converting> = Vec::new();
     for triple in fields.chunks(3) {
         let [path, attr, value] = triple else {
             continue;
@@ -394,7 +397,12 @@ fn anything_converts(git: &Git, git_dir: &Path) -> Result<bool, GitError> {
         return Ok(true);
     }
     let config = git.output(
-        ["config", "-z", "--get-regexp", r"^core\.(autocrlf|attributesfile)$"],
+        [
+            "config",
+            "-z",
+            "--get-regexp",
+            r"^core\.(autocrlf|attributesfile)$",
+        ],
         None,
     )?;
     for entry in config.stdout.split(|b| *b == 0) {
@@ -527,7 +535,10 @@ impl Eol {
                 .iter()
                 .find_map(|a| a.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
         };
-        if get("filter").is_some() || get("ident").is_some() || get("working-tree-encoding").is_some() {
+        if get("filter").is_some()
+            || get("ident").is_some()
+            || get("working-tree-encoding").is_some()
+        {
             return None;
         }
         let text = get("text");
@@ -633,7 +644,11 @@ fn unquote(raw: &[u8]) -> Option<Vec<u8>> {
                         i += 2;
                         digits
                             .iter()
-                            .try_fold(0u32, |n, d| (b'0'..=b'7').contains(d).then(|| n * 8 + u32::from(d - b'0')))
+                            .try_fold(0u32, |n, d| {
+                                (b'0'..=b'7')
+                                    .contains(d)
+                                    .then(|| n * 8 + u32::from(d - b'0'))
+                            })
                             .and_then(|n| u8::try_from(n).ok())?
                     }
                     other => other,
@@ -798,8 +813,7 @@ impl Section {
             } else if body.starts_with(b"@@ ") {
                 self.in_header = false;
                 self.hunk(body);
-            } else if body.starts_with(b"GIT binary patch") || body.starts_with(b"Binary files ")
-            {
+            } else if body.starts_with(b"GIT binary patch") || body.starts_with(b"Binary files ") {
                 self.in_header = false;
                 self.whole = false;
             }
@@ -884,7 +898,10 @@ mod tests {
             b"a\nb\tc\"d\\e\xfff".to_vec()
         );
         assert_eq!(unquote(b"plain name").unwrap(), b"plain name".to_vec());
-        assert_eq!(header_name(b"a/with space\t", Some(b"a/")).unwrap(), b"with space".to_vec());
+        assert_eq!(
+            header_name(b"a/with space\t", Some(b"a/")).unwrap(),
+            b"with space".to_vec()
+        );
         assert_eq!(git_line_name(b"a/x y b/x y").unwrap(), b"x y".to_vec());
         assert_eq!(
             git_line_name(br#""a/n\nl" "b/n\nl""#).unwrap(),
@@ -912,7 +929,10 @@ mod tests {
         assert_eq!(entries[0].new_path.as_deref(), Some(&b"bad\xff.bin"[..]));
         assert_eq!(entries[0].new_text, None, "binary content is not read");
         assert_eq!(entries[1].old_path.as_deref(), Some(&b"run.sh"[..]));
-        assert_eq!((entries[1].old_mode, entries[1].new_mode), (Some(0o100644), Some(0o100755)));
+        assert_eq!(
+            (entries[1].old_mode, entries[1].new_mode),
+            (Some(0o100644), Some(0o100755))
+        );
     }
 
     #[test]
@@ -964,8 +984,7 @@ mod tests {
         git(&["add", "-A"]);
         git(&["commit", "-qm", "d"]);
         let after = git(&["rev-parse", "HEAD^{tree}"]).trim().to_string();
-        let changes =
-            crate::diff_trees(&top.join(".git"), &before, &after, false).expect("diff");
+        let changes = crate::diff_trees(&top.join(".git"), &before, &after, false).expect("diff");
         let entries = parse_patch(&changes.patch);
         let mut seen: Vec<Vec<u8>> = entries.iter().filter_map(|e| e.new_path.clone()).collect();
         seen.sort();
@@ -977,8 +996,13 @@ mod tests {
             .iter()
             .find(|e| e.new_path.as_deref() == Some(&b"link"[..]))
             .expect("link");
-        assert_eq!((link.new_mode, link.new_text.as_deref()), (Some(SYMLINK), Some(&b"keep"[..])));
-        assert!(entries.iter().all(|e| e.old_path.is_none() && e.new_blob.is_some()));
+        assert_eq!(
+            (link.new_mode, link.new_text.as_deref()),
+            (Some(SYMLINK), Some(&b"keep"[..]))
+        );
+        assert!(entries
+            .iter()
+            .all(|e| e.old_path.is_none() && e.new_blob.is_some()));
     }
 
     #[test]

@@ -16,8 +16,8 @@ pub use command::{Git, GitError};
 pub use copy::{
     build_copy, copies_built, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy,
 };
-pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, PatchEntry};
 pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
+pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, PatchEntry};
 pub use repo::Repo;
 pub use snapshot::{inexact_paths, snapshot, snapshot_with, Snapshot, SnapshotOptions};
 

@@ -68,7 +68,11 @@ fn shell_worker(command: &str) -> TestEnv {
 }
 
 fn copy_of(env: &TestEnv, repo: &Path) -> PathBuf {
-    PathBuf::from(record(env, repo)["copy"].as_str().expect("an isolated copy"))
+    PathBuf::from(
+        record(env, repo)["copy"]
+            .as_str()
+            .expect("an isolated copy"),
+    )
 }
 
 fn stderr(out: &std::process::Output) -> String {
@@ -88,7 +92,11 @@ fn assert_applies_exactly(env: &TestEnv, repo: &Path) {
     let expected = exact(&copy);
     let out = env.run(repo, &["apply"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert_eq!(exact(repo), expected, "byte for byte, modes and links included");
+    assert_eq!(
+        exact(repo),
+        expected,
+        "byte for byte, modes and links included"
+    );
 }
 
 /// A write run, then `revert`: the tree is back byte for byte.
@@ -135,7 +143,10 @@ fn apply_refuses_symlinks_pointing_outside_the_project_before_writing_anything()
     let out = env.run(&repo, &["apply"]);
     assert_eq!(code(&out), 3, "refused: {}", text(&out));
     let err = stderr(&out);
-    assert!(err.contains("passwd") && err.contains("/etc/passwd"), "{err}");
+    assert!(
+        err.contains("passwd") && err.contains("/etc/passwd"),
+        "{err}"
+    );
     assert!(err.contains("a/escape") && err.contains("outside"), "{err}");
     assert_eq!(exact(&repo), before, "nothing was written");
     assert!(!repo.join("fine.txt").exists());
@@ -185,7 +196,10 @@ fn revert_refuses_to_delete_through_a_symlinked_directory() {
         "{err}"
     );
     assert_eq!(exact(&repo), before);
-    assert!(elsewhere.join("file.txt").exists(), "never through the link");
+    assert!(
+        elsewhere.join("file.txt").exists(),
+        "never through the link"
+    );
 }
 
 // (3) Nested repositories (gitlinks).
@@ -238,9 +252,19 @@ fn revert_of_a_nested_repository_is_refused_until_the_user_removes_it() {
 fn converting_repo(env: &TestEnv) -> PathBuf {
     let dir = env.dir("conv");
     env.git(&dir, &["init", "-q"]);
-    env.git(&dir, &["config", "filter.rot13.clean", "tr A-Za-z N-ZA-Mn-za-m"]);
-    env.git(&dir, &["config", "filter.rot13.smudge", "tr A-Za-z N-ZA-Mn-za-m"]);
-    write(&dir, ".gitattributes", "*.txt text eol=crlf\n*.dat filter=rot13\n");
+    env.git(
+        &dir,
+        &["config", "filter.rot13.clean", "tr A-Za-z N-ZA-Mn-za-m"],
+    );
+    env.git(
+        &dir,
+        &["config", "filter.rot13.smudge", "tr A-Za-z N-ZA-Mn-za-m"],
+    );
+    write(
+        &dir,
+        ".gitattributes",
+        "*.txt text eol=crlf\n*.dat filter=rot13\n",
+    );
     std::fs::write(dir.join("a.txt"), "one\r\ntwo\r\n").unwrap();
     write(&dir, "secret.dat", "hello\n");
     write(&dir, "plain.md", "plain\n");
@@ -263,7 +287,10 @@ fn apply_refuses_files_whose_attributes_would_not_land_the_workers_bytes() {
     // LF under `eol=crlf` would land as CRLF; the copy has no rot13 filter, so its blob is the
     // plain text, which the user's smudge would scramble.
     assert!(err.contains("new.txt") && err.contains("eol=crlf"), "{err}");
-    assert!(err.contains("new.dat") && err.contains("filter=rot13"), "{err}");
+    assert!(
+        err.contains("new.dat") && err.contains("filter=rot13"),
+        "{err}"
+    );
     assert!(err.contains("gitattributes"), "says why: {err}");
     assert!(
         !err.contains("win.txt") && !err.contains("plain.md"),
@@ -305,7 +332,10 @@ fn revert_refuses_a_file_whose_bytes_before_the_run_git_would_not_write_back() {
     let out = env.run(&repo, &["revert"]);
     assert_eq!(code(&out), 3, "refused: {}", text(&out));
     let err = stderr(&out);
-    assert!(err.contains("a.txt") && err.contains("gitattributes"), "{err}");
+    assert!(
+        err.contains("a.txt") && err.contains("gitattributes"),
+        "{err}"
+    );
     assert!(!err.contains("b.txt"), "{err}");
     assert_eq!(exact(&repo), after, "nothing was written");
 }
