@@ -60,6 +60,10 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError>
     let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Reverse, None, &inexact)?;
     if !edges.problems.is_empty() {
         let (lines, hint) = crate::isolate::describe(&edges.problems);
+        let hint = hint.replace(
+            "pitroom show --patch)",
+            &format!("pitroom show --patch {id})"),
+        );
         return Err(RevertError::Unsafe {
             message: format!(
                 "run {id} was not reverted; nothing was changed. {} path(s) cannot be restored exactly:\n{lines}",

@@ -466,38 +466,55 @@ pub(crate) fn inexact_paths(
         .map(|(p, o)| (p.as_slice(), o.as_str()))
         .collect();
     let mut inexact = Vec::new();
-    for chunk in converting.chunks(256) {
-        let mut batch = Vec::new();
-        let mut batched: Vec<(&Vec<u8>, Eol)> = Vec::new();
-        for (path, attrs) in chunk {
-            let (Some(oid), Some(eol)) = (oids.get(path.as_slice()), Eol::of(attrs, &autocrlf))
-            else {
+    // Written as staged (LF): exact exactly when the clean step removed nothing, which the
+    // sizes tell without reading a byte. Only CRLF checkouts need the content.
+    let mut crlf: Vec<(&Vec<u8>, &str, Eol)> = Vec::new();
+    let mut lf: Vec<(&Vec<u8>, &str)> = Vec::new();
+    for (path, attrs) in &converting {
+        let (Some(oid), Some(eol)) = (oids.get(path.as_slice()), Eol::of(attrs, &autocrlf)) else {
+            continue;
+        };
+        match eol {
+            Eol::Lf => lf.push((path, oid)),
+            Eol::Crlf { .. } => crlf.push((path, oid, eol)),
+        }
+    }
+    if !lf.is_empty() {
+        let input: Vec<u8> = lf
+            .iter()
+            .flat_map(|(_, oid)| format!("{oid}\n").into_bytes())
+            .collect();
+        let out = git.output(["cat-file", "--batch-check"], Some(&input))?;
+        if out.code != 0 {
+            return Err(out.into_error());
+        }
+        for ((path, _), header) in lf.iter().zip(out.stdout.split(|b| *b == b'\n')) {
+            let Some(size) = blob_size(header) else {
                 continue;
             };
-            batch.extend_from_slice(oid.as_bytes());
-            batch.push(b'\n');
-            batched.push((path, eol));
+            let on_disk = std::fs::symlink_metadata(join(work_tree, path)).map(|m| m.len());
+            if on_disk.is_ok_and(|n| n != size as u64) {
+                inexact.push((*path).clone());
+            }
         }
-        if batched.is_empty() {
-            continue;
-        }
+    }
+    for chunk in crlf.chunks(64) {
+        let input: Vec<u8> = chunk
+            .iter()
+            .flat_map(|(_, oid, _)| format!("{oid}\n").into_bytes())
+            .collect();
         // Raw blobs: "<oid> blob <size>\n<content>\n", or "<oid> missing\n".
-        let out = git.output(["cat-file", "--batch"], Some(&batch))?;
+        let out = git.output(["cat-file", "--batch"], Some(&input))?;
         if out.code != 0 {
             return Err(out.into_error());
         }
         let mut rest: &[u8] = &out.stdout;
-        for (path, eol) in batched {
+        for (path, _, eol) in chunk {
             let Some(end) = rest.iter().position(|b| *b == b'\n') else {
                 break;
             };
-            let header = String::from_utf8_lossy(&rest[..end]).into_owned();
+            let size = blob_size(&rest[..end]);
             rest = &rest[end + 1..];
-            let size = header
-                .rsplit(' ')
-                .next()
-                .and_then(|n| n.parse::<usize>().ok())
-                .filter(|_| header.contains(" blob "));
             let Some(size) = size else {
                 continue;
             };
@@ -509,11 +526,19 @@ pub(crate) fn inexact_paths(
                 continue;
             };
             if eol.checkout(blob) != bytes {
-                inexact.push(path.clone());
+                inexact.push((*path).clone());
             }
         }
     }
     Ok(inexact)
+}
+
+/// The size in a `cat-file --batch` header (`<oid> blob <size>`); `None` for anything else.
+fn blob_size(header: &[u8]) -> Option<usize> {
+    let header = std::str::from_utf8(header).ok()?;
+    let mut parts = header.split(' ');
+    let (_, kind, size) = (parts.next()?, parts.next()?, parts.next()?);
+    (kind == "blob").then(|| size.parse().ok()).flatten()
 }
 
 /// How git's checkout converts line endings for one path.

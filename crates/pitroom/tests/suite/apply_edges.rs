@@ -248,7 +248,8 @@ fn revert_of_a_nested_repository_is_refused_until_the_user_removes_it() {
 
 // (4) Converting git attributes: a clean/smudge filter and eol conversion.
 
-/// A repository whose `.gitattributes` converts: `*.txt` to CRLF, `*.dat` through rot13.
+/// A repository whose `.gitattributes` converts: `*.txt` to CRLF, `*.dat` through rot13,
+/// `*.md` by `text=auto`.
 fn converting_repo(env: &TestEnv) -> PathBuf {
     let dir = env.dir("conv");
     env.git(&dir, &["init", "-q"]);
@@ -263,7 +264,7 @@ fn converting_repo(env: &TestEnv) -> PathBuf {
     write(
         &dir,
         ".gitattributes",
-        "*.txt text eol=crlf\n*.dat filter=rot13\n",
+        "*.txt text eol=crlf\n*.dat filter=rot13\n*.md text=auto\n",
     );
     std::fs::write(dir.join("a.txt"), "one\r\ntwo\r\n").unwrap();
     write(&dir, "secret.dat", "hello\n");
@@ -322,10 +323,13 @@ fn apply_under_converting_attributes_lands_bytes_that_convert_back_exactly() {
 
 #[test]
 fn revert_refuses_a_file_whose_bytes_before_the_run_git_would_not_write_back() {
-    let env = shell_worker("printf 'worker\\r\\n' > a.txt && echo new > b.txt");
+    let env =
+        shell_worker("printf 'worker\\r\\n' > a.txt && echo new > b.txt && echo worker > plain.md");
     let repo = converting_repo(&env);
-    // The user's file holds LF although `*.txt` says CRLF: git would not write these bytes back.
+    // The user's files hold LF although `*.txt` says CRLF, and CRLF that `text=auto` stores as
+    // LF: git would not write these bytes back.
     std::fs::write(repo.join("a.txt"), "user\nlf\n").unwrap();
+    std::fs::write(repo.join("plain.md"), "user\r\ncrlf\r\n").unwrap();
     let out = env.run(&repo, &["-w", "edit"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let after = exact(&repo);
