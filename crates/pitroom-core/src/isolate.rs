@@ -75,7 +75,11 @@ pub fn apply(
         .map(|c| c.path.as_str())
         .collect();
     if !deletions.is_empty() && !allow_delete {
-        let shown: Vec<&str> = deletions.iter().take(10).copied().collect();
+        let shown: Vec<String> = deletions
+            .iter()
+            .take(10)
+            .map(|p| pitroom_git::quote_path(p.as_bytes()))
+            .collect();
         return Err(IsolateError::Refused(format!(
             "run {id} deletes {} file(s); nothing was applied: {}{}\nReview with `pitroom show --patch {id}`, then apply with --allow-delete",
             deletions.len(),

@@ -333,12 +333,13 @@ fn revert_refuses_a_file_whose_bytes_before_the_run_git_would_not_write_back() {
     let out = env.run(&repo, &["-w", "edit"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let after = exact(&repo);
+    let changed = record(&env, &repo)["changes"].to_string();
     let out = env.run(&repo, &["revert"]);
     assert_eq!(code(&out), 3, "refused: {}", text(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("a.txt") && err.contains("gitattributes"),
-        "{err}"
+        err.contains("a.txt") && err.contains("plain.md") && err.contains("gitattributes"),
+        "{err}\nchanges: {changed}"
     );
     assert!(!err.contains("b.txt"), "{err}");
     assert_eq!(exact(&repo), after, "nothing was written");
@@ -406,4 +407,21 @@ fn revert_restores_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() 
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-qm", "odd names"]);
     assert_reverts_exactly(&env, &repo);
+}
+
+#[test]
+fn a_deletion_refusal_quotes_a_name_with_a_newline_and_allow_delete_lands_it_exactly() {
+    let env = shell_worker("rm \"$(printf 'odd\\nname')\" && echo ok > fine.txt");
+    let repo = dirty_repo(&env, "repo");
+    std::fs::write(repo.join("odd\nname"), "user file\n").unwrap();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "odd name"]);
+    let copy = isolated(&env, &repo);
+    let expected = exact(&copy);
+    let out = env.run(&repo, &["apply"]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert!(stderr(&out).contains("\"odd\\nname\""), "{}", text(&out));
+    let out = env.run(&repo, &["apply", "--allow-delete"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(exact(&repo), expected);
 }
