@@ -17,6 +17,10 @@ pub enum IsolateError {
     /// The patch does not fit the current tree (exit 1); nothing was changed.
     #[error("{0}")]
     Conflict(String),
+    /// Paths the patch cannot land exactly (exit 3), found before anything was written: the
+    /// message names each path and why, the hint says what to do.
+    #[error("{message}")]
+    Unsafe { message: String, hint: String },
     #[error(transparent)]
     Git(#[from] pitroom_git::GitError),
     #[error("{0}")]
@@ -71,13 +75,30 @@ pub fn apply(
         .map(|c| c.path.as_str())
         .collect();
     if !deletions.is_empty() && !allow_delete {
-        let shown: Vec<&str> = deletions.iter().take(10).copied().collect();
+        let shown: Vec<String> = deletions
+            .iter()
+            .take(10)
+            .map(|p| pitroom_git::quote_path(p.as_bytes()))
+            .collect();
         return Err(IsolateError::Refused(format!(
             "run {id} deletes {} file(s); nothing was applied: {}{}\nReview with `pitroom show --patch {id}`, then apply with --allow-delete",
             deletions.len(),
             shown.join(", "),
             if deletions.len() > 10 { ", …" } else { "" }
         )));
+    }
+    let bytes = std::fs::read(&patch)?;
+    let copy = record.copy.as_deref().filter(|c| c.join(".git").is_dir());
+    let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Forward, copy, &[])?;
+    if !edges.problems.is_empty() {
+        let (lines, hint) = describe(&edges.problems);
+        return Err(IsolateError::Unsafe {
+            message: format!(
+                "run {id} was not applied; nothing was changed. {} path(s) cannot land exactly:\n{lines}",
+                edges.problems.len()
+            ),
+            hint,
+        });
     }
     match pitroom_git::apply_patch(&repo, &patch, Direction::Forward, false)? {
         ApplyCheck::Clean => {}
@@ -94,6 +115,22 @@ pub fn apply(
     record.write(&home.record_path(&id))?;
     remove_copy(home, record);
     Ok(record.changes.len())
+}
+
+/// The problems as one line each (`  path: why`), and their hints, each once.
+pub(crate) fn describe(problems: &[pitroom_git::EdgeProblem]) -> (String, String) {
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|p| format!("  {}: {}", p.path, p.why))
+        .collect();
+    let mut hints: Vec<String> = Vec::new();
+    for p in problems {
+        let hint = format!("{}: {}", p.path, p.hint);
+        if !hints.contains(&hint) {
+            hints.push(hint);
+        }
+    }
+    (lines.join("\n"), hints.join("\n"))
 }
 
 /// Removes an isolated run's copy and keeps its patch.

@@ -14,6 +14,9 @@ pub enum RevertError {
     /// The files changed since the run (exit 1).
     #[error("{0}")]
     Conflict(String),
+    /// Paths the patch cannot restore exactly (exit 3), found before anything was written.
+    #[error("{message}")]
+    Unsafe { message: String, hint: String },
     #[error(transparent)]
     Git(#[from] pitroom_git::GitError),
     #[error("{0}")]
@@ -50,7 +53,39 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError>
             "run {id} changed nothing; nothing to revert"
         )));
     }
-    match pitroom_git::apply_patch(&repo, &patch, Direction::Reverse, false)? {
+    let bytes = std::fs::read(&patch)?;
+    // Files whose bytes before the run git's conversion cannot give back (noted by the
+    // "before" snapshot).
+    let inexact = pitroom_git::inexact_paths(&home.run_dir(&id).join("base.index"));
+    let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Reverse, None, &inexact)?;
+    if !edges.problems.is_empty() {
+        let (lines, hint) = crate::isolate::describe(&edges.problems);
+        let hint = hint.replace(
+            "pitroom show --patch)",
+            &format!("pitroom show --patch {id})"),
+        );
+        return Err(RevertError::Unsafe {
+            message: format!(
+                "run {id} was not reverted; nothing was changed. {} path(s) cannot be restored exactly:\n{lines}",
+                edges.problems.len()
+            ),
+            hint,
+        });
+    }
+    // Sections with nothing left to undo (a nested repository the user already removed) are
+    // left out of the patch applied.
+    let filtered = home.run_dir(&id).join("revert.patch");
+    let to_apply = if edges.skip.is_empty() {
+        patch.clone()
+    } else {
+        std::fs::write(&filtered, edges.filtered(&bytes))?;
+        filtered.clone()
+    };
+    let applied = pitroom_git::apply_patch(&repo, &to_apply, Direction::Reverse, false);
+    if to_apply == filtered {
+        let _ = std::fs::remove_file(&filtered);
+    }
+    match applied? {
         ApplyCheck::Clean => {}
         ApplyCheck::Conflict { detail: why, .. } => {
             return Err(RevertError::Conflict(format!(

@@ -68,6 +68,8 @@ pub struct Git {
     pub work_tree: Option<PathBuf>,
     pub index: Option<PathBuf>,
     pub cwd: Option<PathBuf>,
+    /// Extra environment for this call (set after the inherited variables are scrubbed).
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 impl Git {
@@ -84,7 +86,17 @@ impl Git {
             work_tree: Some(work_tree.to_path_buf()),
             cwd: Some(work_tree.to_path_buf()),
             index: None,
+            env: Vec::new(),
         }
+    }
+
+    /// Lets this call also read the objects under `objects` (another repository's).
+    pub fn with_alternate_objects(mut self, objects: &Path) -> Git {
+        self.env.push((
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
+            objects.as_os_str().to_owned(),
+        ));
+        self
     }
 
     pub fn with_index(mut self, index: &Path) -> Git {
@@ -121,6 +133,9 @@ impl Git {
             .env("LC_ALL", "C");
         if let Some(index) = &self.index {
             cmd.env("GIT_INDEX_FILE", index);
+        }
+        for (key, value) in &self.env {
+            cmd.env(key, value);
         }
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(cwd);

@@ -7,6 +7,7 @@
 mod command;
 mod copy;
 mod diff;
+mod edges;
 pub mod guard;
 mod repo;
 mod snapshot;
@@ -16,8 +17,9 @@ pub use copy::{
     build_copy, copies_built, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy,
 };
 pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
+pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, PatchEntry};
 pub use repo::Repo;
-pub use snapshot::{snapshot, snapshot_with, Snapshot, SnapshotOptions};
+pub use snapshot::{inexact_paths, snapshot, snapshot_with, Snapshot, SnapshotOptions};
 
 /// The id of git's empty tree.
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";

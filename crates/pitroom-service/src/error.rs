@@ -94,6 +94,9 @@ impl From<pitroom_core::isolate::IsolateError> for ServiceError {
         use pitroom_core::isolate::IsolateError;
         let kind = match e {
             IsolateError::Conflict(_) => ErrorKind::Failed,
+            IsolateError::Unsafe { message, hint } => {
+                return ServiceError::refused(message).with_hint(hint)
+            }
             _ => ErrorKind::Refused,
         };
         ServiceError::new(kind, e.to_string())
@@ -105,6 +108,9 @@ impl From<pitroom_core::revert::RevertError> for ServiceError {
         use pitroom_core::revert::RevertError;
         let kind = match e {
             RevertError::Conflict(_) => ErrorKind::Failed,
+            RevertError::Unsafe { message, hint } => {
+                return ServiceError::refused(message).with_hint(hint)
+            }
             _ => ErrorKind::Refused,
         };
         ServiceError::new(kind, e.to_string())

@@ -1,3 +1,4 @@
+mod apply_edges;
 mod claude_e2e;
 mod cli;
 mod codex_e2e;
