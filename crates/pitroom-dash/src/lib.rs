@@ -7,7 +7,7 @@
 //! - **History** (search, filters, paging) and **Stats** (inline SVG charts), from the ledger.
 //!
 //! Changes are pushed over server-sent events fed by inotify on the state directory
-//! ([`follow`]), with `Last-Event-ID` resume ([`feed`]); the page never polls. Everything is
+//! (`follow`), with `Last-Event-ID` resume ([`feed`]); the page never polls. Everything is
 //! read and done through the run library (`pitroom_service`); this crate holds no run logic.
 //! The security rules are in [`security`]. This is the only place in Pitroom that runs an
 //! async runtime.

@@ -22,7 +22,7 @@ use crate::landlock::SandboxSpec;
 use crate::tree::reap_children;
 use crate::STOPPED_EXIT;
 
-/// The internal subcommand that runs [`init_main`].
+/// The internal subcommand that runs `init_main`.
 pub const INIT_SUBCOMMAND: &str = "__init";
 
 /// How long the worker's leftovers get between the init's SIGTERM and the kernel's SIGKILL

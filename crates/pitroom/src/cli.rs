@@ -194,6 +194,7 @@ pub struct CrewArgs {
     #[arg(short = 'i', long, group = "mode")]
     pub isolate: bool,
     /// The group's name (default: crew-<date>-<time>).
+    #[expect(rustdoc::invalid_html_tags, reason = "--help shows it verbatim")]
     #[arg(short = 'g', long = "group", value_name = "NAME")]
     pub group: Option<String>,
     /// Worker target: backend[:model][#effort].
@@ -398,6 +399,7 @@ pub struct ConfigArgs {
 pub struct DemoArgs {
     /// Keep the demo's sample project and state dir (their paths are printed), to look at the
     /// runs afterwards with PITROOM_HOME=<state dir> pitroom ls.
+    #[expect(rustdoc::invalid_html_tags, reason = "--help shows it verbatim")]
     #[arg(long)]
     pub keep: bool,
 }

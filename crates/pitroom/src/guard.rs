@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use pitroom_git::guard::shim::{self, DotGit, Target};
 use pitroom_git::guard::{decide, env, floor, refusal_line, Context, Decision};
 
-/// Which guard role argv[0] asks for, if any.
+/// Which guard role `argv[0]` asks for, if any.
 pub fn role(argv0: Option<&OsString>) -> Option<&'static str> {
     let name = Path::new(argv0?).file_name()?.to_str()?;
     match name {

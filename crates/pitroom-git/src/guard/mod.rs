@@ -41,7 +41,7 @@
 //!
 //! Beside the decision: [`shim`], the rest of the shim's argv model (which repository a call
 //! targets, its subcommand, whether the user's aliases are needed, the real git's path);
-//! [`env`], the variable and link names shared by the writer of a worker's environment and the
+//! [`mod@env`], the variable and link names shared by the writer of a worker's environment and the
 //! shim that reads it; and [`floor`], the non-git floor (`sudo`, publishing, other agent CLIs).
 
 mod aliases;

@@ -216,7 +216,7 @@ pub(super) const BUILTIN: &[&str] = &[
     "write-tree",
 ];
 
-/// Whether `sub` is one of [`BUILTIN`]'s commands or there is no subcommand.
+/// Whether `sub` is one of `BUILTIN`'s commands or there is no subcommand.
 pub fn is_builtin(sub: Option<&str>) -> bool {
     sub.is_none_or(|s| BUILTIN.contains(&s))
 }

@@ -8,7 +8,7 @@
 //! `CURSOR_CONFIG_DIR` as `Shell(…)`, `Read(…)`, `Write(…)` and `WebFetch(…)` allow/deny tokens
 //! where deny wins; a tool call not allowed runs only with `--force`, which Pitroom never
 //! passes; `--sandbox enabled` confines shell commands; `--resume <chatId>` continues a
-//! session. The config file is written by the launcher of [`crate::qwen::settings`].
+//! session. The config file is written by the launcher of `crate::qwen::settings`.
 
 pub(crate) mod parse;
 

@@ -8,7 +8,7 @@
 //! minutes by default (`general.maxAttempts` caps them, [`Adapter::retry_signal`] reads the
 //! `Attempt N failed` lines); usage statistics go to Google unless switched off in the
 //! settings. Settings and policies are read only from files: a private `GEMINI_CLI_HOME` gets
-//! them, written by the launcher of [`crate::qwen::settings`], with the user's auth merged in.
+//! them, written by the launcher of `crate::qwen::settings`, with the user's auth merged in.
 
 pub(crate) mod parse;
 

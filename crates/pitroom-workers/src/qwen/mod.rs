@@ -9,7 +9,7 @@
 //! [`Adapter::retry_signal`] reads its `Retrying in …` lines; it may end without a `result` line,
 //! so a run is judged by its events. Telemetry, usage statistics (sent to Alibaba's RUM
 //! endpoint by default), the auto-memory side agent and update checks are switched off in the
-//! settings, which Qwen reads only from files: see [`settings`].
+//! settings, which Qwen reads only from files: see `settings`.
 
 pub(crate) mod parse;
 pub(crate) mod settings;

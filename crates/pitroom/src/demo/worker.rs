@@ -1,5 +1,5 @@
 //! `pitroom-scripted-worker`: the demo's stand-in for a worker CLI. It is this binary, started
-//! through a link of that name (chosen by argv[0] in `main`, before clap). It speaks OpenCode's
+//! through a link of that name (chosen by `argv[0]` in `main`, before clap). It speaks OpenCode's
 //! `opencode run --format json` stream, so Pitroom's OpenCode adapter drives it unchanged, and
 //! replays the JSON script named by `$PITROOM_DEMO_SCRIPT`. No model is called.
 //!
@@ -23,7 +23,7 @@ pub const WORKER_NAME: &str = "pitroom-scripted-worker";
 /// The variable that names the script file.
 pub const SCRIPT_ENV: &str = "PITROOM_DEMO_SCRIPT";
 
-/// Whether argv[0] asks for the scripted worker.
+/// Whether `argv[0]` asks for the scripted worker.
 pub fn is_scripted_worker(argv0: Option<&OsString>) -> bool {
     argv0
         .and_then(|a| Path::new(a).file_name())
@@ -85,7 +85,7 @@ pub struct WriteFile {
     pub content: String,
 }
 
-/// The worker's entry point: `args` are everything after argv[0] (OpenCode's flags).
+/// The worker's entry point: `args` are everything after `argv[0]` (OpenCode's flags).
 pub fn main(args: &[OsString]) -> i32 {
     // Like OpenCode: the prompt comes on stdin, read to the end before anything else.
     let mut prompt = String::new();

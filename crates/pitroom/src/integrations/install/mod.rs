@@ -1,0 +1,170 @@
+//! `pitroom install` / `uninstall`: the skills for hosts without the plugin, linked where each
+//! host looks, the MCP registration printed, the Claude Code status line only when asked.
+//!
+//! Rules: never overwrite a file Pitroom did not write (refuse, naming it; `--force` moves it
+//! aside into Pitroom's data dir and `uninstall` puts it back); record every directory, file
+//! and link made in a manifest, so `uninstall` removes exactly those and the home is
+//! byte-identical to before. The skills themselves are written from the binary into Pitroom's
+//! data dir (`$XDG_DATA_HOME/pitroom/skills`), and the hosts' skill dirs get symlinks to them.
+//!
+//! The parts: [`layout`] says where things go and which hosts are here; [`plan`] works out
+//! what install wants and what to do about what is there; [`apply`] makes it, with
+//! [`settings`] for Claude Code's status line; [`manifest`] records what was made;
+//! [`uninstall`](mod@uninstall) reverses it; [`doctor`] reports skills that would load twice.
+
+mod apply;
+mod doctor;
+mod layout;
+mod manifest;
+mod plan;
+mod settings;
+mod uninstall;
+
+use clap::{Args, ValueEnum};
+use pitroom_core::exit;
+
+use crate::output;
+
+pub use doctor::{doctor_skills, double_loads};
+pub use layout::{Host, Layout};
+pub use manifest::{hash, Entry, Manifest};
+pub use uninstall::uninstall;
+
+use apply::apply_steps;
+use manifest::save_manifest;
+use plan::{print_done, print_plan, print_registrations, step_for, wanted, Step, Want};
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The agent host: claude, codex, gemini, cursor or all (default: every host found in your
+    /// home directory or on PATH).
+    #[arg(long, value_enum)]
+    pub host: Option<HostArg>,
+    /// Also set Claude Code's status line (`statusLine` in ~/.claude/settings.json).
+    #[arg(long)]
+    pub statusline: bool,
+    /// Print what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace files Pitroom did not write; the originals are kept and `uninstall` restores them.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// Print what would be removed; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HostArg {
+    Claude,
+    Codex,
+    Gemini,
+    Cursor,
+    All,
+}
+
+pub fn install(args: InstallArgs) -> i32 {
+    let layout = match Layout::from_env(&crate::commands::env_lookup) {
+        Ok(l) => l,
+        Err(e) => return refuse(&e),
+    };
+    let hosts = match pick_hosts(&layout, args.host) {
+        Ok(h) => h,
+        Err(e) => return refuse(&e),
+    };
+    if args.statusline && !hosts.contains(&Host::Claude) {
+        output::error("the status line is Claude Code's: add --host claude (or all)");
+        return exit::USAGE;
+    }
+    let mut manifest = match Manifest::load(&layout.manifest()) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(e) => return refuse(&e),
+    };
+    let wants = wanted(&layout, &hosts, args.statusline);
+    let steps: Vec<(Want, Step)> = wants
+        .into_iter()
+        .map(|w| {
+            let step = step_for(&w, &manifest);
+            (w, step)
+        })
+        .collect();
+    let foreign: Vec<&Want> = steps
+        .iter()
+        .filter(|(_, s)| *s == Step::Foreign)
+        .map(|(w, _)| w)
+        .collect();
+    if !foreign.is_empty() && !args.force {
+        output::error("refusing to replace what Pitroom did not write:");
+        for w in &foreign {
+            eprintln!("  {}", layout.show(w.path()));
+        }
+        output::hint(
+            "move them away, or re-run with --force (the originals are kept in Pitroom's data dir and `pitroom uninstall` puts them back)",
+        );
+        return exit::REFUSED;
+    }
+    if args.dry_run {
+        print_plan(&layout, &steps);
+        print_registrations(&hosts, args.statusline);
+        return exit::OK;
+    }
+    let result = apply_steps(&layout, &steps, &mut manifest);
+    manifest.version = 1;
+    manifest.pitroom = env!("CARGO_PKG_VERSION").into();
+    for h in &hosts {
+        if !manifest.hosts.contains(h) {
+            manifest.hosts.push(*h);
+        }
+    }
+    // Saved even after a failure part-way, so `uninstall` can remove what was made.
+    let saved = save_manifest(&layout, &mut manifest);
+    if let Err(e) = result.and(saved) {
+        output::error(format!(
+            "{e}; what was made so far is recorded, and `pitroom uninstall` removes it"
+        ));
+        return exit::REFUSED;
+    }
+    print_done(&layout, &hosts, &steps);
+    print_registrations(&hosts, args.statusline);
+    for twice in double_loads(&layout) {
+        output::warning(twice);
+    }
+    exit::OK
+}
+
+pub(super) fn refuse(message: &str) -> i32 {
+    output::error(message);
+    exit::REFUSED
+}
+
+/// The hosts to install for: the one asked, all, or those found.
+pub fn pick_hosts(layout: &Layout, asked: Option<HostArg>) -> Result<Vec<Host>, String> {
+    let host = |h| Ok(vec![h]);
+    match asked {
+        Some(HostArg::Claude) => host(Host::Claude),
+        Some(HostArg::Codex) => host(Host::Codex),
+        Some(HostArg::Gemini) => host(Host::Gemini),
+        Some(HostArg::Cursor) => host(Host::Cursor),
+        Some(HostArg::All) => Ok(Host::ALL.to_vec()),
+        None => {
+            let found: Vec<Host> = Host::ALL
+                .into_iter()
+                .filter(|h| layout.host_present(*h))
+                .collect();
+            if found.is_empty() {
+                Err(format!(
+                    "no agent host found (looked for {} and for claude, codex, gemini, cursor-agent on PATH); pick one with --host claude|codex|gemini|cursor|all",
+                    [".claude", ".codex", ".gemini", ".cursor"]
+                        .map(|d| format!("~/{d}"))
+                        .join(", ")
+                ))
+            } else {
+                Ok(found)
+            }
+        }
+    }
+}

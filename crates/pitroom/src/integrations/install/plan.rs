@@ -1,0 +1,184 @@
+//! What `install` wants for the chosen hosts, what to do about what is already at each path,
+//! and the messages that say so (the dry-run plan, the summary, the MCP registrations).
+
+use std::path::{Path, PathBuf};
+
+use super::{hash, Entry, Host, Layout, Manifest};
+use crate::integrations::skills::SKILLS;
+
+/// What install wants at one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Want {
+    File {
+        path: PathBuf,
+        contents: Vec<u8>,
+    },
+    Link {
+        path: PathBuf,
+        target: PathBuf,
+    },
+    /// Claude Code's settings with `statusLine` set.
+    Settings {
+        path: PathBuf,
+    },
+}
+
+impl Want {
+    pub(super) fn path(&self) -> &Path {
+        match self {
+            Want::File { path, .. } | Want::Link { path, .. } | Want::Settings { path } => path,
+        }
+    }
+}
+
+/// What to do about one wanted item, given what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Already exactly so (ours from an earlier install, or identical and left unrecorded).
+    Keep,
+    /// Nothing there: make it.
+    Make,
+    /// Ours from an earlier install, to be refreshed (a newer binary's skill text).
+    Refresh,
+    /// Something Pitroom did not make is there.
+    Foreign,
+}
+
+/// Everything install wants for these hosts: the skill files, a link per skill and skills
+/// dir, and the settings when the status line is asked for.
+pub(super) fn wanted(layout: &Layout, hosts: &[Host], statusline: bool) -> Vec<Want> {
+    let mut wants = Vec::new();
+    for skill in SKILLS {
+        wants.push(Want::File {
+            path: layout.skill_store().join(skill.name).join("SKILL.md"),
+            contents: skill.text.as_bytes().to_vec(),
+        });
+    }
+    let mut dirs: Vec<PathBuf> = hosts.iter().map(|h| layout.skills_dir(*h)).collect();
+    dirs.dedup();
+    for dir in dirs {
+        for skill in SKILLS {
+            wants.push(Want::Link {
+                path: dir.join(skill.name),
+                target: layout.skill_store().join(skill.name),
+            });
+        }
+    }
+    if statusline {
+        wants.push(Want::Settings {
+            path: layout.settings(),
+        });
+    }
+    wants
+}
+
+pub(super) fn step_for(want: &Want, manifest: &Manifest) -> Step {
+    let path = want.path();
+    let present = std::fs::symlink_metadata(path).is_ok();
+    match (manifest.owns(path), want) {
+        (Some(Entry::File { hash: h, .. }), Want::File { contents, .. }) => {
+            match std::fs::read(path) {
+                Ok(now) if hash(&now) == hash(contents) => Step::Keep,
+                Ok(now) if hash(&now) == *h => Step::Refresh,
+                // Changed by someone since Pitroom wrote it: theirs now.
+                Ok(_) => Step::Foreign,
+                Err(_) => Step::Make,
+            }
+        }
+        (Some(Entry::Link { target: t, .. }), Want::Link { target, .. }) if t == target => {
+            match std::fs::read_link(path) {
+                Ok(now) if now == *target => Step::Keep,
+                Ok(_) => Step::Foreign,
+                Err(_) if !present => Step::Make,
+                Err(_) => Step::Foreign,
+            }
+        }
+        (
+            Some(Entry::File { hash: h, .. } | Entry::Edited { hash: h, .. }),
+            Want::Settings { .. },
+        ) => match std::fs::read(path) {
+            Ok(now) if hash(&now) == *h => Step::Keep,
+            Ok(_) => Step::Foreign,
+            Err(_) => Step::Make,
+        },
+        _ if !present => Step::Make,
+        (_, Want::Link { target, .. })
+            if std::fs::read_link(path).ok().as_ref() == Some(target) =>
+        {
+            // The same link, made by hand or by a lost install: leave it, and do not record it.
+            Step::Keep
+        }
+        _ => Step::Foreign,
+    }
+}
+
+pub(super) fn print_plan(layout: &Layout, steps: &[(Want, Step)]) {
+    println!("pitroom install --dry-run: nothing is changed");
+    for (want, step) in steps {
+        let what = match (want, step) {
+            (_, Step::Keep) => continue,
+            (Want::File { .. }, Step::Refresh) => "refresh",
+            (Want::File { .. }, _) => "write",
+            (Want::Link { .. }, _) => "link",
+            (Want::Settings { .. }, _) => "set statusLine in",
+        };
+        let aside = if *step == Step::Foreign {
+            " (moving the existing one aside: --force)"
+        } else {
+            ""
+        };
+        match want {
+            Want::Link { path, target } => println!(
+                "  {what} {} → {}{aside}",
+                layout.show(path),
+                layout.show(target)
+            ),
+            _ => println!("  {what} {}{aside}", layout.show(want.path())),
+        }
+    }
+}
+
+pub(super) fn print_done(layout: &Layout, hosts: &[Host], steps: &[(Want, Step)]) {
+    let made = steps.iter().filter(|(_, s)| *s != Step::Keep).count();
+    let names: Vec<&str> = hosts.iter().map(|h| h.name()).collect();
+    if made == 0 {
+        println!("pitroom: already installed for {}", names.join(", "));
+    } else {
+        println!("pitroom: installed for {}", names.join(", "));
+    }
+    let mut dirs: Vec<PathBuf> = hosts.iter().map(|h| layout.skills_dir(*h)).collect();
+    dirs.dedup();
+    for dir in dirs {
+        println!(
+            "  {} skills linked in {} (→ {})",
+            SKILLS.len(),
+            layout.show(&dir),
+            layout.show(&layout.skill_store())
+        );
+    }
+    if steps
+        .iter()
+        .any(|(w, s)| matches!(w, Want::Settings { .. }) && *s != Step::Keep)
+    {
+        println!("  status line set in {}", layout.show(&layout.settings()));
+    }
+    println!("  undo with: pitroom uninstall");
+}
+
+/// The MCP registration for each host (Pitroom never edits the hosts' own config files).
+pub(super) fn print_registrations(hosts: &[Host], statusline: bool) {
+    for host in hosts {
+        if let Ok(snippet) = pitroom_mcp::hosts::config_for(host.name()) {
+            println!(
+                "\nMCP for {} (optional; the skills work without it):",
+                host.name()
+            );
+            for line in snippet.lines() {
+                println!("  {line}");
+            }
+        }
+    }
+    if hosts.contains(&Host::Claude) && !statusline {
+        println!("\nStatus line: pitroom install --host claude --statusline");
+    }
+}
