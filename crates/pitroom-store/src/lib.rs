@@ -72,12 +72,7 @@ impl Store {
         let path = self.path.clone();
         let fail = |e| StoreError::sqlite(&path, e);
         self.conn.busy_timeout(busy).map_err(fail)?;
-        // `journal_mode` answers with the mode it ended up in; reading it is what surfaces a
-        // file that is not a database at all.
-        let _mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(fail)?;
+        self.use_wal(busy).map_err(fail)?;
         self.conn
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
@@ -88,6 +83,32 @@ impl Store {
                 found,
             },
         })
+    }
+
+    /// Switches the file to WAL. Reading the mode first is what surfaces a file that is not a
+    /// database at all. Switching needs the file to itself, and SQLite answers a busy switch
+    /// at once rather than through the busy handler: when several processes open a fresh
+    /// database together (a crew's first runs ending at once), the losers retry until `busy`.
+    fn use_wal(&self, busy: Duration) -> rusqlite::Result<()> {
+        let deadline = std::time::Instant::now() + busy;
+        loop {
+            let mode: String = self
+                .conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            if mode.eq_ignore_ascii_case("wal") {
+                return Ok(());
+            }
+            match self
+                .conn
+                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -244,6 +265,13 @@ pub fn open_synced(home: &Home) -> Result<(Store, Vec<String>), StoreError> {
         ));
     }
     Ok((store, notes))
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Renames a damaged database (and its WAL and shared-memory files) out of the way.

@@ -564,3 +564,37 @@ fn a_run_without_a_pinned_model_is_filed_under_the_model_the_cli_reported() {
     pinned.reported_model = Some("m/x-2026".into());
     assert_eq!(row(&pinned).worker(), "opencode:m/x", "a pinned model wins");
 }
+
+#[test]
+fn many_processes_opening_a_fresh_database_at_once_all_get_in() {
+    // A crew's first runs end together on a fresh state dir: each opens the database that
+    // does not exist yet, and the switch to WAL must not fail any of them.
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.sqlite");
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let store = Store::open(&path)?;
+                    let r = record(
+                        &format!("r{i}"),
+                        "t",
+                        None,
+                        RunState::Done,
+                        "2026-12-01T10:00:00Z",
+                        1,
+                    );
+                    store.upsert(&row(&r))
+                })
+            })
+            .collect();
+        for h in handles {
+            let outcome = h.join().expect("no panic");
+            assert!(outcome.is_ok(), "round {round}: {outcome:?}");
+        }
+        assert_eq!(Store::open(&path).unwrap().count().unwrap(), 8);
+    }
+}

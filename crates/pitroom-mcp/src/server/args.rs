@@ -133,7 +133,7 @@ pub struct StopArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct InfoArgs {
-    /// runs, history, stats, savings, cooldown, config or models.
+    /// runs, history, stats, savings, cooldown, config, models or doctor.
     pub topic: String,
     /// history: words to search for.
     #[serde(default)]
