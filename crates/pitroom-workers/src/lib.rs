@@ -20,6 +20,7 @@ pub mod gemini;
 pub mod kilo;
 pub mod opencode;
 pub mod qwen;
+pub mod secret_files;
 
 pub use adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StateDirs,

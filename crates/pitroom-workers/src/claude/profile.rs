@@ -16,23 +16,6 @@ const WRITE_TOOLS: &[&str] = &["Edit", "Write", "NotebookEdit", "Bash"];
 /// Tools that reach the web, offered only with `--web`.
 const WEB_TOOLS: &[&str] = &["WebFetch", "WebSearch"];
 
-/// Files whose contents no worker reads or edits, as gitignore-style patterns.
-const SECRET_PATTERNS: &[&str] = &[
-    "**/.env",
-    "**/.env.*",
-    "**/*.pem",
-    "**/*.key",
-    "**/id_rsa*",
-    "**/id_ed25519*",
-    "**/id_ecdsa*",
-    "**/.npmrc",
-    "**/.pypirc",
-    "**/.netrc",
-    "**/.git-credentials",
-    "**/credentials.json",
-    "**/secrets.*",
-];
-
 /// Shell commands no worker may run, whatever the mode (Claude matches `Bash(prefix:*)`).
 const DENIED_COMMANDS: &[&str] = &[
     "git commit",
@@ -106,7 +89,7 @@ pub fn tools(mode: Mode, web: bool) -> Vec<&'static str> {
 pub fn permissions(mode: Mode, web: bool) -> Value {
     let allow: Vec<String> = tools(mode, web).iter().map(|t| t.to_string()).collect();
     let mut deny: Vec<String> = Vec::new();
-    for pattern in SECRET_PATTERNS {
+    for pattern in crate::secret_files::anywhere_globs() {
         for tool in ["Read", "Edit", "Write"] {
             deny.push(format!("{tool}({pattern})"));
         }
@@ -156,6 +139,21 @@ pub fn user_credentials(req: &InvocationRequest) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_secret_file_of_the_one_policy_is_denied_to_read_edit_and_write() {
+        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
+        for mode in [Mode::Read, Mode::Write] {
+            let deny: Vec<String> =
+                serde_json::from_value(permissions(mode, false)["deny"].clone())
+                    .expect("deny rules");
+            for tool in ["Read", "Edit", "Write"] {
+                assert_refuses_exactly_the_secrets(&format!("claude {tool} ({mode:?})"), |path| {
+                    tool_rule_matches(&deny, tool, path)
+                });
+            }
+        }
+    }
     use crate::adapter::StateDirs;
 
     fn request(mode: Mode, home: &std::path::Path) -> InvocationRequest {

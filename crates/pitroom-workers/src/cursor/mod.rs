@@ -39,19 +39,6 @@ const CONFIG_VAR: &str = "PITROOM_CURSOR_CONFIG";
 const CREDENTIAL_FILES: &[&str] = &["auth.json"];
 /// Other agent CLIs and Pitroom itself: no recursive delegation.
 const AGENT_PROGRAMS: &[&str] = &["agent", "agy"];
-/// Secret files no worker reads or writes (relative globs match anywhere in the workspace).
-const SECRET_GLOBS: &[&str] = &[
-    "**/.env",
-    "**/.env.local",
-    "**/.env.production",
-    "**/.env.development",
-    "**/*.pem",
-    "**/*.key",
-    "**/id_rsa*",
-    "**/id_ed25519*",
-    "**/.netrc",
-    "**/credentials.json",
-];
 
 /// Texts that name each failure kind (beyond the generic ones every adapter shares), from
 /// Cursor's reported error messages; see the docs for their sources.
@@ -131,7 +118,7 @@ impl Cursor {
 pub(crate) fn cli_config(mode: Mode, web: bool) -> serde_json::Value {
     let mut allow: Vec<String> = Vec::new();
     let mut deny: Vec<String> = denied_shell_tokens();
-    for glob in SECRET_GLOBS {
+    for glob in crate::secret_files::anywhere_globs() {
         deny.push(format!("Read({glob})"));
         deny.push(format!("Write({glob})"));
     }
@@ -292,6 +279,27 @@ impl Adapter for Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_secret_file_of_the_one_policy_is_denied_to_read_and_write() {
+        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
+        for mode in [Mode::Read, Mode::Write] {
+            let deny: Vec<String> =
+                serde_json::from_value(cli_config(mode, false)["permissions"]["deny"].clone())
+                    .expect("deny rules");
+            // Read mode denies every write (`Write(**)`); the secret rules matter for edits.
+            let tools: &[&str] = if mode.may_edit() {
+                &["Read", "Write"]
+            } else {
+                &["Read"]
+            };
+            for tool in tools {
+                assert_refuses_exactly_the_secrets(&format!("cursor {tool} ({mode:?})"), |path| {
+                    tool_rule_matches(&deny, tool, path)
+                });
+            }
+        }
+    }
     use crate::adapter::StateDirs;
     use crate::qwen::settings::cli_args;
 

@@ -51,17 +51,6 @@ const DENIED_TOOLS: &[&str] = &[
 ];
 const WEB_TOOLS: &[&str] = &["google_web_search", "web_fetch"];
 const EDIT_TOOLS: &[&str] = &["write_file", "replace"];
-/// Argument patterns (on the call's JSON) of secret files no worker reads.
-const SECRET_ARGS: &[&str] = &[
-    r#"/\.env""#,
-    r#"/\.env\.(local|production|development)""#,
-    r#"\.pem""#,
-    r#"\.key""#,
-    r#"/id_rsa[^/"]*""#,
-    r#"/id_ed25519[^/"]*""#,
-    r#"/\.netrc""#,
-    r#"/credentials\.json""#,
-];
 
 impl Gemini {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
@@ -180,10 +169,10 @@ pub(crate) fn policy(mode: Mode, web: bool) -> String {
         "toolName = [{}]\ndecision = \"deny\"\npriority = 900\n",
         names.join(", ")
     ));
-    for pattern in SECRET_ARGS {
+    for pattern in crate::secret_files::json_path_regexes() {
         rule(format!(
             "toolName = [\"read_file\", \"read_many_files\"]\nargsPattern = {}\ndecision = \"deny\"\npriority = 950\n",
-            toml_string(pattern)
+            toml_string(&pattern)
         ));
     }
     out
@@ -362,6 +351,36 @@ impl Adapter for Gemini {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_secret_file_of_the_one_policy_is_denied_to_the_read_tools() {
+        use crate::secret_files::check::assert_refuses_exactly_the_secrets;
+        for mode in [Mode::Read, Mode::Write] {
+            let policy: toml::Value = toml::from_str(&policy(mode, false)).expect("policy TOML");
+            let patterns: Vec<regex::Regex> = policy["rule"]
+                .as_array()
+                .expect("rules")
+                .iter()
+                .filter(|r| r["decision"].as_str() == Some("deny"))
+                .filter(|r| {
+                    r["toolName"]
+                        .as_array()
+                        .is_some_and(|t| t.iter().any(|n| n.as_str() == Some("read_file")))
+                })
+                .filter_map(|r| r["argsPattern"].as_str())
+                .map(|p| regex::Regex::new(p).expect("a valid pattern"))
+                .collect();
+            // Gemini matches the pattern against the call's JSON arguments: an absolute path,
+            // and a relative one, must both be caught.
+            assert_refuses_exactly_the_secrets(&format!("gemini ({mode:?})"), |path| {
+                let absolute =
+                    serde_json::json!({"absolute_path": format!("/work/p/{path}")}).to_string();
+                let relative = serde_json::json!({"file_path": path}).to_string();
+                patterns.iter().any(|p| p.is_match(&absolute))
+                    && patterns.iter().any(|p| p.is_match(&relative))
+            });
+        }
+    }
     use crate::adapter::StateDirs;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {

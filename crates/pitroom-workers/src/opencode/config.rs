@@ -61,54 +61,16 @@ pub(crate) const DENIED_COMMANDS: &[&str] = &[
     "cursor-agent*",
 ];
 
-/// Secret-looking files, as OpenCode permission patterns (`*` matches any characters, `/`
-/// included; the last matching rule wins). The same files Pitroom keeps out of read copies.
-const SECRET_PATTERNS: &[&str] = &[
-    ".env",
-    "*/.env",
-    ".env.*",
-    "*/.env.*",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.keystore",
-    "*.jks",
-    "id_rsa*",
-    "*/id_rsa*",
-    "id_ed25519*",
-    "*/id_ed25519*",
-    "id_ecdsa*",
-    "*/id_ecdsa*",
-    ".netrc",
-    "*/.netrc",
-    ".npmrc",
-    "*/.npmrc",
-    ".pypirc",
-    "*/.pypirc",
-    "credentials.json",
-    "*/credentials.json",
-    "secrets.json",
-    "*/secrets.json",
-    "secrets.y*ml",
-    "*/secrets.y*ml",
-    "service-account.json",
-    "*/service-account.json",
-    ".pgpass",
-    "*/.pgpass",
-];
-/// Templates of secret files hold no secrets: allowed again after the denials.
-const SECRET_TEMPLATES: &[&str] = &["*.example", "*.sample", "*.template", "*.dist"];
-
 /// `{"*": base, <secret pattern>: "deny", <template pattern>: base}` for a path-taking tool.
 fn path_rules(base: &str) -> Value {
     let mut rules = Map::new();
     rules.insert("*".into(), base.into());
-    for pattern in SECRET_PATTERNS {
-        rules.insert((*pattern).into(), "deny".into());
+    for pattern in crate::secret_files::opencode_globs() {
+        rules.insert(pattern, "deny".into());
     }
-    for pattern in SECRET_TEMPLATES {
-        rules.insert((*pattern).into(), base.into());
+    // Templates of secret files hold no secrets: allowed again after the denials.
+    for pattern in crate::secret_files::opencode_template_globs() {
+        rules.insert(pattern, base.into());
     }
     Value::Object(rules)
 }
@@ -279,6 +241,29 @@ pub(crate) fn merge(base: &mut Value, overlay: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_secret_file_of_the_one_policy_is_denied_to_read_and_edit() {
+        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, wildcard};
+        for mode in [Mode::Read, Mode::Write] {
+            let profile = permission_profile(mode, false);
+            for tool in ["read", "edit"] {
+                let Some(rules) = profile[tool].as_object() else {
+                    assert_eq!(profile[tool], "deny", "{mode:?} {tool}");
+                    continue;
+                };
+                // OpenCode's `*` crosses `/`, and the last matching rule wins.
+                let refused = |path: &str| {
+                    rules
+                        .iter()
+                        .rev()
+                        .find(|(pattern, _)| wildcard(pattern, path, true))
+                        .is_some_and(|(_, action)| action == "deny")
+                };
+                assert_refuses_exactly_the_secrets(&format!("opencode {tool} ({mode:?})"), refused);
+            }
+        }
+    }
     use crate::adapter::StateDirs;
 
     fn request(env: Vec<(&str, String)>, mode: Mode) -> InvocationRequest {

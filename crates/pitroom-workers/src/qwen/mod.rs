@@ -56,19 +56,6 @@ const DENIED_TOOLS: &[&str] = &[
 ];
 const WEB_TOOLS: &[&str] = &["web_fetch", "web_search"];
 const EDIT_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
-/// Secret files no worker reads (PRODUCT.md §7), as Qwen `Read(…)` path rules.
-const SECRET_GLOBS: &[&str] = &[
-    "**/.env",
-    "**/.env.local",
-    "**/.env.*.local",
-    "**/.env.production",
-    "**/*.pem",
-    "**/*.key",
-    "**/id_rsa*",
-    "**/id_ed25519*",
-    "**/.netrc",
-    "**/credentials.json",
-];
 
 impl Qwen {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
@@ -162,7 +149,11 @@ pub(crate) fn deny_rules(mode: Mode, web: bool) -> Vec<String> {
         rules.push(format!("Bash({base})"));
         rules.push(format!("Bash({base} *)"));
     }
-    rules.extend(SECRET_GLOBS.iter().map(|g| format!("Read({g})")));
+    rules.extend(
+        crate::secret_files::anywhere_globs()
+            .iter()
+            .map(|g| format!("Read({g})")),
+    );
     rules
 }
 
@@ -318,6 +309,17 @@ impl Adapter for Qwen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_secret_file_of_the_one_policy_is_denied_to_read() {
+        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
+        for mode in [Mode::Read, Mode::Write] {
+            let deny = deny_rules(mode, false);
+            assert_refuses_exactly_the_secrets(&format!("qwen ({mode:?})"), |path| {
+                tool_rule_matches(&deny, "Read", path)
+            });
+        }
+    }
     use crate::adapter::StateDirs;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
