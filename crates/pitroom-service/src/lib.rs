@@ -10,6 +10,7 @@
 //! - [`ledger`]: the ledger row written when a run ends, history, stats, savings.
 
 pub mod changes;
+pub mod clean;
 pub mod doctor;
 pub mod error;
 pub mod events;

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use pitroom_core::duration::format_duration;
 use pitroom_core::report::human_count;
-use pitroom_core::{exit, Home, RunRecord};
+use pitroom_core::{exit, Home};
 use pitroom_store::{
     open_synced, parse_since, savings_card, CardData, Filter, Hit, Savings, Since, Store,
     WorkerStats,
 };
-use pitroom_workers::{Mode, ModelInfo};
+use pitroom_workers::ModelInfo;
 use serde_json::json;
 
 use crate::output;
@@ -451,84 +451,39 @@ fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
     }
 }
 
-/// Why `clean` keeps or removes a run.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Verdict {
-    Remove,
-    KeepActive,
-    KeepUnappliedPatch,
-    KeepRecent,
-    KeepUnreadable,
-}
-
-/// What `clean` decides for one run directory. An isolated run whose patch was never applied
-/// is kept whatever its age, discarded or not: `discard` promises the patch stays.
-fn verdict(record: &RunRecord, cutoff_ms: i64) -> Verdict {
-    if record.state.is_active() {
-        return Verdict::KeepActive;
-    }
-    if record.spec.mode == Mode::Isolate && !record.applied && !record.changes.is_empty() {
-        return Verdict::KeepUnappliedPatch;
-    }
-    let ended = record
-        .ended_at
-        .as_deref()
-        .unwrap_or(&record.created_at)
-        .parse::<jiff::Timestamp>()
-        .map(|t| t.as_millisecond());
-    match ended {
-        Ok(ms) if ms < cutoff_ms => Verdict::Remove,
-        Ok(_) => Verdict::KeepRecent,
-        Err(_) => Verdict::KeepUnreadable,
-    }
-}
-
 pub fn clean(args: CleanArgs) -> i32 {
-    let home = super::home();
-    let cutoff = jiff::Timestamp::now().as_millisecond() - i64::from(args.days) * 86_400_000;
-    let mut decided: Vec<(String, Verdict)> = Vec::new();
-    for id in home.run_ids() {
-        let v = match home.load_settled(&id) {
-            Ok(record) => verdict(&record, cutoff),
-            Err(_) => Verdict::KeepUnreadable,
-        };
-        decided.push((id, v));
-    }
-    let doomed: Vec<String> = decided
-        .iter()
-        .filter(|(_, v)| *v == Verdict::Remove)
-        .map(|(id, _)| id.clone())
-        .collect();
-    let kept_patches: Vec<&str> = decided
-        .iter()
-        .filter(|(_, v)| *v == Verdict::KeepUnappliedPatch)
-        .map(|(id, _)| id.as_str())
-        .collect();
-    let mut removed = Vec::new();
-    let mut failures = Vec::new();
-    if args.yes {
-        for id in &doomed {
-            match remove_run(&home, id) {
-                Ok(()) => removed.push(id.clone()),
-                Err(e) => failures.push(format!("{id}: {e}")),
-            }
-        }
-        mark_pruned(&home, &removed);
+    let service = match super::service() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let cleaning = service.clean(args.days, args.yes);
+    for w in &cleaning.warnings {
+        output::warning(w);
     }
     if args.json {
         output::json(&json!({
             "dry_run": !args.yes,
             "days": args.days,
-            "would_remove": if args.yes { Vec::new() } else { doomed.clone() },
-            "removed": removed,
-            "kept_unapplied_patches": kept_patches,
-            "failed": failures,
+            "would_remove": if args.yes { Vec::new() } else { cleaning.doomed.clone() },
+            "removed": cleaning.removed,
+            "kept_unapplied_patches": cleaning.kept_unapplied_patches,
+            "failed": cleaning.failed,
         }));
     } else {
-        print_clean(&args, &doomed, &removed, &kept_patches, &failures);
+        let kept: Vec<&str> = cleaning
+            .kept_unapplied_patches
+            .iter()
+            .map(String::as_str)
+            .collect();
+        print_clean(
+            &args,
+            &cleaning.doomed,
+            &cleaning.removed,
+            &kept,
+            &cleaning.failed,
+        );
     }
-    if failures.is_empty() {
+    if cleaning.failed.is_empty() {
         exit::OK
     } else {
         exit::REFUSED
@@ -574,27 +529,6 @@ fn print_clean(
     }
     for f in failures {
         output::warning(format!("could not remove {f}"));
-    }
-}
-
-/// Removes a run's directory and any isolated copy left behind for it (only inside `copies/`).
-fn remove_run(home: &Home, id: &str) -> std::io::Result<()> {
-    let copy = home.copies().join(id);
-    if copy.is_dir() {
-        std::fs::remove_dir_all(&copy)?;
-    }
-    std::fs::remove_dir_all(home.run_dir(id))
-}
-
-/// Keeps the removed runs' ledger rows, marked as cleaned, so savings and stats still count
-/// them. Best-effort: the history is rebuilt from what is left if this fails.
-fn mark_pruned(home: &Home, ids: &[String]) {
-    if ids.is_empty() {
-        return;
-    }
-    let result = open_synced(home).and_then(|(mut store, _)| store.mark_pruned(ids));
-    if let Err(e) = result {
-        output::warning(format!("history: {e}"));
     }
 }
 
@@ -681,77 +615,5 @@ fn usage_columns(s: &WorkerStats) -> String {
             human_count(s.tokens),
             "n/a"
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(mode: &str, state: &str, ended: &str) -> RunRecord {
-        serde_json::from_value(json!({
-            "version": 1, "id": "r", "state": state, "created_at": ended, "ended_at": ended,
-            "started_at": ended, "duration_ms": 1, "repo": null, "workdir": null, "copy": null,
-            "pid": null, "pid_start": null, "session": null, "base_tree": null,
-            "after_tree": null, "answer": null, "error": null, "failure": null,
-            "worker_exit": null, "last": null, "receipt": null, "refs": null, "verify": null,
-            "supervisor_peak_kb": null,
-            "spec": {
-                "task": "t", "mode": mode, "backend": "opencode", "model": null, "effort": null,
-                "web": false, "dir": "/r", "timeout_secs": 1.0, "watchdog_secs": 1.0,
-                "background": false, "allow_non_git": false, "parent": null,
-                "primary": "sonnet", "price": null
-            }
-        }))
-        .unwrap()
-    }
-
-    const OLD: &str = "2026-01-01T00:00:00Z";
-    const CUTOFF: &str = "2026-06-01T00:00:00Z";
-
-    fn cutoff() -> i64 {
-        CUTOFF.parse::<jiff::Timestamp>().unwrap().as_millisecond()
-    }
-
-    #[test]
-    fn clean_removes_old_finished_runs_and_keeps_recent_and_active_ones() {
-        assert_eq!(
-            verdict(&record("read", "done", OLD), cutoff()),
-            Verdict::Remove
-        );
-        assert_eq!(
-            verdict(&record("read", "failed", "2026-07-01T00:00:00Z"), cutoff()),
-            Verdict::KeepRecent
-        );
-        assert_eq!(
-            verdict(&record("write", "running", OLD), cutoff()),
-            Verdict::KeepActive
-        );
-    }
-
-    #[test]
-    fn clean_never_removes_an_unapplied_isolated_patch() {
-        let mut r = record("isolate", "done", OLD);
-        r.changes = vec![pitroom_core::record::ChangedFile {
-            status: 'M',
-            path: "a".into(),
-            old_path: None,
-            added: Some(1),
-            deleted: Some(0),
-        }];
-        assert_eq!(verdict(&r, cutoff()), Verdict::KeepUnappliedPatch);
-        r.discarded = true;
-        assert_eq!(
-            verdict(&r, cutoff()),
-            Verdict::KeepUnappliedPatch,
-            "discard keeps the patch, so clean does too"
-        );
-        r.applied = true;
-        assert_eq!(verdict(&r, cutoff()), Verdict::Remove);
-        // An isolated run that changed nothing has no patch to lose.
-        assert_eq!(
-            verdict(&record("isolate", "done", OLD), cutoff()),
-            Verdict::Remove
-        );
     }
 }

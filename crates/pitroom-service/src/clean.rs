@@ -1,0 +1,181 @@
+//! `clean`: which run directories may go (finished, older than the cutoff, no unapplied
+//! isolated patch) and removing them, keeping their ledger rows marked as cleaned.
+
+use pitroom_core::{Home, RunRecord};
+use pitroom_store::open_synced;
+use pitroom_workers::Mode;
+use serde::Serialize;
+
+use crate::Service;
+
+/// Why `clean` keeps or removes a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Remove,
+    KeepActive,
+    KeepUnappliedPatch,
+    KeepRecent,
+    KeepUnreadable,
+}
+
+/// What `clean` decides for one run directory. An isolated run whose patch was never applied
+/// is kept whatever its age, discarded or not: `discard` promises the patch stays.
+pub fn verdict(record: &RunRecord, cutoff_ms: i64) -> Verdict {
+    if record.state.is_active() {
+        return Verdict::KeepActive;
+    }
+    if record.spec.mode == Mode::Isolate && !record.applied && !record.changes.is_empty() {
+        return Verdict::KeepUnappliedPatch;
+    }
+    let ended = record
+        .ended_at
+        .as_deref()
+        .unwrap_or(&record.created_at)
+        .parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond());
+    match ended {
+        Ok(ms) if ms < cutoff_ms => Verdict::Remove,
+        Ok(_) => Verdict::KeepRecent,
+        Err(_) => Verdict::KeepUnreadable,
+    }
+}
+
+/// What `clean` decided, and (with `remove`) did.
+#[derive(Debug, Default, Serialize)]
+pub struct Cleaning {
+    /// Runs that ended before the cutoff and may go.
+    pub doomed: Vec<String>,
+    /// The doomed runs actually removed (empty on a dry run).
+    pub removed: Vec<String>,
+    /// Isolated runs whose patch was never applied: kept whatever their age.
+    pub kept_unapplied_patches: Vec<String>,
+    /// Runs that could not be removed, with the reason.
+    pub failed: Vec<String>,
+    /// What went wrong on the side (the history's marks), for the caller to show.
+    pub warnings: Vec<String>,
+}
+
+impl Service {
+    /// Decides which run directories ended more than `days` ago and may go, and removes them
+    /// when `remove` (else a dry run).
+    pub fn clean(&self, days: u32, remove: bool) -> Cleaning {
+        let home = self.home();
+        let cutoff = jiff::Timestamp::now().as_millisecond() - i64::from(days) * 86_400_000;
+        let mut cleaning = Cleaning::default();
+        for id in home.run_ids() {
+            let v = match home.load_settled(&id) {
+                Ok(record) => verdict(&record, cutoff),
+                Err(_) => Verdict::KeepUnreadable,
+            };
+            match v {
+                Verdict::Remove => cleaning.doomed.push(id),
+                Verdict::KeepUnappliedPatch => cleaning.kept_unapplied_patches.push(id),
+                _ => {}
+            }
+        }
+        if remove {
+            for id in &cleaning.doomed {
+                match remove_run(home, id) {
+                    Ok(()) => cleaning.removed.push(id.clone()),
+                    Err(e) => cleaning.failed.push(format!("{id}: {e}")),
+                }
+            }
+            if let Err(e) = mark_pruned(home, &cleaning.removed) {
+                cleaning.warnings.push(format!("history: {e}"));
+            }
+        }
+        cleaning
+    }
+}
+
+/// Removes a run's directory and any isolated copy left behind for it (only inside `copies/`).
+fn remove_run(home: &Home, id: &str) -> std::io::Result<()> {
+    let copy = home.copies().join(id);
+    if copy.is_dir() {
+        std::fs::remove_dir_all(&copy)?;
+    }
+    std::fs::remove_dir_all(home.run_dir(id))
+}
+
+/// Keeps the removed runs' ledger rows, marked as cleaned, so savings and stats still count
+/// them. Best-effort: the history is rebuilt from what is left if this fails.
+fn mark_pruned(home: &Home, ids: &[String]) -> Result<(), pitroom_store::StoreError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    open_synced(home).and_then(|(mut store, _)| store.mark_pruned(ids))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(mode: &str, state: &str, ended: &str) -> RunRecord {
+        serde_json::from_value(json!({
+            "version": 1, "id": "r", "state": state, "created_at": ended, "ended_at": ended,
+            "started_at": ended, "duration_ms": 1, "repo": null, "workdir": null, "copy": null,
+            "pid": null, "pid_start": null, "session": null, "base_tree": null,
+            "after_tree": null, "answer": null, "error": null, "failure": null,
+            "worker_exit": null, "last": null, "receipt": null, "refs": null, "verify": null,
+            "supervisor_peak_kb": null,
+            "spec": {
+                "task": "t", "mode": mode, "backend": "opencode", "model": null, "effort": null,
+                "web": false, "dir": "/r", "timeout_secs": 1.0, "watchdog_secs": 1.0,
+                "background": false, "allow_non_git": false, "parent": null,
+                "primary": "sonnet", "price": null
+            }
+        }))
+        .unwrap()
+    }
+
+    const OLD: &str = "2026-01-01T00:00:00Z";
+    const CUTOFF: &str = "2026-06-01T00:00:00Z";
+
+    fn cutoff() -> i64 {
+        CUTOFF.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+    }
+
+    #[test]
+    fn clean_removes_old_finished_runs_and_keeps_recent_and_active_ones() {
+        assert_eq!(
+            verdict(&record("read", "done", OLD), cutoff()),
+            Verdict::Remove
+        );
+        assert_eq!(
+            verdict(&record("read", "failed", "2026-07-01T00:00:00Z"), cutoff()),
+            Verdict::KeepRecent
+        );
+        assert_eq!(
+            verdict(&record("write", "running", OLD), cutoff()),
+            Verdict::KeepActive
+        );
+    }
+
+    #[test]
+    fn clean_never_removes_an_unapplied_isolated_patch() {
+        let mut r = record("isolate", "done", OLD);
+        r.changes = vec![pitroom_core::record::ChangedFile {
+            status: 'M',
+            path: "a".into(),
+            old_path: None,
+            added: Some(1),
+            deleted: Some(0),
+        }];
+        assert_eq!(verdict(&r, cutoff()), Verdict::KeepUnappliedPatch);
+        r.discarded = true;
+        assert_eq!(
+            verdict(&r, cutoff()),
+            Verdict::KeepUnappliedPatch,
+            "discard keeps the patch, so clean does too"
+        );
+        r.applied = true;
+        assert_eq!(verdict(&r, cutoff()), Verdict::Remove);
+        // An isolated run that changed nothing has no patch to lose.
+        assert_eq!(
+            verdict(&record("isolate", "done", OLD), cutoff()),
+            Verdict::Remove
+        );
+    }
+}
