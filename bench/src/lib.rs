@@ -1,6 +1,12 @@
 //! What the benchmark programs share: the release binaries they measure, a generated dirty
 //! repository, running a command, and medians.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

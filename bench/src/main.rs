@@ -3,6 +3,12 @@
 //! cost of one snapshot, each as a ratio to `git status` on the same tree in the same run, and
 //! Pitroom's peak memory while it supervises a run. Prints medians; asserts nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 

@@ -4,6 +4,12 @@
 //! yet), from `crew` to `wait -g` done — against the same RUNS fakes started in parallel by a
 //! shell, the physical limit, in the same run. Prints figures; asserts nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

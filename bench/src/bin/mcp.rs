@@ -4,6 +4,12 @@
 //! `pitroom_run` of an instant worker over MCP vs the same run by `pitroom run`. Medians of 9
 //! rounds; prints, asserts nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -5,6 +5,12 @@
 //! known format or a value of the project's `.env`. Prints MB/s (median of several rounds) for
 //! the full redactor and for the formats alone; asserts nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::time::{Duration, Instant};
 
 use pitroom_core::redact::{Redactor, MASK};

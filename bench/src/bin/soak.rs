@@ -14,6 +14,12 @@
 //!
 //! Prints the figures and how long it ran; exits 1 if a check fails.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -6,6 +6,12 @@
 //! Prints the median of 51 warm calls (the host's steady state), the first (cold) call, and
 //! the call right after a run ended (the saving is recomputed then). Asserts nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -4,6 +4,12 @@
 //! opened afresh), then the time of typical `history` searches, `history stats` and `savings`.
 //! Prints medians; asserts nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::time::{Duration, Instant};
 
 use pitroom_store::{Filter, RunRow, Since, Store};

@@ -140,14 +140,26 @@ pub fn cooldown_for(message: &str, retry_after: Option<u64>) -> Duration {
     wait.clamp(MIN_COOLDOWN, MAX_COOLDOWN)
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "a constant pattern; the tests compile it"
+)]
 static DAILY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)daily|per day|exhausted your").expect("valid regex"));
 
+#[expect(
+    clippy::expect_used,
+    reason = "a constant pattern; the tests compile it"
+)]
 static WAIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:retry|try again|resets?|available)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*(?:hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\s*,?\s*(?:and\s+)?)+)")
         .expect("valid regex")
 });
 
+#[expect(
+    clippy::expect_used,
+    reason = "a constant pattern; the tests compile it"
+)]
 static PART: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)")
         .expect("valid regex")

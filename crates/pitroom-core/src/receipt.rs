@@ -44,6 +44,10 @@ fn preset(name: &str) -> Option<Primary> {
 
 /// The primary's price: a custom `in,out[,cached]` (`price`) wins over the preset name
 /// (`primary`). Unknown names fall back to Sonnet with a warning.
+#[expect(
+    clippy::expect_used,
+    reason = "the sonnet preset is in the table; a test looks it up"
+)]
 pub fn resolve_primary(primary: &str, price: Option<&str>) -> (Primary, Option<String>) {
     if let Some(custom) = price.and_then(parse_custom) {
         return (

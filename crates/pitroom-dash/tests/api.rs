@@ -1,6 +1,12 @@
 //! The dashboard's HTTP API and its security rules, against a real server on 127.0.0.1 over a
 //! state directory of hand-written records.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,12 @@
 //! Pitroom's test kit: scripted fake model servers, the fake worker binary, hermetic test
 //! environments, and the installer of the pinned real worker CLIs for end-to-end tests.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 pub mod env;
 pub mod fake_anthropic;
 pub mod fake_gemini;

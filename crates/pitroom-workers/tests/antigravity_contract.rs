@@ -3,6 +3,12 @@
 //! there for the source of each shape). The adapter is unproven against the real CLI. Each
 //! fixture is also checked torn and with noise lines mixed in.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 use std::path::PathBuf;
 
 use pitroom_workers::antigravity::Antigravity;

@@ -3,6 +3,12 @@
 //! test `record_claude_fixtures` in the `pitroom` crate; see the README there), and on the
 //! invocations it builds.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 use std::path::PathBuf;
 
 use pitroom_workers::claude::Claude;

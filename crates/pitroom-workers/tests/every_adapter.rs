@@ -1,6 +1,12 @@
 //! One contract, run over every adapter Pitroom has: whatever a CLI's flags, the safety floor
 //! and the plumbing hold the same way. Adapters added later are covered without a new test.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 use std::path::{Path, PathBuf};
 
 use pitroom_workers::{

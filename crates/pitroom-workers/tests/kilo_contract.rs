@@ -4,6 +4,12 @@
 //! format, so these check that the shared parser and classifier hold on Kilo's own output. Each
 //! fixture is also checked torn (its last line cut in half) and with noise lines mixed in.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 use std::path::PathBuf;
 
 use pitroom_workers::kilo::Kilo;

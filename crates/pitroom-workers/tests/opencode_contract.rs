@@ -3,6 +3,12 @@
 //! `record_opencode_fixtures` in the `pitroom` crate). Each fixture is also checked torn (its
 //! last line cut in half, as when the stream is read live) and with noise lines mixed in.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 use std::path::PathBuf;
 
 use pitroom_workers::opencode::OpenCode;

@@ -3,6 +3,12 @@
 //! `record_qwen_fixtures` in the `pitroom` crate; see the README there). Each fixture is also
 //! checked torn (its last line cut in half) and with noise lines mixed in.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 use std::path::PathBuf;
 
 use pitroom_workers::qwen::Qwen;

@@ -2,4 +2,10 @@
 //! tests on the real OpenCode CLI against a scripted fake model server, and process-survival
 //! tests.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test: a failed expectation is the test failing, with its message"
+)]
+
 mod suite;

@@ -16,6 +16,12 @@
 //! for the `--model` it was given (`*` when none matches), to script a fallback chain.
 //! With `$PITROOM_FAKE_RECORD` set, argv and the environment are written there as JSON.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed expectation is the test or benchmark failing, with its message"
+)]
+
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 
