@@ -17,13 +17,16 @@ const SHELL: &str = "/bin/sh";
 /// `$0` is a label; then pairs of (file, variable name) up to `--`, then the CLI and its args.
 /// The variables are unset before the exec, so the CLI never sees its own config twice.
 /// The umask is private while writing (settings may hold keys) and restored for the CLI, whose
-/// new files must get the user's usual modes.
+/// new files must get the user's usual modes. Each write goes through its own `mktemp` file:
+/// runs starting together write the same shared file, and inside their PID namespaces every
+/// launcher has the same `$$`.
 const LAUNCHER: &str = r#"saved_umask=$(umask)
 umask 077
 while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
   file=$1; var=$2; shift 2
   mkdir -p "$(dirname "$file")" || exit 70
-  eval "printf '%s' \"\$$var\"" > "$file.tmp.$$" && mv -f "$file.tmp.$$" "$file" || exit 70
+  tmp=$(mktemp "$file.tmp.XXXXXX") || exit 70
+  eval "printf '%s' \"\$$var\"" > "$tmp" && mv -f "$tmp" "$file" || exit 70
   unset "$var"
 done
 shift
