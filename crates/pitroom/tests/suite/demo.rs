@@ -463,3 +463,18 @@ fn demo_worker_names_the_backends_it_drives_and_a_missing_cli() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("PITROOM_OPENCODE_BIN"), "{stderr}");
 }
+
+/// Kilo takes 12–15 s and ~830 MB per start: the slowest of the three, one tour only.
+#[test]
+fn demo_worker_kilo_runs_every_stage_through_the_real_cli() {
+    let cli = &pitroom_testkit::real_cli::KILO;
+    let Some(bin) = pinned(cli) else {
+        eprintln!(
+            "skipped: the pinned Kilo Code is not installed in {} (.ci/run installs it)",
+            pitroom_testkit::real_cli::prefix(cli).display()
+        );
+        return;
+    };
+    let (out, world) = run_real_demo("kilo", &bin, None);
+    check_real_demo("kilo", "edit", &out, world.path());
+}
