@@ -72,7 +72,7 @@ pub enum Command {
     Clean(crate::commands::history::CleanArgs),
     /// Try Pitroom with no worker CLI and no key: a scripted worker walks a sample project
     /// through read, isolate, review + apply, write + revert, a crew and savings; with
-    /// --worker opencode|kilo|qwen, your real CLI does, against a scripted model on 127.0.0.1.
+    /// --worker opencode|kilo|qwen|claude, your real CLI does, against a scripted model on 127.0.0.1.
     Demo(DemoArgs),
     /// A second model reviews a run's change (or a commit range) and gives a verdict.
     Review(ReviewArgs),
@@ -405,7 +405,8 @@ pub struct DemoArgs {
     /// installed CLI (found on PATH or through PITROOM_<CLI>_BIN) is pointed, through a
     /// provider config in the demo's temporary HOME, at a scripted model server Pitroom starts
     /// on 127.0.0.1, so it reads and edits through its own tools without a key or a token.
-    /// Supported: opencode, kilo, qwen (the OpenAI chat-completions protocol).
+    /// Supported: opencode, kilo, qwen (OpenAI chat completions) and claude (Anthropic
+    /// Messages).
     #[arg(long, value_name = "CLI")]
     pub worker: Option<String>,
 }

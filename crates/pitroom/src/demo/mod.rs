@@ -229,7 +229,7 @@ impl Demo {
                 .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
         }
         let server = ModelServer::start()?;
-        let env = worker.configure(&self.home_dir.join(".config"), &server.base_url())?;
+        let env = worker.configure(&self.home_dir.join(".config"), &server)?;
         self.real = Some(Real {
             worker,
             server,
@@ -358,7 +358,7 @@ impl Demo {
         let cli = real.worker.backend;
         say!("pitroom demo: the real pitroom commands on a sample project, with your real {cli} as the worker.");
         say!("Only the model is a stand-in: a scripted model server in this process, on 127.0.0.1, answers");
-        say!("{cli} from a fixed script (OpenAI chat completions). Not a model: no key, no token spent.");
+        say!("{cli} from a fixed script. Not a model: no key, no token spent.");
         say!();
         say!("  sample project  {}", self.project.display());
         say!(
@@ -373,10 +373,13 @@ impl Demo {
             real.worker.bin_var(),
             real.worker.bin.display()
         );
+        let url = match real.worker.backend {
+            "claude" => real.server.anthropic_url(),
+            _ => real.server.base_url(),
+        };
         say!(
-            "  model           {} at {}  (scripted, not a model)",
-            real.worker.model(),
-            real.server.base_url()
+            "  model           {} at {url}  (scripted, not a model)",
+            real.worker.model()
         );
         say!(
             "  worker's HOME   HOME={}  (its config and state; yours are not touched)",

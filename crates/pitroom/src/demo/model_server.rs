@@ -1,11 +1,12 @@
 //! The scripted model server of `pitroom demo --worker <cli>`: an OpenAI-compatible
-//! chat-completions endpoint on 127.0.0.1 (a port the system picks), inside the demo's own
-//! process, that the real worker CLI is pointed at. It is not a model: each reply is the demo's
+//! chat-completions endpoint and an Anthropic Messages endpoint on 127.0.0.1 (a port the system
+//! picks), inside the demo's own process, that the real worker CLI is pointed at. It is not a model: each reply is the demo's
 //! script for the stage the request belongs to, told by the stage's task in the request's user
 //! messages, and for the step within it, told by the assistant turns since that message.
 //!
 //! The steps are tool calls named after the tools the request offers (OpenCode and Kilo's
-//! `read`/`edit` with `filePath`, Qwen Code's `read_file`/`edit` with `file_path`), so the CLI
+//! `read`/`edit` with `filePath`, Qwen Code's `read_file`/`edit` with `file_path`, Claude Code's
+//! `Read`/`Edit`), so the CLI
 //! reads and edits the sample project through its own tools, then the stage's answer, the same
 //! text the built-in scripted worker gives. Requests that offer no tools (titles, summaries)
 //! get a short title.
@@ -56,6 +57,8 @@ impl ModelServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
+            .route("/v1/messages", post(messages))
+            .route("/v1/messages/count_tokens", post(count_tokens))
             .fallback(not_found);
         let thread = std::thread::Builder::new()
             .name("demo-model-server".into())
@@ -78,6 +81,11 @@ impl ModelServer {
     /// The OpenAI-style base URL (`…/v1`) the CLIs are given.
     pub(super) fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// The Anthropic-style base URL (the client adds `/v1/messages`).
+    pub(super) fn anthropic_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 }
 
@@ -111,6 +119,32 @@ async fn chat(body: Bytes) -> Response {
     } else {
         Json(reply.completion()).into_response()
     }
+}
+
+/// Anthropic Messages: the same script, in Anthropic's shapes.
+async fn messages(body: Bytes) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        let error = json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "the request body is not JSON"}});
+        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+    };
+    let reply = Reply::new(&request, turn_for(&request), body.len());
+    if request["stream"].as_bool() == Some(true) {
+        (
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            reply.anthropic_sse(),
+        )
+            .into_response()
+    } else {
+        Json(reply.anthropic_message()).into_response()
+    }
+}
+
+async fn count_tokens(body: Bytes) -> Json<Value> {
+    Json(json!({"input_tokens": body.len() / 4}))
 }
 
 async fn models() -> Json<Value> {
@@ -164,7 +198,7 @@ fn turn_for(request: &Value) -> Turn {
     };
     let tools = Tools {
         offered,
-        workdir: workdir_of(messages),
+        workdir: workdir_of(request),
     };
     let calc = "calc.py";
     let both = ["calc.py", "test_calc.py"];
@@ -211,7 +245,11 @@ fn role(message: &Value) -> Option<&str> {
 
 /// A message's text: a string, or the text of its parts.
 fn text_of(message: &Value) -> String {
-    match &message["content"] {
+    content_text(&message["content"])
+}
+
+fn content_text(content: &Value) -> String {
+    match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
             .iter()
@@ -250,11 +288,18 @@ fn stage_of(messages: &[Value]) -> Option<Stage> {
         })
 }
 
+/// Whether a user message only carries tool results back (Anthropic's shape).
+fn is_tool_results(message: &Value) -> bool {
+    message["content"]
+        .as_array()
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
+}
+
 /// The number of assistant turns since the latest user message: the step within the stage.
 fn step_index(messages: &[Value]) -> usize {
     let start = messages
         .iter()
-        .rposition(|m| role(m) == Some("user"))
+        .rposition(|m| role(m) == Some("user") && !is_tool_results(m))
         .map_or(0, |at| at + 1);
     messages[start..]
         .iter()
@@ -264,17 +309,29 @@ fn step_index(messages: &[Value]) -> usize {
 
 /// The directory the CLI works in, as its prompt states it: OpenCode's system prompt says
 /// `Working directory: …`, Kilo's user message `Current working directory: …`, Qwen Code's
-/// `I'm currently working in the directory: …`.
-fn workdir_of(messages: &[Value]) -> Option<String> {
+/// `I'm currently working in the directory: …`, Claude Code's `Primary working directory: …`.
+fn workdir_of(request: &Value) -> Option<String> {
     let labels = [
+        "Primary working directory:",
         "Working directory:",
         "Current working directory:",
         "working in the directory:",
     ];
-    let system = messages.iter().filter(|m| role(m) == Some("system"));
-    let users = messages.iter().rev().filter(|m| role(m) == Some("user"));
-    system.chain(users).find_map(|m| {
-        let text = text_of(m);
+    let messages = request["messages"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    // Anthropic's system prompt is a field of its own.
+    let top = std::iter::once(content_text(&request["system"]));
+    let system = messages
+        .iter()
+        .filter(|m| role(m) == Some("system"))
+        .map(text_of);
+    let users = messages
+        .iter()
+        .rev()
+        .filter(|m| role(m) == Some("user"))
+        .map(text_of);
+    top.chain(system).chain(users).find_map(|text| {
         labels.iter().find_map(|label| {
             let at = text.find(label)? + label.len();
             let word = text[at..].split_whitespace().next()?;
@@ -290,14 +347,18 @@ struct Tools<'a> {
 }
 
 impl Tools<'_> {
-    /// The first offered tool of these names, with its parameter names.
+    /// The first offered tool of these names, with its parameter names (OpenAI's
+    /// `function.parameters` or Anthropic's `input_schema`).
     fn find(&self, names: &[&str]) -> Option<(String, Vec<String>)> {
         names.iter().find_map(|name| {
-            let tool = self
-                .offered
-                .iter()
-                .find(|t| t["function"]["name"].as_str() == Some(name))?;
-            let params = tool["function"]["parameters"]["properties"]
+            let tool = self.offered.iter().find(|t| {
+                t["function"]["name"].as_str() == Some(name) || t["name"].as_str() == Some(name)
+            })?;
+            let schema = match tool.get("input_schema") {
+                Some(schema) => schema,
+                None => &tool["function"]["parameters"],
+            };
+            let params = schema["properties"]
                 .as_object()
                 .map(|p| p.keys().cloned().collect())
                 .unwrap_or_default();
@@ -414,6 +475,86 @@ impl Reply {
         json!({"id": self.id, "object": "chat.completion", "created": 0, "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason()}],
             "usage": self.usage()})
+    }
+
+    /// Anthropic's whole message: text, or `tool_use` blocks.
+    fn anthropic_message(&self) -> Value {
+        let content: Vec<Value> = match &self.turn {
+            Turn::Answer(text) => vec![json!({"type": "text", "text": text})],
+            Turn::Calls(calls) => calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, input))| {
+                    json!({"type": "tool_use", "id": format!("toolu_{}_{i}", self.id),
+                        "name": name, "input": input})
+                })
+                .collect(),
+        };
+        let stop = match self.turn {
+            Turn::Calls(_) => "tool_use",
+            Turn::Answer(_) => "end_turn",
+        };
+        json!({"id": self.id, "type": "message", "role": "assistant", "model": self.model,
+            "content": content, "stop_reason": stop, "stop_sequence": null,
+            "usage": {"input_tokens": self.prompt_tokens, "output_tokens": self.completion_tokens,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}})
+    }
+
+    /// Anthropic's stream: `message_start`, each block as start, delta and stop, then
+    /// `message_delta` with the stop reason and `message_stop`.
+    fn anthropic_sse(&self) -> String {
+        let whole = self.anthropic_message();
+        let mut start = whole.clone();
+        start["content"] = json!([]);
+        start["stop_reason"] = Value::Null;
+        let mut events = vec![
+            (
+                "message_start",
+                json!({"type": "message_start", "message": start}),
+            ),
+            ("ping", json!({"type": "ping"})),
+        ];
+        let blocks = whole["content"].as_array().map_or(&[][..], Vec::as_slice);
+        for (index, block) in blocks.iter().enumerate() {
+            let (empty, delta) = if block["type"] == "tool_use" {
+                (
+                    json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                    json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+                )
+            } else {
+                (
+                    json!({"type": "text", "text": ""}),
+                    json!({"type": "text_delta", "text": block["text"]}),
+                )
+            };
+            events.extend([
+                (
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index, "content_block": empty}),
+                ),
+                (
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index, "delta": delta}),
+                ),
+                (
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": index}),
+                ),
+            ]);
+        }
+        events.extend([
+            (
+                "message_delta",
+                json!({"type": "message_delta",
+                "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": null},
+                "usage": {"output_tokens": self.completion_tokens}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]);
+        events
+            .iter()
+            .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+            .collect()
     }
 
     fn chunk(&self, delta: Value, finish_reason: Value) -> Value {
@@ -576,5 +717,47 @@ mod tests {
             events.last().map(|e| &e["usage"]["prompt_tokens"]),
             Some(&json!(100))
         );
+    }
+
+    #[test]
+    fn claude_s_tools_and_tool_results_keep_the_step_and_the_stream_is_anthropic_s() {
+        let tools = json!([
+            {"name": "Read", "input_schema": {"properties": {"file_path": {}, "offset": {}}}},
+            {"name": "Edit", "input_schema": {"properties": {"file_path": {}, "old_string": {}, "new_string": {}}}},
+        ]);
+        let system = json!([{"type": "text", "text": "Primary working directory: /c/copy\n"}]);
+        let messages = json!([
+            {"role": "user", "content": [{"type": "text", "text": scripts::WRITE_TASK}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "…"}]},
+        ]);
+        let req = json!({"model": MODEL_ID, "stream": true, "system": system,
+            "messages": messages, "tools": tools});
+        let turn = turn_for(&req);
+        let Turn::Calls(calls) = &turn else {
+            panic!("an edit: {turn:?}");
+        };
+        assert_eq!(calls[0].0, "Edit");
+        assert_eq!(calls[0].1["file_path"], "/c/copy/calc.py");
+        assert_eq!(calls[0].1["old_string"], DOCSTRING.0);
+        let sse = Reply::new(&req, turn, 40).anthropic_sse();
+        let kinds: Vec<&str> = sse
+            .lines()
+            .filter_map(|l| l.strip_prefix("event: "))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "message_start",
+                "ping",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert!(sse.contains(r#""stop_reason":"tool_use""#), "{sse}");
+        assert!(sse.contains(r#""type":"input_json_delta""#), "{sse}");
     }
 }

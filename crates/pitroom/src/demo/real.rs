@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use pitroom_core::exit;
 use pitroom_workers::find_binary;
 
-use super::model_server::MODEL_ID;
+use super::model_server::{ModelServer, MODEL_ID};
 use super::write;
 
-/// The backends whose protocol the scripted model server speaks: OpenAI chat completions.
-pub(super) const SUPPORTED: [&str; 3] = ["opencode", "kilo", "qwen"];
+/// The backends whose protocol the scripted model server speaks: OpenAI chat completions
+/// (OpenCode, Kilo Code, Qwen Code) and Anthropic Messages (Claude Code).
+pub(super) const SUPPORTED: [&str; 4] = ["opencode", "kilo", "qwen", "claude"];
 
 /// The provider id of the scripted model in OpenCode's and Kilo's configs.
 const PROVIDER: &str = "pitroom";
@@ -31,7 +32,7 @@ impl RealWorker {
         let Some(backend) = SUPPORTED.iter().copied().find(|b| *b == name) else {
             let why = if pitroom_workers::KNOWN_BACKENDS.contains(&name) {
                 format!(
-                    "demo --worker {name}: the demo's scripted model speaks only the OpenAI chat-completions protocol so far, which {supported} use; {name} is not one of them (plain `pitroom demo` needs no worker CLI)"
+                    "demo --worker {name}: the demo's scripted model speaks only the OpenAI chat-completions and Anthropic Messages protocols so far, which {supported} use; {name} is not one of them (plain `pitroom demo` needs no worker CLI)"
                 )
             } else {
                 format!(
@@ -49,7 +50,7 @@ impl RealWorker {
     /// The model Pitroom is told to use (`-m`).
     pub(super) fn model(&self) -> String {
         match self.backend {
-            "qwen" => MODEL_ID.to_string(),
+            "qwen" | "claude" => MODEL_ID.to_string(),
             _ => format!("{PROVIDER}/{MODEL_ID}"),
         }
     }
@@ -61,27 +62,47 @@ impl RealWorker {
 
     /// Writes the CLI's provider config into the demo's `config_home` (its
     /// `XDG_CONFIG_HOME`) and returns the variables that point the CLI at `base_url`.
+    /// `server` gives the base URLs: OpenAI-style (`…/v1`) and Anthropic-style.
     pub(super) fn configure(
         &self,
         config_home: &Path,
-        base_url: &str,
+        server: &ModelServer,
     ) -> Result<Vec<(String, String)>, String> {
         let key = "sk-pitroom-demo-scripted-no-key".to_string();
+        let base_url = server.base_url();
+        // Qwen Code and Claude Code take their provider from the environment; any traffic
+        // that is not the scripted model fails fast instead of leaving the machine.
+        let dead = "http://127.0.0.1:9".to_string();
+        let offline = [
+            ("HTTPS_PROXY".to_string(), dead.clone()),
+            ("HTTP_PROXY".to_string(), dead),
+            ("NO_PROXY".to_string(), "127.0.0.1,localhost".to_string()),
+        ];
         let (dir, file) = match self.backend {
             "opencode" => ("opencode", "opencode.json"),
             "kilo" => ("kilo", "kilo.json"),
+            "claude" => {
+                let mut env = vec![
+                    ("ANTHROPIC_BASE_URL".into(), server.anthropic_url()),
+                    ("ANTHROPIC_API_KEY".into(), key),
+                    ("ANTHROPIC_MODEL".into(), MODEL_ID.into()),
+                    ("ANTHROPIC_SMALL_FAST_MODEL".into(), MODEL_ID.into()),
+                    (
+                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                        "1".into(),
+                    ),
+                ];
+                env.extend(offline);
+                return Ok(env);
+            }
             _ => {
-                // Qwen Code takes an OpenAI-compatible provider from the environment; any
-                // traffic that is not the scripted model fails fast instead of leaving.
-                let dead = "http://127.0.0.1:9".to_string();
-                return Ok(vec![
-                    ("OPENAI_BASE_URL".into(), base_url.into()),
+                let mut env = vec![
+                    ("OPENAI_BASE_URL".into(), base_url),
                     ("OPENAI_API_KEY".into(), key),
                     ("OPENAI_MODEL".into(), MODEL_ID.into()),
-                    ("HTTPS_PROXY".into(), dead.clone()),
-                    ("HTTP_PROXY".into(), dead),
-                    ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
-                ]);
+                ];
+                env.extend(offline);
+                return Ok(env);
             }
         };
         let config = serde_json::json!({
@@ -106,7 +127,15 @@ impl RealWorker {
 /// Whether a variable of the user's would reach into the worker CLI's configuration, so the
 /// demo's children go without it.
 pub(super) fn is_worker_setting(name: &str) -> bool {
-    ["OPENCODE_", "KILO_", "QWEN_", "OPENAI_", "DASHSCOPE_"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        "OPENCODE_",
+        "KILO_",
+        "QWEN_",
+        "OPENAI_",
+        "DASHSCOPE_",
+        "ANTHROPIC_",
+        "CLAUDE_",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }

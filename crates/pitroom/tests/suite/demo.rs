@@ -368,18 +368,16 @@ fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
     assert!(read["tally"]["tool_calls"].as_u64() >= Some(1), "{read:#}");
     let events = std::fs::read_to_string(read_dir.join("events.jsonl")).expect("events");
     assert!(events.contains(session), "{events}");
-    assert!(events.contains("call_chatcmpl-pitroom-demo-"), "{events}");
+    assert!(events.contains("chatcmpl-pitroom-demo-"), "{events}");
     // The isolated edit went through the CLI's edit tool, and only calc.py changed.
     let (isolated, isolated_dir) = by_task("Add a zero check to divide()");
     assert_eq!(isolated["changes"][0]["path"], "calc.py", "{isolated:#}");
     assert_eq!(isolated["changes"].as_array().map(Vec::len), Some(1));
     let events = std::fs::read_to_string(isolated_dir.join("events.jsonl")).expect("events");
     assert!(
-        events
-            .lines()
-            .any(|l| l.contains("call_chatcmpl-pitroom-demo-")
-                && l.contains(&format!("\"{edit_tool}\""))
-                && l.contains("raise ValueError")),
+        events.lines().any(|l| l.contains("chatcmpl-pitroom-demo-")
+            && l.contains(&format!("\"{edit_tool}\""))
+            && l.contains("raise ValueError")),
         "no {edit_tool} call of the scripted model's in:\n{events}"
     );
     // Applied, then the docstring written and reverted: the sample ends with the zero check.
@@ -445,8 +443,8 @@ fn demo_worker_qwen_runs_every_stage_through_the_real_cli() {
 fn demo_worker_names_the_backends_it_drives_and_a_missing_cli() {
     for (worker, expected) in [
         (
-            "claude",
-            "speaks only the OpenAI chat-completions protocol so far",
+            "codex",
+            "speaks only the OpenAI chat-completions and Anthropic Messages protocols so far",
         ),
         ("nosuch", "not a worker CLI the demo can drive"),
     ] {
@@ -454,7 +452,7 @@ fn demo_worker_names_the_backends_it_drives_and_a_missing_cli() {
         assert_eq!(code(&out), 2, "{}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(expected), "{stderr}");
-        assert!(stderr.contains("opencode, kilo, qwen"), "{stderr}");
+        assert!(stderr.contains("opencode, kilo, qwen, claude"), "{stderr}");
         assert!(out.stdout.is_empty(), "{}", text(&out));
     }
     // opencode is not on the PATH `run_demo` gives (git only).
@@ -477,4 +475,20 @@ fn demo_worker_kilo_runs_every_stage_through_the_real_cli() {
     };
     let (out, world) = run_real_demo("kilo", &bin, None);
     check_real_demo("kilo", "edit", &out, world.path());
+}
+
+/// Claude Code speaks Anthropic Messages: the same tour through the server's other protocol.
+#[test]
+fn demo_worker_claude_runs_every_stage_through_the_real_cli() {
+    use pitroom_testkit::real_cli::{CLAUDE, NODE22};
+    let Some(bin) = pinned(&CLAUDE) else {
+        eprintln!(
+            "skipped: the pinned Claude Code is not installed in {} (.ci/run installs it)",
+            pitroom_testkit::real_cli::prefix(&CLAUDE).display()
+        );
+        return;
+    };
+    let node_dir = pinned(&NODE22).and_then(|n| n.parent().map(Path::to_path_buf));
+    let (out, world) = run_real_demo("claude", &bin, node_dir);
+    check_real_demo("claude", "Edit", &out, world.path());
 }
