@@ -71,7 +71,8 @@ pub enum Command {
     /// Remove old run directories (a dry run unless --yes; unapplied isolated patches stay).
     Clean(crate::commands::history::CleanArgs),
     /// Try Pitroom with no worker CLI and no key: a scripted worker walks a sample project
-    /// through read, isolate, review + apply, write + revert, a crew and savings.
+    /// through read, isolate, review + apply, write + revert, a crew and savings; with
+    /// --worker opencode|kilo|qwen|claude, your real CLI does, against a scripted model on 127.0.0.1.
     Demo(DemoArgs),
     /// A second model reviews a run's change (or a commit range) and gives a verdict.
     Review(ReviewArgs),
@@ -402,6 +403,14 @@ pub struct DemoArgs {
     #[expect(rustdoc::invalid_html_tags, reason = "--help shows it verbatim")]
     #[arg(long)]
     pub keep: bool,
+    /// Run the same tour with a real worker CLI instead of the built-in scripted worker: the
+    /// installed CLI (found on PATH or through PITROOM_<CLI>_BIN) is pointed, through a
+    /// provider config in the demo's temporary HOME, at a scripted model server Pitroom starts
+    /// on 127.0.0.1, so it reads and edits through its own tools without a key or a token.
+    /// Supported: opencode, kilo, qwen (OpenAI chat completions) and claude (Anthropic
+    /// Messages).
+    #[arg(long, value_name = "CLI")]
+    pub worker: Option<String>,
 }
 
 #[derive(Debug, Args)]

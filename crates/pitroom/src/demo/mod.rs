@@ -4,8 +4,14 @@
 //! with a state dir of their own — while the worker is [`worker`], this binary replaying a fixed
 //! script in OpenCode's stream format.
 //!
+//! `pitroom demo --worker <cli>` runs the same stages with the user's real worker CLI instead,
+//! pointed (through a provider config in the demo's temporary HOME) at [`model_server`], a
+//! scripted model served on 127.0.0.1 from this process: no model, no key, no token spent.
+//!
 //! - [`stages`]: the stages in order, each with its header and commands;
-//! - [`scripts`]: what the scripted worker does and answers in each stage;
+//! - [`scripts`]: what the scripted worker (and the scripted model) does and answers in each stage;
+//! - [`model_server`]: the scripted model, in the OpenAI chat-completions protocol;
+//! - [`real`]: the real CLIs `--worker` drives, and their provider configs;
 //! - [`run`]: running one child command, bounded in time and stopped on Ctrl-C.
 
 /// `println!` that never panics: a reader that went away (`pitroom demo | head`) must not stop
@@ -17,6 +23,8 @@ macro_rules! say {
     }};
 }
 
+mod model_server;
+mod real;
 mod run;
 mod scripts;
 mod stages;
@@ -32,6 +40,8 @@ use pitroom_core::{exit, Home};
 
 use crate::cli::DemoArgs;
 use crate::output;
+use model_server::ModelServer;
+use real::RealWorker;
 use run::{bounded, Bounded};
 
 const CALC: &str = include_str!("sample/calc.py");
@@ -44,6 +54,10 @@ const MODEL: &str = "pitroom/scripted";
 const LIMIT: Duration = Duration::from_secs(60);
 /// `watch` has a `--timeout 60` of its own; this bound is only the backstop.
 const WATCH_LIMIT: Duration = Duration::from_secs(75);
+/// A real CLI starts slower than the scripted worker (a cold start of Node or Bun, its own
+/// database), and a crew runs three at once: the bounds with `--worker`.
+const REAL_LIMIT: Duration = Duration::from_secs(240);
+const REAL_WATCH_LIMIT: Duration = Duration::from_secs(255);
 
 /// The user's own uncommitted edit, which no worker patch may contain.
 const OWN_EDIT: &str = "\nMy notes (uncommitted): check divide() before the release.\n";
@@ -68,7 +82,14 @@ pub fn demo(args: DemoArgs) -> i32 {
         }
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-    let mut demo = match Demo::set_up() {
+    let real = match args.worker.as_deref().map(RealWorker::find).transpose() {
+        Ok(real) => real,
+        Err((code, why)) => {
+            output::error(why);
+            return code;
+        }
+    };
+    let mut demo = match Demo::set_up(real) {
         Ok(d) => d,
         Err(why) => {
             output::error(format!("demo: {why}"));
@@ -79,7 +100,7 @@ pub fn demo(args: DemoArgs) -> i32 {
     let outcome = demo.stages();
     let code = match &outcome {
         Ok(()) => {
-            what_next();
+            what_next(demo.real.as_ref().map(|r| r.worker.backend));
             exit::OK
         }
         Err(why) => {
@@ -107,6 +128,8 @@ pub fn demo(args: DemoArgs) -> i32 {
 /// The demo's temporary world.
 struct Demo {
     root: PathBuf,
+    /// The HOME (and XDG dirs under it) of the demo's commands with `--worker`.
+    home_dir: PathBuf,
     project: PathBuf,
     state: PathBuf,
     scripts: PathBuf,
@@ -117,16 +140,28 @@ struct Demo {
     exe: PathBuf,
     commands: usize,
     stage: String,
+    /// With `--worker`: the real CLI and the scripted model it talks to.
+    real: Option<Real>,
+}
+
+/// The real CLI of `--worker`, the scripted model server it is pointed at, and the variables
+/// that point it there.
+struct Real {
+    worker: RealWorker,
+    server: ModelServer,
+    env: Vec<(String, String)>,
 }
 
 impl Demo {
-    /// Makes the temporary directories, the worker link, and the sample repository.
-    fn set_up() -> Result<Demo, String> {
+    /// Makes the temporary directories, the worker link (or, for a real CLI, the scripted
+    /// model server and the CLI's config), and the sample repository.
+    fn set_up(real: Option<RealWorker>) -> Result<Demo, String> {
         let exe = std::env::current_exe().map_err(|e| {
             format!("could not find the pitroom binary itself ({e}); run it by its full path")
         })?;
         let root = fresh_dir()?;
-        let demo = Demo {
+        let mut demo = Demo {
+            home_dir: root.join("home"),
             project: root.join("calc"),
             state: root.join("state"),
             scripts: root.join("scripts"),
@@ -138,8 +173,9 @@ impl Demo {
             exe,
             commands: 0,
             stage: String::new(),
+            real: None,
         };
-        if let Err(why) = demo.lay_out() {
+        if let Err(why) = demo.lay_out().and_then(|()| demo.connect(real)) {
             if let Err(e) = std::fs::remove_dir_all(&demo.root) {
                 output::warning(format!("could not remove {}: {e}", demo.root.display()));
             }
@@ -179,6 +215,47 @@ impl Demo {
             &self.project.join("README.md"),
             &format!("{README}{OWN_EDIT}"),
         )
+    }
+
+    /// With a real CLI: starts the scripted model server and writes the CLI's config into the
+    /// demo's HOME.
+    fn connect(&mut self, real: Option<RealWorker>) -> Result<(), String> {
+        let Some(worker) = real else {
+            return Ok(());
+        };
+        for dir in [".config", ".local/share", ".local/state", ".cache"] {
+            let dir = self.home_dir.join(dir);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+        }
+        if worker.backend == "qwen" {
+            // Qwen Code's adapter writes its settings file through `settings.json.tmp.$$`, and
+            // `$$` is the same in every sandboxed run's PID namespace: parallel Qwen runs can
+            // race on it. The crew runs one at a time until the adapter names it uniquely.
+            write(
+                &self.config,
+                "# pitroom demo: a config of its own, so yours is not used.\n\
+                 # One run at a time: parallel Qwen Code runs race on their settings file.\n\
+                 max_parallel = 1\n",
+            )?;
+        }
+        let server = ModelServer::start()?;
+        let env = worker.configure(&self.home_dir.join(".config"), &server)?;
+        self.real = Some(Real {
+            worker,
+            server,
+            env,
+        });
+        Ok(())
+    }
+
+    /// How long one command may take, and `watch`'s backstop.
+    fn limits(&self) -> (Duration, Duration) {
+        if self.real.is_some() {
+            (REAL_LIMIT, REAL_WATCH_LIMIT)
+        } else {
+            (LIMIT, WATCH_LIMIT)
+        }
     }
 
     /// Runs git in the sample project, with no user or system config.
@@ -232,18 +309,40 @@ impl Demo {
             .env("NO_COLOR", "1");
     }
 
-    /// The environment of a `pitroom` command: the demo's state dir, config and worker.
+    /// The environment of a `pitroom` command: the demo's state dir, config and worker. A real
+    /// CLI gets the demo's HOME and XDG dirs, where its config points it at the scripted model,
+    /// and none of the user's own settings for it.
     fn env(&self, cmd: &mut Command, script: Option<&Path>) {
         self.hermetic(cmd);
         cmd.env("PITROOM_HOME", &self.state)
-            .env("PITROOM_CONFIG", &self.config)
-            .env("PITROOM_OPENCODE_BIN", &self.worker);
-        if let Some(script) = script {
-            cmd.env(worker::SCRIPT_ENV, script);
+            .env("PITROOM_CONFIG", &self.config);
+        let Some(real) = &self.real else {
+            cmd.env("PITROOM_OPENCODE_BIN", &self.worker);
+            if let Some(script) = script {
+                cmd.env(worker::SCRIPT_ENV, script);
+            }
+            return;
+        };
+        for (key, _) in std::env::vars_os() {
+            if real::is_worker_setting(&key.to_string_lossy()) {
+                cmd.env_remove(&key);
+            }
         }
+        let home = &self.home_dir;
+        cmd.env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("XDG_STATE_HOME", home.join(".local/state"))
+            .env("XDG_CACHE_HOME", home.join(".cache"))
+            .env(real.worker.bin_var(), &real.worker.bin)
+            .envs(real.env.iter().map(|(k, v)| (k, v)));
     }
 
     fn intro(&self) {
+        if let Some(real) = &self.real {
+            self.intro_real(real);
+            return;
+        }
         let name = worker::WORKER_NAME;
         say!(
             "pitroom demo: the real pitroom commands on a sample project, with a scripted worker."
@@ -262,6 +361,40 @@ impl Demo {
         say!(
             "  worker          PITROOM_OPENCODE_BIN={}",
             self.worker.display()
+        );
+        say!("  config          PITROOM_CONFIG={}", self.config.display());
+    }
+
+    fn intro_real(&self, real: &Real) {
+        let cli = real.worker.backend;
+        say!("pitroom demo: the real pitroom commands on a sample project, with your real {cli} as the worker.");
+        say!("Only the model is a stand-in: a scripted model server in this process, on 127.0.0.1, answers");
+        say!("{cli} from a fixed script. Not a model: no key, no token spent.");
+        say!();
+        say!("  sample project  {}", self.project.display());
+        say!(
+            "                  (a git repository; README.md has an uncommitted edit of \"yours\")"
+        );
+        say!(
+            "  state dir       PITROOM_HOME={}  (your own runs are not touched)",
+            self.state.display()
+        );
+        say!(
+            "  worker          {}={}  (the real CLI)",
+            real.worker.bin_var(),
+            real.worker.bin.display()
+        );
+        let url = match real.worker.backend {
+            "claude" => real.server.anthropic_url(),
+            _ => real.server.base_url(),
+        };
+        say!(
+            "  model           {} at {url}  (scripted, not a model)",
+            real.worker.model()
+        );
+        say!(
+            "  worker's HOME   HOME={}  (its config and state; yours are not touched)",
+            self.home_dir.display()
         );
         say!("  config          PITROOM_CONFIG={}", self.config.display());
     }
@@ -334,8 +467,14 @@ impl Demo {
     }
 }
 
-fn what_next() {
+fn what_next(real: Option<&str>) {
     say!();
+    if let Some(cli) = real {
+        say!("What next: {cli} with its own model on your own code");
+        say!("  pitroom doctor                  # checks git, the state dir, the worker CLIs, the safety layers");
+        say!("  cd your-project && pitroom -W {cli} \"Where can divide fail?\"");
+        return;
+    }
     say!("What next: a real worker on your own code");
     say!("  npm i -g opencode-ai            # OpenCode, the default worker; its free models need no key");
     say!("  pitroom doctor                  # checks git, the state dir, the worker CLIs, the safety layers");

@@ -7,20 +7,26 @@ use serde_json::{json, Value};
 use super::worker::{Action, Case, Script, Step, Tool, WriteFile};
 use super::{CALC, TESTS};
 
+/// The isolated run's edit of calc.py: (old text, new text).
+pub(super) const ZERO_CHECK: (&str, &str) = (
+    "    return a / b",
+    "    if b == 0:\n        raise ValueError(\"divide: b must not be 0\")\n    return a / b",
+);
+
+/// The write run's edit of calc.py: (old text, new text).
+pub(super) const DOCSTRING: (&str, &str) = (
+    "def divide(a, b):\n",
+    "def divide(a, b):\n    \"\"\"Return a / b; raise ValueError when b is 0.\"\"\"\n",
+);
+
 /// calc.py after the isolated run's zero check.
 fn checked() -> String {
-    CALC.replace(
-        "def divide(a, b):\n    return a / b\n",
-        "def divide(a, b):\n    if b == 0:\n        raise ValueError(\"divide: b must not be 0\")\n    return a / b\n",
-    )
+    CALC.replacen(ZERO_CHECK.0, ZERO_CHECK.1, 1)
 }
 
 /// calc.py after the write run's docstring.
 fn documented() -> String {
-    checked().replace(
-        "def divide(a, b):\n",
-        "def divide(a, b):\n    \"\"\"Return a / b; raise ValueError when b is 0.\"\"\"\n",
-    )
+    checked().replacen(DOCSTRING.0, DOCSTRING.1, 1)
 }
 
 /// The 1-based number of the first line of `text` that contains `needle`.
@@ -58,130 +64,80 @@ fn write_file(path: &str, content: String) -> Action {
     })
 }
 
-pub(super) fn read_script() -> Vec<Action> {
+/// The read run's answer: one citation right (the division), one wrong (past the end of
+/// calc.py), so the report shows Pitroom checking every `path:line`.
+pub(super) fn read_answer() -> String {
     let ret = line_of(CALC, "return a / b");
     let lines = CALC.lines().count();
-    vec![
-        tool("read", json!({"filePath": "calc.py"}), CALC),
-        step(2140, 64),
-        tool("grep", json!({"pattern": "divide("}), "calc.py\ntest_calc.py"),
-        step(2630, 52),
-        text(format!(
-            "SUMMARY: divide() fails when b is 0: it returns a / b with no zero check (calc.py:{ret}), so Python raises ZeroDivisionError.\n\
-             DETAILS: mean() hands len(xs) to divide(), so mean([]) fails the same way (calc.py:{}).\n\
-             FILES CHANGED: none\n\
-             VERIFICATION: read calc.py and test_calc.py; no test divides by zero.\n\
-             OPEN ISSUES: none",
-            lines + 29
-        )),
-        step(2810, 118),
-    ]
+    format!(
+        "SUMMARY: divide() fails when b is 0: it returns a / b with no zero check (calc.py:{ret}), so Python raises ZeroDivisionError.\n\
+         DETAILS: mean() hands len(xs) to divide(), so mean([]) fails the same way (calc.py:{}).\n\
+         FILES CHANGED: none\n\
+         VERIFICATION: read calc.py and test_calc.py; no test divides by zero.\n\
+         OPEN ISSUES: none",
+        lines + 29
+    )
 }
 
-pub(super) fn follow_up_script() -> Vec<Action> {
+pub(super) fn follow_up_answer() -> String {
     let def = line_of(CALC, "def mean");
     let ret = line_of(CALC, "return divide(sum(xs)");
-    vec![
-        step(3020, 40),
-        text(format!(
-            "SUMMARY: yes: mean([]) calls divide(0, 0) (calc.py:{ret}), which raises ZeroDivisionError.\n\
-             DETAILS: mean() is defined at calc.py:{def}; nothing checks for an empty list before the division.\n\
-             FILES CHANGED: none\n\
-             VERIFICATION: read calc.py.\n\
-             OPEN ISSUES: none"
-        )),
-        step(3105, 84),
-    ]
+    format!(
+        "SUMMARY: yes: mean([]) calls divide(0, 0) (calc.py:{ret}), which raises ZeroDivisionError.\n\
+         DETAILS: mean() is defined at calc.py:{def}; nothing checks for an empty list before the division.\n\
+         FILES CHANGED: none\n\
+         VERIFICATION: read calc.py.\n\
+         OPEN ISSUES: none"
+    )
 }
 
-pub(super) fn isolate_script() -> Vec<Action> {
-    let after = checked();
-    let check = line_of(&after, "if b == 0");
-    vec![
-        tool("read", json!({"filePath": "calc.py"}), CALC),
-        step(2200, 71),
-        write_file("calc.py", after),
-        tool(
-            "edit",
-            json!({"filePath": "calc.py", "oldString": "    return a / b",
-                "newString": "    if b == 0:\n        raise ValueError(\"divide: b must not be 0\")\n    return a / b"}),
-            "Edit applied successfully.",
-        ),
-        step(2460, 96),
-        text(format!(
-            "SUMMARY: divide() now raises ValueError when b is 0 (calc.py:{check}).\n\
-             DETAILS: the check comes before the division, so mean([]) raises ValueError too.\n\
-             FILES CHANGED: calc.py\n\
-             VERIFICATION: not run (python3 -m unittest would check it).\n\
-             OPEN ISSUES: no test covers b == 0 yet."
-        )),
-        step(2590, 88),
-    ]
+pub(super) fn isolate_answer() -> String {
+    let check = line_of(&checked(), "if b == 0");
+    format!(
+        "SUMMARY: divide() now raises ValueError when b is 0 (calc.py:{check}).\n\
+         DETAILS: the check comes before the division, so mean([]) raises ValueError too.\n\
+         FILES CHANGED: calc.py\n\
+         VERIFICATION: not run (python3 -m unittest would check it).\n\
+         OPEN ISSUES: no test covers b == 0 yet."
+    )
 }
 
 /// The reviewer reads the isolated copy (the zero check in, the docstring not yet) and
 /// passes the change with one minor finding, so the report shows a verdict and a checked
 /// `path:line` issue.
-pub(super) fn review_script() -> Vec<Action> {
-    let after = checked();
-    let check = line_of(&after, "if b == 0");
+pub(super) fn review_answer() -> String {
+    let check = line_of(&checked(), "if b == 0");
     let test_divide = line_of(TESTS, "def test_divide");
-    vec![
-        tool("read", json!({"filePath": "calc.py"}), &after),
-        tool("read", json!({"filePath": "test_calc.py"}), TESTS),
-        step(3310, 92),
-        text(format!(
-            "SUMMARY: the change does what the brief asks: divide() raises ValueError before it divides when b is 0 (calc.py:{check}).\n\
-             ISSUES:\n\
-             - minor: test_calc.py:{test_divide}: test_divide only divides by 3; no test calls divide(1, 0) to pin the new ValueError.\n\
-             FILES CHANGED: none\n\
-             SPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=0 minor=1"
-        )),
-        step(3480, 104),
-    ]
+    format!(
+        "SUMMARY: the change does what the brief asks: divide() raises ValueError before it divides when b is 0 (calc.py:{check}).\n\
+         ISSUES:\n\
+         - minor: test_calc.py:{test_divide}: test_divide only divides by 3; no test calls divide(1, 0) to pin the new ValueError.\n\
+         FILES CHANGED: none\n\
+         SPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=0 minor=1"
+    )
 }
 
-pub(super) fn write_script() -> Vec<Action> {
-    let after = documented();
-    let doc = line_of(&after, "\"\"\"Return a / b");
-    vec![
-        tool("read", json!({"filePath": "calc.py"}), &checked()),
-        step(2230, 58),
-        write_file("calc.py", after),
-        tool(
-            "edit",
-            json!({"filePath": "calc.py", "oldString": "def divide(a, b):\n",
-                "newString": "def divide(a, b):\n    \"\"\"Return a / b; raise ValueError when b is 0.\"\"\"\n"}),
-            "Edit applied successfully.",
-        ),
-        step(2390, 77),
-        text(format!(
-            "SUMMARY: divide() has a docstring now (calc.py:{doc}).\n\
-             DETAILS: one line, saying what it returns and when it raises.\n\
-             FILES CHANGED: calc.py\n\
-             VERIFICATION: none needed: a docstring changes no behaviour.\n\
-             OPEN ISSUES: none"
-        )),
-        step(2470, 63),
-    ]
+pub(super) fn write_answer() -> String {
+    let doc = line_of(&documented(), "\"\"\"Return a / b");
+    format!(
+        "SUMMARY: divide() has a docstring now (calc.py:{doc}).\n\
+         DETAILS: one line, saying what it returns and when it raises.\n\
+         FILES CHANGED: calc.py\n\
+         VERIFICATION: none needed: a docstring changes no behaviour.\n\
+         OPEN ISSUES: none"
+    )
 }
 
-/// The crew's tasks, each with the text of its prompt that selects its actions.
-pub(super) const CREW_TASKS: [(&str, &str); 3] = [
-    ("List calc.py's public functions", "public functions"),
-    ("Which tests cover mean()?", "tests cover mean"),
-    ("Find unchecked inputs in calc.py", "unchecked inputs"),
-];
-
-pub(super) fn crew_script() -> Script {
-    // The crew reads the tree as it is now: with the applied zero check, without the docstring.
+/// The crew's answers, in the order of [`CREW_TASKS`]. The crew reads the tree as it is now:
+/// with the applied zero check, without the docstring.
+pub(super) fn crew_answers() -> [String; 3] {
     let now = checked();
     let add = line_of(&now, "def add");
     let divide = line_of(&now, "def divide");
     let mean = line_of(&now, "def mean");
     let check = line_of(&now, "if b == 0");
     let test_mean = line_of(TESTS, "def test_mean");
-    let answers = [
+    [
         format!(
             "SUMMARY: three public functions: add (calc.py:{add}), divide (calc.py:{divide}) and mean (calc.py:{mean}).\n\
              FILES CHANGED: none"
@@ -194,11 +150,92 @@ pub(super) fn crew_script() -> Script {
             "SUMMARY: mean([]) still fails: len(xs) is 0, and divide() raises ValueError for it (calc.py:{check}).\n\
              FILES CHANGED: none"
         ),
-    ];
+    ]
+}
+
+pub(super) fn read_script() -> Vec<Action> {
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), CALC),
+        step(2140, 64),
+        tool(
+            "grep",
+            json!({"pattern": "divide("}),
+            "calc.py\ntest_calc.py",
+        ),
+        step(2630, 52),
+        text(read_answer()),
+        step(2810, 118),
+    ]
+}
+
+pub(super) fn follow_up_script() -> Vec<Action> {
+    vec![step(3020, 40), text(follow_up_answer()), step(3105, 84)]
+}
+
+fn edit(old_new: (&str, &str)) -> Action {
+    tool(
+        "edit",
+        json!({"filePath": "calc.py", "oldString": old_new.0, "newString": old_new.1}),
+        "Edit applied successfully.",
+    )
+}
+
+pub(super) fn isolate_script() -> Vec<Action> {
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), CALC),
+        step(2200, 71),
+        write_file("calc.py", checked()),
+        edit(ZERO_CHECK),
+        step(2460, 96),
+        text(isolate_answer()),
+        step(2590, 88),
+    ]
+}
+
+pub(super) fn review_script() -> Vec<Action> {
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), &checked()),
+        tool("read", json!({"filePath": "test_calc.py"}), TESTS),
+        step(3310, 92),
+        text(review_answer()),
+        step(3480, 104),
+    ]
+}
+
+pub(super) fn write_script() -> Vec<Action> {
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), &checked()),
+        step(2230, 58),
+        write_file("calc.py", documented()),
+        edit(DOCSTRING),
+        step(2390, 77),
+        text(write_answer()),
+        step(2470, 63),
+    ]
+}
+
+/// The tasks of the stages, which also tell the scripted model server which stage a request
+/// belongs to.
+pub(super) const READ_TASK: &str = "Where can divide fail?";
+pub(super) const FOLLOW_UP_TASK: &str = "Does mean() fail the same way?";
+pub(super) const ISOLATE_TASK: &str = "Add a zero check to divide()";
+pub(super) const WRITE_TASK: &str = "Add a docstring to divide()";
+/// How `pitroom review`'s reviewer task begins.
+pub(super) const REVIEW_MARK: &str = "Review the change of";
+
+/// The crew's tasks, each with the text of its prompt that selects its actions.
+pub(super) const CREW_TASKS: [(&str, &str); 3] = [
+    ("List calc.py's public functions", "public functions"),
+    ("Which tests cover mean()?", "tests cover mean"),
+    ("Find unchecked inputs in calc.py", "unchecked inputs"),
+];
+
+pub(super) fn crew_script() -> Script {
+    let now = checked();
     Script::ByPrompt {
         by_prompt: CREW_TASKS
             .iter()
-            .zip(answers)
+            .zip(crew_answers())
             .map(|((_, key), answer)| Case {
                 contains: (*key).to_string(),
                 actions: vec![

@@ -1,11 +1,12 @@
-//! The demo's stages, in order: each prints a header that says the worker is scripted, then
-//! runs the real commands with the script for that stage.
+//! The demo's stages, in order: each prints a header that says the worker (or, with
+//! `--worker`, the model) is scripted, then runs the real commands with the script for that
+//! stage.
 
 use std::path::PathBuf;
 
 use super::scripts::{self, CREW_TASKS};
 use super::worker::Script;
-use super::{write, Demo, LIMIT, MODEL, WATCH_LIMIT};
+use super::{write, Demo, MODEL};
 
 /// How many stages there are, for the "stage n/N" headers.
 const STAGES: usize = 6;
@@ -17,7 +18,15 @@ const REVIEWER: &str = "worker and reviewer: scripted, not a model";
 impl Demo {
     pub(super) fn stages(&mut self) -> Result<(), String> {
         let dir = self.project.display().to_string();
-        let target = ["-W", "opencode", "-m", MODEL, "-d", dir.as_str()];
+        let (backend, model) = self.backend_and_model();
+        let target = [
+            "-W",
+            backend.as_str(),
+            "-m",
+            model.as_str(),
+            "-d",
+            dir.as_str(),
+        ];
         self.read(&target)?;
         let isolated = self.isolate(&target)?;
         self.review_and_apply(&isolated)?;
@@ -25,15 +34,42 @@ impl Demo {
         self.crew(&target)?;
         // `watch` ends when the crew's records are final; their supervisors then still write
         // the ledger rows that `savings` reads (and writes, importing), so let them finish.
-        self.wait_for_supervisors(WATCH_LIMIT);
+        let (limit, watch_limit) = self.limits();
+        self.wait_for_supervisors(watch_limit);
 
         self.header(
             6,
             "savings",
             "what the runs above would have saved, from their scripted token counts",
         );
-        self.pitroom(&["savings"], None, LIMIT)?;
+        self.pitroom(&["savings"], None, limit)?;
         Ok(())
+    }
+
+    /// The backend and model the runs name: the scripted worker as OpenCode, or the real CLI
+    /// with the scripted model.
+    fn backend_and_model(&self) -> (String, String) {
+        match &self.real {
+            Some(real) => (real.worker.backend.to_string(), real.worker.model()),
+            None => ("opencode".into(), MODEL.into()),
+        }
+    }
+
+    /// What a header says about who works: the scripted worker, or the real CLI and the
+    /// scripted model.
+    fn who(&self, reviewer: bool) -> String {
+        match (&self.real, reviewer) {
+            (None, false) => WORKER.into(),
+            (None, true) => REVIEWER.into(),
+            (Some(real), false) => format!(
+                "worker: {} (the real CLI) · model: scripted, not a model",
+                real.worker.backend
+            ),
+            (Some(real), true) => format!(
+                "worker and reviewer: {} (the real CLI) · model: scripted, not a model",
+                real.worker.backend
+            ),
+        }
     }
 
     fn read(&mut self, target: &[&str]) -> Result<(), String> {
@@ -44,20 +80,15 @@ impl Demo {
         );
         let script = self.script("1-read", Script::Actions(scripts::read_script()))?;
         self.pitroom(
-            &[target, &["Where can divide fail?"]].concat(),
+            &[target, &[scripts::READ_TASK]].concat(),
             Some(&script),
-            LIMIT,
+            self.limits().0,
         )?;
         let script = self.script("1-follow-up", Script::Actions(scripts::follow_up_script()))?;
         self.pitroom(
-            &[
-                "run",
-                "--continue",
-                "last",
-                "Does mean() fail the same way?",
-            ],
+            &["run", "--continue", "last", scripts::FOLLOW_UP_TASK],
             Some(&script),
-            LIMIT,
+            self.limits().0,
         )
     }
 
@@ -71,30 +102,32 @@ impl Demo {
         );
         let script = self.script("2-isolate", Script::Actions(scripts::isolate_script()))?;
         self.pitroom(
-            &[&["-i"], target, &["Add a zero check to divide()"]].concat(),
+            &[&["-i"], target, &[scripts::ISOLATE_TASK]].concat(),
             Some(&script),
-            LIMIT,
+            self.limits().0,
         )?;
         let id = self.latest_run()?;
-        self.pitroom(&["show", "--patch"], None, LIMIT)?;
+        self.pitroom(&["show", "--patch"], None, self.limits().0)?;
         Ok(id)
     }
 
     fn review_and_apply(&mut self, isolated: &str) -> Result<(), String> {
+        let who = self.who(true);
         self.header_for(
             3,
             "review + apply",
-            REVIEWER,
+            &who,
             "a second run reviews the isolated change from a package (brief, report, diff); its verdict says whether to apply",
         );
         let script = self.script("3-review", Script::Actions(scripts::review_script()))?;
-        let reviewer = format!("opencode:{MODEL}");
+        let (backend, model) = self.backend_and_model();
+        let reviewer = format!("{backend}:{model}");
         self.pitroom(
             &["review", isolated, "-W", reviewer.as_str()],
             Some(&script),
-            LIMIT,
+            self.limits().0,
         )?;
-        self.pitroom(&["apply", isolated], None, LIMIT)
+        self.pitroom(&["apply", isolated], None, self.limits().0)
     }
 
     fn write_and_revert(&mut self, target: &[&str]) -> Result<(), String> {
@@ -105,11 +138,11 @@ impl Demo {
         );
         let script = self.script("4-write", Script::Actions(scripts::write_script()))?;
         self.pitroom(
-            &[&["-w"], target, &["Add a docstring to divide()"]].concat(),
+            &[&["-w"], target, &[scripts::WRITE_TASK]].concat(),
             Some(&script),
-            LIMIT,
+            self.limits().0,
         )?;
-        self.pitroom(&["revert"], None, LIMIT)
+        self.pitroom(&["revert"], None, self.limits().0)
     }
 
     fn crew(&mut self, target: &[&str]) -> Result<(), String> {
@@ -122,16 +155,27 @@ impl Demo {
         let mut crew = vec!["crew", "-g", "demo"];
         crew.extend(target);
         crew.extend(CREW_TASKS.iter().map(|(task, _)| *task));
-        self.pitroom(&crew, Some(&script), LIMIT)?;
+        let (limit, watch_limit) = self.limits();
+        self.pitroom(&crew, Some(&script), limit)?;
+        // `watch`'s own timeout, under the demo's backstop.
+        let timeout = (watch_limit.as_secs() - 15).to_string();
         self.pitroom(
-            &["watch", "-g", "demo", "--json", "--timeout", "60"],
+            &[
+                "watch",
+                "-g",
+                "demo",
+                "--json",
+                "--timeout",
+                timeout.as_str(),
+            ],
             None,
-            WATCH_LIMIT,
+            watch_limit,
         )
     }
 
     fn header(&mut self, n: usize, name: &str, about: &str) {
-        self.header_for(n, name, WORKER, about);
+        let who = self.who(false);
+        self.header_for(n, name, &who, about);
     }
 
     fn header_for(&mut self, n: usize, name: &str, who: &str, about: &str) {

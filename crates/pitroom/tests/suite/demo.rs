@@ -2,7 +2,7 @@
 //! nothing but git — and the scripted worker's stream, as Pitroom's OpenCode parser reads it.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -236,4 +236,259 @@ fn scripted_worker_speaks_opencode_json_through_its_link_name() {
         "{}",
         text(&out)
     );
+}
+
+/// The pinned real CLI in the test kit's cache (`.ci/run` installs it), if it is installed.
+fn pinned(cli: &pitroom_testkit::real_cli::NpmCli) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(cli.override_var) {
+        return Some(PathBuf::from(p));
+    }
+    let bin = pitroom_testkit::real_cli::prefix(cli)
+        .join("node_modules/.bin")
+        .join(cli.bin);
+    bin.is_file().then_some(bin)
+}
+
+/// `pitroom demo --worker CLI --keep` with a HOME, XDG dirs and TMPDIR of the test's own (all
+/// empty), the real CLI named by `PITROOM_<CLI>_BIN`, and `path_first` before the test's PATH.
+fn run_real_demo(
+    cli: &str,
+    bin: &Path,
+    path_first: Option<PathBuf>,
+) -> (Output, tempfile::TempDir) {
+    let world = tempfile::Builder::new()
+        .prefix("pitroom-demo-test-")
+        .tempdir()
+        .expect("temp dir");
+    for dir in [
+        "home",
+        "tmp",
+        "xdg-config",
+        "xdg-data",
+        "xdg-state",
+        "xdg-cache",
+    ] {
+        std::fs::create_dir_all(world.path().join(dir)).expect("dir");
+    }
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(path_first.into_iter().chain(std::env::split_paths(&rest)))
+        .expect("PATH");
+    let var = format!("PITROOM_{}_BIN", cli.to_ascii_uppercase());
+    let w = world.path();
+    let out = Command::new(PITROOM)
+        .args(["demo", "--keep", "--worker", cli])
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", w.join("home"))
+        .env("TMPDIR", w.join("tmp"))
+        .env("XDG_CONFIG_HOME", w.join("xdg-config"))
+        .env("XDG_DATA_HOME", w.join("xdg-data"))
+        .env("XDG_STATE_HOME", w.join("xdg-state"))
+        .env("XDG_CACHE_HOME", w.join("xdg-cache"))
+        .env(var, bin)
+        .current_dir(w)
+        .stdin(Stdio::null())
+        .output()
+        .expect("pitroom demo runs");
+    (out, world)
+}
+
+/// Every run record the demo left, by task.
+fn records(state: &Path) -> Vec<(serde_json::Value, PathBuf)> {
+    std::fs::read_dir(state.join("runs"))
+        .expect("runs")
+        .flatten()
+        .map(|e| e.path())
+        .filter_map(|dir| {
+            let text = std::fs::read_to_string(dir.join("record.json")).ok()?;
+            Some((serde_json::from_str(&text).expect("a record"), dir))
+        })
+        .collect()
+}
+
+/// What `pitroom demo --worker CLI` must show: every stage run by the real CLI against the
+/// scripted model, the answers and edits through the CLI's own tools, nothing written outside
+/// the demo's temporary directory.
+fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
+    assert_eq!(code(out), 0, "{}", text(out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with('▶')).collect();
+    assert_eq!(headers.len(), 6, "{stdout}");
+    for header in &headers {
+        assert!(
+            header.contains(&format!(
+                "{cli} (the real CLI) · model: scripted, not a model"
+            )),
+            "{header}"
+        );
+    }
+    assert!(stdout.contains("(scripted, not a model)"), "{stdout}");
+    for command in [
+        format!("$ pitroom -W {cli} -m "),
+        "$ pitroom run --continue last ".into(),
+        format!("$ pitroom -i -W {cli}"),
+        format!("$ pitroom -w -W {cli}"),
+        "$ pitroom savings".into(),
+    ] {
+        assert!(stdout.contains(&command), "{command} missing:\n{stdout}");
+    }
+    assert!(stdout.contains("refs: 1/2 verified"), "{stdout}");
+    assert!(
+        stdout.contains("calc.py:42 — file has 13 lines"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("applied run"), "{stdout}");
+    assert!(stdout.contains("reverted run"), "{stdout}");
+    assert!(
+        stdout.contains("{\"event\":\"all-done\",\"runs\":3,\"ok\":3,\"failed\":0}"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("+    if b == 0:"), "{stdout}");
+    assert!(!stdout.contains("diff --git a/README.md"), "{stdout}");
+
+    let state = state_dir(&stdout);
+    let root = state.parent().expect("the demo's directory").to_path_buf();
+    let runs = records(&state);
+    let by_task = |task: &str| {
+        runs.iter()
+            .find(|(r, _)| r["spec"]["task"] == task)
+            .unwrap_or_else(|| panic!("no run of {task:?}"))
+    };
+    // The read answer came from the real CLI: its own session id, its own tool calls, on the
+    // ids the scripted model gave them.
+    let (read, read_dir) = by_task("Where can divide fail?");
+    assert_eq!(read["spec"]["backend"], cli, "{read:#}");
+    let session = read["session"].as_str().expect("a session id");
+    assert!(!session.starts_with("ses_scripted"), "{session}");
+    assert!(read["tally"]["tool_calls"].as_u64() >= Some(1), "{read:#}");
+    let events = std::fs::read_to_string(read_dir.join("events.jsonl")).expect("events");
+    assert!(events.contains(session), "{events}");
+    assert!(events.contains("chatcmpl-pitroom-demo-"), "{events}");
+    // The isolated edit went through the CLI's edit tool, and only calc.py changed.
+    let (isolated, isolated_dir) = by_task("Add a zero check to divide()");
+    assert_eq!(isolated["changes"][0]["path"], "calc.py", "{isolated:#}");
+    assert_eq!(isolated["changes"].as_array().map(Vec::len), Some(1));
+    let events = std::fs::read_to_string(isolated_dir.join("events.jsonl")).expect("events");
+    assert!(
+        events.lines().any(|l| l.contains("chatcmpl-pitroom-demo-")
+            && l.contains(&format!("\"{edit_tool}\""))
+            && l.contains("raise ValueError")),
+        "no {edit_tool} call of the scripted model's in:\n{events}"
+    );
+    // Applied, then the docstring written and reverted: the sample ends with the zero check.
+    let calc = std::fs::read_to_string(root.join("calc/calc.py")).expect("calc.py");
+    assert!(calc.contains("raise ValueError"), "{calc}");
+    assert!(!calc.contains("\"\"\"Return a / b"), "{calc}");
+    // The CLI's config and state went into the demo's own HOME.
+    assert!(root.join("home/.config").is_dir(), "{}", root.display());
+
+    // Nothing outside the demo's directory: HOME and the XDG dirs are empty, and TMPDIR holds
+    // the demo's directory only.
+    for dir in ["home", "xdg-config", "xdg-data", "xdg-state", "xdg-cache"] {
+        let entries: Vec<_> = std::fs::read_dir(world.join(dir))
+            .expect("dir")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(entries.is_empty(), "the demo wrote into {dir}: {entries:?}");
+    }
+    let in_tmp: Vec<PathBuf> = std::fs::read_dir(world.join("tmp"))
+        .expect("tmp")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(
+        in_tmp,
+        vec![root.clone()],
+        "TMPDIR holds more than the demo's directory"
+    );
+    std::fs::remove_dir_all(&root).expect("the kept demo directory is removed");
+}
+
+#[test]
+fn demo_worker_opencode_runs_every_stage_through_the_real_cli() {
+    let cli = &pitroom_testkit::real_cli::OPENCODE;
+    let Some(bin) = pinned(cli) else {
+        eprintln!(
+            "skipped: the pinned OpenCode is not installed in {} (.ci/run installs it)",
+            pitroom_testkit::real_cli::prefix(cli).display()
+        );
+        return;
+    };
+    let (out, world) = run_real_demo("opencode", &bin, None);
+    check_real_demo("opencode", "edit", &out, world.path());
+}
+
+#[test]
+fn demo_worker_qwen_runs_every_stage_through_the_real_cli() {
+    use pitroom_testkit::real_cli::{NODE22, QWEN};
+    let (Some(bin), Some(node)) = (pinned(&QWEN), pinned(&NODE22)) else {
+        eprintln!(
+            "skipped: the pinned Qwen Code or Node 22 is not installed in {} (.ci/run installs them)",
+            pitroom_testkit::real_cli::cache_dir().display()
+        );
+        return;
+    };
+    let node_dir = node.parent().map(Path::to_path_buf);
+    let (out, world) = run_real_demo("qwen", &bin, node_dir);
+    check_real_demo("qwen", "edit", &out, world.path());
+}
+
+#[test]
+fn demo_worker_names_the_backends_it_drives_and_a_missing_cli() {
+    for (worker, expected) in [
+        (
+            "codex",
+            "speaks only the OpenAI chat-completions and Anthropic Messages protocols so far",
+        ),
+        ("nosuch", "not a worker CLI the demo can drive"),
+    ] {
+        let (out, _world) = run_demo(&["--worker", worker]);
+        assert_eq!(code(&out), 2, "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(stderr.contains("opencode, kilo, qwen, claude"), "{stderr}");
+        assert!(out.stdout.is_empty(), "{}", text(&out));
+    }
+    // opencode is not on the PATH `run_demo` gives (git only).
+    let (out, _world) = run_demo(&["--worker", "opencode"]);
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("PITROOM_OPENCODE_BIN"), "{stderr}");
+}
+
+/// Kilo takes 12–15 s and ~830 MB per start: the slowest of the three, one tour only.
+#[test]
+fn demo_worker_kilo_runs_every_stage_through_the_real_cli() {
+    let cli = &pitroom_testkit::real_cli::KILO;
+    let Some(bin) = pinned(cli) else {
+        eprintln!(
+            "skipped: the pinned Kilo Code is not installed in {} (.ci/run installs it)",
+            pitroom_testkit::real_cli::prefix(cli).display()
+        );
+        return;
+    };
+    let (out, world) = run_real_demo("kilo", &bin, None);
+    check_real_demo("kilo", "edit", &out, world.path());
+}
+
+/// Claude Code speaks Anthropic Messages: the same tour through the server's other protocol.
+#[test]
+fn demo_worker_claude_runs_every_stage_through_the_real_cli() {
+    use pitroom_testkit::real_cli::{CLAUDE, NODE22};
+    let Some(bin) = pinned(&CLAUDE) else {
+        eprintln!(
+            "skipped: the pinned Claude Code is not installed in {} (.ci/run installs it)",
+            pitroom_testkit::real_cli::prefix(&CLAUDE).display()
+        );
+        return;
+    };
+    let node_dir = pinned(&NODE22).and_then(|n| n.parent().map(Path::to_path_buf));
+    let (out, world) = run_real_demo("claude", &bin, node_dir);
+    check_real_demo("claude", "Edit", &out, world.path());
 }
