@@ -228,17 +228,6 @@ impl Demo {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
         }
-        if worker.backend == "qwen" {
-            // Qwen Code's adapter writes its settings file through `settings.json.tmp.$$`, and
-            // `$$` is the same in every sandboxed run's PID namespace: parallel Qwen runs can
-            // race on it. The crew runs one at a time until the adapter names it uniquely.
-            write(
-                &self.config,
-                "# pitroom demo: a config of its own, so yours is not used.\n\
-                 # One run at a time: parallel Qwen Code runs race on their settings file.\n\
-                 max_parallel = 1\n",
-            )?;
-        }
         let server = ModelServer::start()?;
         let env = worker.configure(&self.home_dir.join(".config"), &server)?;
         self.real = Some(Real {
