@@ -107,6 +107,14 @@ pub struct Prepared {
 /// its supervisor can take a signal) is not lost.
 pub const STOP_REQUESTED: &str = "stop-requested";
 
+/// The environment variable that chooses a read run's view: `copy` keeps a read-only copy even
+/// where the kernel allows reading the live tree in place; anything else (or unset) lets
+/// Pitroom choose (docs/configuration.md).
+pub const READ_VIEW_ENV: &str = "PITROOM_READ_VIEW";
+
+/// The environment variable that turns layer 3 (Landlock) off when set to `off`.
+pub const LANDLOCK_ENV: &str = "PITROOM_LANDLOCK";
+
 /// The internal subcommand that runs a background supervisor.
 pub const SUPERVISE_SUBCOMMAND: &str = "__supervise";
 
