@@ -685,6 +685,39 @@ mod tests {
     }
 
     #[test]
+    fn a_strict_sandbox_holds_only_with_landlock_enforced_and_every_file_hidden() {
+        let spec = SandboxSpec::default().reading_in_place(
+            vec!["/w/.env".into(), "/w/k.pem".into()],
+            "/run/blank".into(),
+        );
+        let report = |landlock, hidden| SandboxReport {
+            landlock,
+            abi: Some(3),
+            reason: None,
+            git_dir: GitDirState::NotExposed,
+            writable: Vec::new(),
+            hidden,
+        };
+        assert_eq!(
+            spec.strict_failure(&report(LandlockState::Enforced, 2)),
+            None
+        );
+        assert!(spec
+            .strict_failure(&report(LandlockState::Enforced, 1))
+            .is_some_and(|w| w.contains("only 1 of 2")));
+        for state in [LandlockState::Partial, LandlockState::Unavailable] {
+            assert!(spec
+                .strict_failure(&report(state, 2))
+                .is_some_and(|w| w.contains("writable")));
+        }
+        let copy_run = SandboxSpec::default();
+        assert_eq!(
+            copy_run.strict_failure(&report(LandlockState::Unavailable, 0)),
+            None
+        );
+    }
+
+    #[test]
     fn the_report_round_trips_through_json() {
         let report = SandboxReport {
             landlock: LandlockState::Enforced,

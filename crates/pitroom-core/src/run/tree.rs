@@ -363,3 +363,67 @@ pub(super) fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allowed() -> ViewFacts {
+        ViewFacts {
+            forced: None,
+            own_sandbox: None,
+            landlock_off: false,
+            abi: Some(3),
+            can_mount: true,
+            parent_read_a_copy: false,
+        }
+    }
+
+    #[test]
+    fn a_read_run_reads_in_place_only_where_landlock_and_a_mount_namespace_hold() {
+        assert_eq!(copy_needed(&allowed()), None);
+        let why = |facts: ViewFacts| copy_needed(&facts).unwrap_or_default();
+        assert!(why(ViewFacts {
+            forced: Some("copy".into()),
+            ..allowed()
+        })
+        .contains("PITROOM_READ_VIEW=copy"));
+        assert_eq!(
+            copy_needed(&ViewFacts {
+                forced: Some("auto".into()),
+                ..allowed()
+            }),
+            None
+        );
+        assert!(why(ViewFacts {
+            own_sandbox: Some("codex".into()),
+            ..allowed()
+        })
+        .contains("codex keeps its own sandbox"));
+        assert!(why(ViewFacts {
+            landlock_off: true,
+            ..allowed()
+        })
+        .contains("PITROOM_LANDLOCK=off"));
+        assert!(why(ViewFacts {
+            abi: None,
+            ..allowed()
+        })
+        .contains("no Landlock"));
+        assert!(why(ViewFacts {
+            abi: Some(2),
+            ..allowed()
+        })
+        .contains("ABI 2"));
+        assert!(why(ViewFacts {
+            can_mount: false,
+            ..allowed()
+        })
+        .contains("mount namespace"));
+        assert!(why(ViewFacts {
+            parent_read_a_copy: true,
+            ..allowed()
+        })
+        .contains("continues a run that read a copy"));
+    }
+}
