@@ -220,3 +220,23 @@ fn a_follow_up_of_a_run_in_place_reads_the_live_tree_as_it_is_now() {
     let calls = shell_calls(&env, &repo);
     assert!(calls[0].2.contains("edited meanwhile"), "{calls:#?}");
 }
+
+#[test]
+fn without_a_pid_namespace_the_keeper_itself_hides_the_secrets_of_a_run_in_place() {
+    the_kernel_allows_in_place();
+    let mut env = fake_env(json!([{"sh": "cat .env"}, {"text": "SUMMARY: read"}]));
+    env.set(pitroom_proc::NO_PID_NAMESPACE_ENV, "1");
+    let repo = repo_with_secrets(&env);
+    let out = env.run(&repo, &["look"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let r = record(&env, &repo);
+    assert_eq!(r["view"], "in_place", "{r:#}");
+    assert_eq!(
+        r["safety"]["containment"]["mechanism"], "process_sweep",
+        "{r:#}"
+    );
+    assert_eq!(r["safety"]["landlock"]["hidden"], 3, "{r:#}");
+    let calls = shell_calls(&env, &repo);
+    assert_eq!(calls[0].1, 0, "{calls:#?}");
+    assert!(!calls[0].2.contains("hunter"), "{calls:#?}");
+}
