@@ -5,8 +5,9 @@
 //!    lock and a place in the queue; `queue.rs` hands both to a background supervisor.
 //! 2. resolve the fallback chain (`fallback.rs`): the chosen target, then `--fallback`.
 //! 3. wait for a slot (`queue.rs`).
-//! 4. prepare the tree (`tree.rs`): a read copy, an isolated copy or the user's tree, and the
-//!    "before" snapshot.
+//! 4. prepare the tree (`tree.rs`): for a read run the live tree in place where the kernel
+//!    allows it, else a read copy; an isolated copy; or the user's tree; and the "before"
+//!    snapshot (none in place).
 //! 5. launch (`launch.rs`): invocation, prompt, environment and sandbox, under the keeper.
 //! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends.
 //! 7. judge / fall back (`judge.rs`, `fallback.rs`): an attempt that failed in a way the next

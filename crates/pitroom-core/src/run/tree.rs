@@ -1,14 +1,14 @@
-//! Prepare the tree: the directory the worker runs in (a leased read copy, an isolated copy,
-//! or the user's own tree) and the "before" snapshot its changes are measured against.
+//! Prepare the tree: the directory the worker runs in (for a read run the live tree in place,
+//! else a leased read copy; an isolated copy; or the user's own tree) and the "before" snapshot
+//! its changes are measured against (none for a read run in place: it cannot write).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use pitroom_git::Repo;
 use pitroom_workers::{Mode, StateDirs};
 
 use super::{io, Engine, EngineError};
-use std::os::unix::fs::PermissionsExt;
-
 use crate::record::{ReadView, RunRecord};
 
 /// Where an attempt's worker runs, and what its tree is a copy of.
