@@ -11,13 +11,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// The variable naming the cargo target dir the binaries were built in, when it is not the
+/// workspace's `target/` (a `CARGO_TARGET_DIR` elsewhere).
+pub const TARGET_DIR_ENV: &str = "PITROOM_BENCH_TARGET_DIR";
+
 /// The release `pitroom` and `pitroom-fake-worker` (the debug ones with
-/// `PITROOM_BENCH_PROFILE=debug`, for checks such as the soak that measure no speed); exits
-/// with what to build when they are missing.
+/// `PITROOM_BENCH_PROFILE=debug`, for checks such as the soak that measure no speed), from the
+/// workspace's `target/` or `$PITROOM_BENCH_TARGET_DIR`; exits with what to build when they are
+/// missing.
 pub fn release_binaries() -> (PathBuf, PathBuf) {
     let profile = std::env::var("PITROOM_BENCH_PROFILE").unwrap_or_else(|_| "release".into());
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target")
+    let target = std::env::var_os(TARGET_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
         .join(&profile);
     let pitroom = target.join("pitroom");
     let worker = target.join("pitroom-fake-worker");

@@ -59,11 +59,13 @@ fn main() {
                 .current_dir(&repo),
         )
     });
-    let pitroom_cmd = |args: &[&str]| {
+    // `view`: the read view asked for (`copy`, or `auto`: in place where the kernel allows).
+    let pitroom_in = |view: &str, state: &Path, args: &[&str]| {
         let mut c = Command::new(&pitroom);
         c.args(args)
             .current_dir(&repo)
-            .env("PITROOM_HOME", &state)
+            .env(pitroom_core::run::READ_VIEW_ENV, view)
+            .env("PITROOM_HOME", state)
             .env("PITROOM_CONFIG", tmp.path().join("none.toml"))
             .env("PITROOM_OPENCODE_BIN", &worker)
             .env("PITROOM_FAKE_SCRIPT", &script)
@@ -71,18 +73,32 @@ fn main() {
             .stderr(Stdio::null());
         c
     };
-    let cold_read = time(&mut pitroom_cmd(&["read the code"]));
-    let read = median(|| run_ok(&mut pitroom_cmd(&["read the code"])));
+    let pitroom_cmd = |args: &[&str]| pitroom_in("copy", &state, args);
     let mut edit = 0;
-    let read_after_edit = median(|| {
-        // The primary agent edits a file between two read runs: a new tree, a recycled copy.
-        edit += 1;
-        std::fs::write(
-            repo.join("src/mod099/file00099.rs"),
-            format!("// edit {edit}\n"),
-        )
-        .expect("edit");
-        run_ok(&mut pitroom_cmd(&["read the code"]))
+    let mut read_rows = |view: &str, state: &Path| {
+        let cold = time(&mut pitroom_in(view, state, &["read the code"]));
+        let warm = median(|| run_ok(&mut pitroom_in(view, state, &["read the code"])));
+        let after_edit = median(|| {
+            // The primary agent edits a file between two read runs: a new tree (a recycled copy).
+            edit += 1;
+            std::fs::write(
+                repo.join("src/mod099/file00099.rs"),
+                format!("// edit {edit}\n"),
+            )
+            .expect("edit");
+            run_ok(&mut pitroom_in(view, state, &["read the code"]))
+        });
+        (cold, warm, after_edit)
+    };
+    let (cold_read, read, read_after_edit) = read_rows("copy", &state);
+    let in_place_state = tmp.path().join("state-in-place");
+    let (cold_in_place, in_place, in_place_after_edit) = read_rows("auto", &in_place_state);
+    let in_place_view = last_record_field(&pitroom, &in_place_state, tmp.path(), "view");
+    // What reading in place adds per run: the walk that lists the secret-looking files to hide.
+    let secrets_walk = median(|| {
+        let t = Instant::now();
+        pitroom_core::secrets::secret_files_under(&repo, 4096);
+        t.elapsed()
     });
     let write = median(|| run_ok(&mut pitroom_cmd(&["-w", "change nothing"])));
     let version = median(|| {
@@ -114,7 +130,7 @@ fn main() {
         ms(worker_alone)
     );
     println!(
-        "read run overhead, warm copy      {:8.1} ms   {:5.2}× git status",
+        "read run overhead, warm copy      {:8.1} ms   {:5.2}× git status  (PITROOM_READ_VIEW=copy)",
         ms(over(read)),
         ratio(over(read))
     );
@@ -123,6 +139,27 @@ fn main() {
         "read run overhead, after an edit  {:8.1} ms   {:5.2}× git status  (recycles an idle copy)",
         ms(over(read_after_edit)),
         ratio(over(read_after_edit))
+    );
+    println!(
+        "read run in place, first run      {:8.1} ms   {:5.2}× git status  (view: {})",
+        ms(over(cold_in_place)),
+        ratio(over(cold_in_place)),
+        in_place_view.as_deref().unwrap_or("?")
+    );
+    println!(
+        "read run in place, warm           {:8.1} ms   {:5.2}× git status",
+        ms(over(in_place)),
+        ratio(over(in_place))
+    );
+    println!(
+        "read run in place, after an edit  {:8.1} ms   {:5.2}× git status",
+        ms(over(in_place_after_edit)),
+        ratio(over(in_place_after_edit))
+    );
+    println!(
+        "  of which the secret-file walk   {:8.1} ms   {:5.2}× git status",
+        ms(secrets_walk),
+        ratio(secrets_walk)
     );
     println!(
         "write run overhead                {:8.1} ms   {:5.2}× git status",
@@ -264,6 +301,18 @@ fn time(cmd: &mut Command) -> Duration {
 fn median(mut f: impl FnMut() -> Duration) -> Duration {
     let _warm = f();
     pitroom_bench::median(ROUNDS, f)
+}
+
+/// A text field of the latest run's record in `state`.
+fn last_record_field(pitroom: &Path, state: &Path, tmp: &Path, field: &str) -> Option<String> {
+    let out = Command::new(pitroom)
+        .args(["show", "--json"])
+        .env("PITROOM_HOME", state)
+        .env("PITROOM_CONFIG", tmp.join("none.toml"))
+        .output()
+        .ok()?;
+    let record: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    record[field].as_str().map(str::to_string)
 }
 
 fn last_record_peak(pitroom: &Path, state: &Path, tmp: &Path) -> Option<u64> {

@@ -2,7 +2,9 @@
 //! A crew of RUNS (default 20) read runs of a 2-second fake worker on a generated repository of
 //! FILES (default 10,000) files with a dirty tree, on a fresh state directory (no read copy
 //! yet), from `crew` to `wait -g` done — against the same RUNS fakes started in parallel by a
-//! shell, the physical limit, in the same run. Prints figures; asserts nothing.
+//! shell, the physical limit, in the same run. Twice: with the read view Pitroom chooses (in
+//! place where the kernel allows it) and with the copy forced (`PITROOM_READ_VIEW=copy`), each
+//! on its own fresh state directory. Prints figures; asserts nothing.
 
 #![allow(
     clippy::unwrap_used,
@@ -45,40 +47,53 @@ fn main() {
         t.elapsed()
     };
 
-    let state = tmp.path().join("state");
-    let pitroom_cmd = |args: &[&str]| {
-        let mut c = Command::new(&pitroom);
-        c.args(args)
-            .current_dir(&repo)
-            .env("PITROOM_HOME", &state)
-            .env("PITROOM_CONFIG", tmp.path().join("none.toml"))
-            .env("PITROOM_OPENCODE_BIN", &worker)
-            .env("PITROOM_FAKE_SCRIPT", script)
-            .env("PITROOM_MAX_PARALLEL", "30")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        c
+    let crew_of = |view: &str| {
+        let state = tmp.path().join(format!("state-{view}"));
+        let pitroom_cmd = |args: &[&str]| {
+            let mut c = Command::new(&pitroom);
+            c.args(args)
+                .current_dir(&repo)
+                .env(pitroom_core::run::READ_VIEW_ENV, view)
+                .env("PITROOM_HOME", &state)
+                .env("PITROOM_CONFIG", tmp.path().join("none.toml"))
+                .env("PITROOM_OPENCODE_BIN", &worker)
+                .env("PITROOM_FAKE_SCRIPT", script)
+                .env("PITROOM_MAX_PARALLEL", "30")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            c
+        };
+        let tasks: Vec<String> = (0..runs).map(|i| format!("question {i}")).collect();
+        let t = Instant::now();
+        let mut crew = pitroom_cmd(&["crew", "-g", "cold"]);
+        crew.args(&tasks);
+        run_ok(&mut crew);
+        run_ok(&mut pitroom_cmd(&[
+            "wait",
+            "-g",
+            "cold",
+            "--timeout",
+            "600",
+        ]));
+        let crew_time = t.elapsed();
+        let copies = std::fs::read_dir(state.join("snapshots"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                    .count()
+            })
+            .unwrap_or(0);
+        let shown = pitroom_cmd(&["show", "--json"])
+            .stdout(Stdio::piped())
+            .output()
+            .ok()
+            .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+            .and_then(|r| r["view"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "?".into());
+        (crew_time, copies, shown)
     };
-    let tasks: Vec<String> = (0..runs).map(|i| format!("question {i}")).collect();
-    let t = Instant::now();
-    let mut crew = pitroom_cmd(&["crew", "-g", "cold"]);
-    crew.args(&tasks);
-    run_ok(&mut crew);
-    run_ok(&mut pitroom_cmd(&[
-        "wait",
-        "-g",
-        "cold",
-        "--timeout",
-        "600",
-    ]));
-    let crew_time = t.elapsed();
-    let copies = std::fs::read_dir(state.join("snapshots"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .count()
-        })
-        .unwrap_or(0);
+    let (in_place, in_place_copies, in_place_view) = crew_of("auto");
+    let (copied, copy_copies, copy_view) = crew_of("copy");
 
     println!("cold crew ({runs} read runs of a 2 s worker, {files} files, fresh state dir)");
     println!("| What | Time | vs the parallel fakes |");
@@ -87,12 +102,16 @@ fn main() {
         "| {runs} fakes started in parallel (the limit) | {:.2} s | 1.00× |",
         secs(limit)
     );
-    println!(
-        "| `crew` → `wait -g` done | {:.2} s | {:.2}× |",
-        secs(crew_time),
-        secs(crew_time) / secs(limit)
-    );
-    println!("read copies left in the state dir: {copies}");
+    for (label, time, view, copies) in [
+        ("read view chosen", in_place, in_place_view, in_place_copies),
+        ("copy forced", copied, copy_view, copy_copies),
+    ] {
+        println!(
+            "| `crew` → `wait -g` done, {label} (view: {view}; read copies left: {copies}) | {:.2} s | {:.2}× |",
+            secs(time),
+            secs(time) / secs(limit)
+        );
+    }
 }
 
 fn secs(d: Duration) -> f64 {

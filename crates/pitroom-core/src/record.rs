@@ -248,6 +248,14 @@ pub struct RunRecord {
     pub workdir: Option<PathBuf>,
     /// The read copy's root, when the worker read a copy.
     pub copy: Option<PathBuf>,
+    /// A read run's view of the project: the live tree in place, or a copy (`None` for edit
+    /// runs and older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<ReadView>,
+    /// Why a read run got a copy rather than the live tree (or why its in-place view has no
+    /// copy to compare, e.g. not a git repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_reason: Option<String>,
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
@@ -319,6 +327,26 @@ pub struct RunRecord {
     pub safety: Option<Safety>,
 }
 
+/// How a read run's worker saw the project (PRODUCT.md §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadView {
+    /// The live tree, read-only under Landlock, its secret-looking files hidden in the worker's
+    /// mount namespace.
+    InPlace,
+    /// A read-only copy of the tree's state at the start, snapshotted before and after.
+    Copy,
+}
+
+impl ReadView {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadView::InPlace => "in_place",
+            ReadView::Copy => "copy",
+        }
+    }
+}
+
 /// Which layers of the safety floor held for a run (see `docs/safety.md`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Safety {
@@ -357,6 +385,8 @@ impl RunRecord {
             repo: None,
             workdir: None,
             copy: None,
+            view: None,
+            view_reason: None,
             created_at,
             started_at: None,
             ended_at: None,

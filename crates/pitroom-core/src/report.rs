@@ -103,6 +103,18 @@ pub fn render(record: &RunRecord, color: bool) -> String {
         }
     }
     attempts(&mut out, record);
+    if let Some(view) = record.view {
+        let what = match view {
+            crate::record::ReadView::InPlace => "the live tree, read-only (in place)",
+            crate::record::ReadView::Copy => "a read-only copy",
+        };
+        let why = record
+            .view_reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "── view: {what}{why}");
+    }
     if let Some(r) = &record.receipt {
         let _ = writeln!(out, "── receipt: {}", receipt_line(record, r));
     }

@@ -214,6 +214,9 @@ mod tests {
             writable_dirs: vec!["/scratch".into()],
             writable_files: vec!["/dev/null".into()],
             read_only_binds: vec!["/w/.git".into()],
+            hidden_files: vec!["/w/.env".into()],
+            blank_file: Some("/run/blank".into()),
+            strict: true,
             report_file: "/run/sandbox.json".into(),
         };
         let flags = crate::keeper::sandbox_args(Some(&sandbox));

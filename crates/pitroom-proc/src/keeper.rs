@@ -119,11 +119,19 @@ pub(crate) fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
         ("--write-dir", &sandbox.writable_dirs),
         ("--write-file", &sandbox.writable_files),
         ("--ro-bind", &sandbox.read_only_binds),
+        ("--hide", &sandbox.hidden_files),
     ] {
         for path in paths {
             args.push(flag.into());
             args.push(path.clone().into());
         }
+    }
+    if let Some(blank) = &sandbox.blank_file {
+        args.push("--blank".into());
+        args.push(blank.clone().into());
+    }
+    if sandbox.strict {
+        args.push("--strict".into());
     }
     args
 }
@@ -182,19 +190,26 @@ struct KeeperArgs {
     args: Vec<OsString>,
 }
 
-/// Takes one sandbox flag (`--sandbox-report` first, then the path lists) and its value from
-/// `it` into `sandbox`; `None` for an unknown flag or a missing value.
+/// Takes one sandbox flag (`--sandbox-report` first, then the path lists, `--blank` and the
+/// bare `--strict`) and its value from `it` into `sandbox`; `None` for an unknown flag or a
+/// missing value.
 pub(crate) fn parse_sandbox_flag<'a>(
     flag: &str,
     it: &mut impl Iterator<Item = &'a OsString>,
     sandbox: &mut Option<SandboxSpec>,
 ) -> Option<()> {
+    if flag == "--strict" {
+        sandbox.as_mut()?.strict = true;
+        return Some(());
+    }
     let value: PathBuf = it.next()?.into();
     match flag {
         "--sandbox-report" => sandbox.get_or_insert_with(SandboxSpec::default).report_file = value,
         "--write-dir" => sandbox.as_mut()?.writable_dirs.push(value),
         "--write-file" => sandbox.as_mut()?.writable_files.push(value),
         "--ro-bind" => sandbox.as_mut()?.read_only_binds.push(value),
+        "--hide" => sandbox.as_mut()?.hidden_files.push(value),
+        "--blank" => sandbox.as_mut()?.blank_file = Some(value),
         _ => return None,
     }
     Some(())
@@ -379,11 +394,20 @@ fn start_unnamespaced(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::
 /// Confines this (main) thread before it forks the worker, so the worker's whole tree
 /// inherits the sandbox; the lifeline thread stays outside, which is harmless (it only reads
 /// its pipe and signals this process). The report goes through a descriptor opened first.
+///
+/// A strict sandbox (the worker reads the live project in place) that did not hold fails: the
+/// worker is not started, rather than started able to write the project or read its secrets.
 pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
     let mut report_file = File::create(&sandbox.report_file)?;
     let report = enter_sandbox(sandbox);
     let json = serde_json::to_string(&report).map_err(std::io::Error::other)?;
-    report_file.write_all(json.as_bytes())
+    report_file.write_all(json.as_bytes())?;
+    match sandbox.strict_failure(&report) {
+        Some(why) => Err(std::io::Error::other(format!(
+            "the read-only view of the project did not hold: {why}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn supervise(worker: i32, args: &KeeperArgs) -> i32 {
@@ -479,6 +503,9 @@ mod tests {
             writable_dirs: vec!["/run/scratch".into(), "/state".into()],
             writable_files: vec!["/dev/null".into()],
             read_only_binds: vec!["/w/.git".into()],
+            hidden_files: vec!["/w/.env".into(), "/w/certs/a b.pem".into()],
+            blank_file: Some("/run/blank".into()),
+            strict: true,
             report_file: "/run/sandbox.json".into(),
         };
         let mut argv: Vec<OsString> = [

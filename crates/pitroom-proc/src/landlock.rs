@@ -34,6 +34,14 @@ pub struct SandboxSpec {
     /// Paths inside a writable dir that are bind-mounted read-only: git dirs, and the `.git`
     /// file of a linked worktree.
     pub read_only_binds: Vec<PathBuf>,
+    /// Files the worker must not read (secret-looking files of a project it reads in place):
+    /// in the private mount namespace, [`SandboxSpec::blank_file`] is bound read-only over each.
+    pub hidden_files: Vec<PathBuf>,
+    /// The empty file bound over each hidden file (it lies outside every writable dir).
+    pub blank_file: Option<PathBuf>,
+    /// The worker reads the live project in place: it must not start unless Landlock is fully
+    /// enforced and every hidden file is covered.
+    pub strict: bool,
     /// Where the keeper writes its [`SandboxReport`] as JSON before it starts the worker.
     pub report_file: PathBuf,
 }
@@ -93,6 +101,13 @@ pub struct SandboxReport {
     /// The paths the worker could write beneath.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<PathBuf>,
+    /// How many secret-looking files an empty file was bound over (a read run in place).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hidden: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl SandboxReport {
@@ -104,6 +119,7 @@ impl SandboxReport {
             reason: Some(reason.to_string()),
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
+            hidden: 0,
         }
     }
 
@@ -115,6 +131,7 @@ impl SandboxReport {
             reason: Some(reason.to_string()),
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
+            hidden: 0,
         }
     }
 
@@ -175,7 +192,41 @@ impl SandboxSpec {
             writable_files: files,
             read_only_binds: binds,
             report_file,
+            ..SandboxSpec::default()
         }
+    }
+
+    /// The same rules for a worker that reads the live project in place: `blank` (an empty file
+    /// outside every writable dir) is bound over each of `hidden`, and the worker does not start
+    /// unless that and Landlock both hold.
+    pub fn reading_in_place(mut self, hidden: Vec<PathBuf>, blank: PathBuf) -> SandboxSpec {
+        self.hidden_files = hidden;
+        self.blank_file = Some(blank);
+        self.strict = true;
+        self
+    }
+
+    /// Why a strict (in place) sandbox did not hold as `report` says, or `None` when it did.
+    pub fn strict_failure(&self, report: &SandboxReport) -> Option<String> {
+        if !self.strict {
+            return None;
+        }
+        if report.landlock != LandlockState::Enforced {
+            return Some(format!(
+                "Landlock is {} ({}), so the project read in place would be writable",
+                report.landlock.as_str(),
+                report.reason.as_deref().unwrap_or("no reason given")
+            ));
+        }
+        if (report.hidden as usize) < self.hidden_files.len() {
+            return Some(format!(
+                "only {} of {} secret-looking files could be hidden ({})",
+                report.hidden,
+                self.hidden_files.len(),
+                report.reason.as_deref().unwrap_or("no reason given")
+            ));
+        }
+        None
     }
 }
 
@@ -278,6 +329,7 @@ pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
             reason: Some("Landlock is Linux only".into()),
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
+            hidden: 0,
         }
     }
 }
@@ -302,16 +354,32 @@ mod linux {
 
     pub(super) fn enter(spec: &SandboxSpec) -> SandboxReport {
         // Mounts first: a Landlocked process may no longer change mounts.
+        let needs_namespace = !spec.read_only_binds.is_empty() || !spec.hidden_files.is_empty();
+        let namespace = if needs_namespace {
+            private_mount_namespace()
+        } else {
+            Ok(())
+        };
         let (git_dir, git_reason) = if spec.read_only_binds.is_empty() {
             (GitDirState::NotExposed, None)
         } else {
-            match bind_read_only(&spec.read_only_binds) {
+            match namespace.and_then(|()| bind_read_only(&spec.read_only_binds)) {
                 Ok(()) => (GitDirState::ReadOnlyMount, None),
                 Err(e) => (
                     GitDirState::Writable,
                     Some(format!("the git dir could not be mounted read-only ({e})")),
                 ),
             }
+        };
+        let (hidden, hide_reason) = match (namespace, &spec.blank_file) {
+            (_, _) if spec.hidden_files.is_empty() => (0, None),
+            (Err(e), _) => (0, Some(format!("no private mount namespace ({e})"))),
+            (Ok(()), None) => (0, Some("no empty file to bind over them".into())),
+            (Ok(()), Some(blank)) => hide_files(&spec.hidden_files, blank),
+        };
+        let git_reason = match (git_reason, hide_reason) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
         };
         let (landlock, abi, reason) = match restrict(spec) {
             Ok(status) => describe(&status),
@@ -331,7 +399,46 @@ mod linux {
             reason,
             git_dir,
             writable: spec.writable_dirs.clone(),
+            hidden,
         }
+    }
+
+    /// Binds `blank` read-only over each of `files`; returns how many are hidden (a file gone
+    /// since the list was made counts: there is nothing left to read) and why any was not.
+    fn hide_files(files: &[PathBuf], blank: &Path) -> (u32, Option<String>) {
+        let mut hidden = 0u32;
+        let mut failure = None;
+        for file in files {
+            match bind_over(blank, file) {
+                Ok(()) | Err(nix::errno::Errno::ENOENT) => hidden += 1,
+                Err(e) => {
+                    failure.get_or_insert_with(|| {
+                        format!("{} could not be hidden ({e})", file.display())
+                    });
+                }
+            }
+        }
+        (hidden, failure)
+    }
+
+    /// `source` bound over `target`, read-only (the remount keeps the flags the file system is
+    /// locked to).
+    fn bind_over(source: &Path, target: &Path) -> nix::Result<()> {
+        mount(
+            Some(source),
+            target,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )?;
+        let kept = inherited_flags(source);
+        mount(
+            None::<&str>,
+            target,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
+            None::<&str>,
+        )
     }
 
     fn describe(status: &RestrictionStatus) -> (LandlockState, Option<i32>, Option<String>) {
@@ -384,9 +491,8 @@ mod linux {
         ruleset.restrict_self()
     }
 
-    /// A private mount namespace for this thread, nothing propagating back, and each path
-    /// bound onto itself read-only.
-    fn bind_read_only(paths: &[PathBuf]) -> nix::Result<()> {
+    /// A private mount namespace for this thread, nothing propagating back.
+    fn private_mount_namespace() -> nix::Result<()> {
         unshare(CloneFlags::CLONE_NEWNS)?;
         mount(
             None::<&str>,
@@ -394,7 +500,11 @@ mod linux {
             None::<&str>,
             MsFlags::MS_REC | MsFlags::MS_PRIVATE,
             None::<&str>,
-        )?;
+        )
+    }
+
+    /// Each path bound onto itself read-only (in the private mount namespace).
+    fn bind_read_only(paths: &[PathBuf]) -> nix::Result<()> {
         for path in paths {
             bind_one(path)?;
         }
@@ -575,6 +685,39 @@ mod tests {
     }
 
     #[test]
+    fn a_strict_sandbox_holds_only_with_landlock_enforced_and_every_file_hidden() {
+        let spec = SandboxSpec::default().reading_in_place(
+            vec!["/w/.env".into(), "/w/k.pem".into()],
+            "/run/blank".into(),
+        );
+        let report = |landlock, hidden| SandboxReport {
+            landlock,
+            abi: Some(3),
+            reason: None,
+            git_dir: GitDirState::NotExposed,
+            writable: Vec::new(),
+            hidden,
+        };
+        assert_eq!(
+            spec.strict_failure(&report(LandlockState::Enforced, 2)),
+            None
+        );
+        assert!(spec
+            .strict_failure(&report(LandlockState::Enforced, 1))
+            .is_some_and(|w| w.contains("only 1 of 2")));
+        for state in [LandlockState::Partial, LandlockState::Unavailable] {
+            assert!(spec
+                .strict_failure(&report(state, 2))
+                .is_some_and(|w| w.contains("writable")));
+        }
+        let copy_run = SandboxSpec::default();
+        assert_eq!(
+            copy_run.strict_failure(&report(LandlockState::Unavailable, 0)),
+            None
+        );
+    }
+
+    #[test]
     fn the_report_round_trips_through_json() {
         let report = SandboxReport {
             landlock: LandlockState::Enforced,
@@ -582,6 +725,7 @@ mod tests {
             reason: None,
             git_dir: GitDirState::ReadOnlyMount,
             writable: vec![PathBuf::from("/w")],
+            hidden: 2,
         };
         let text = serde_json::to_string(&report).expect("json");
         assert!(text.contains("\"landlock\":\"enforced\""), "{text}");

@@ -136,6 +136,15 @@ impl Engine {
             sandbox: self.worker_sandbox(record, run_dir, tree, adapter, &req, &invocation),
             containment_report: Some(run_dir.join(CONTAINMENT_REPORT)),
         };
+        if tree.in_place.is_some() && spec.sandbox.is_none() {
+            // The view was chosen for a Landlocked worker; never let one read the live tree
+            // unconfined (its secrets unhidden, its writes landing in the project).
+            return Err(EngineError::Refused(format!(
+                "{} cannot be Landlocked, so it may not read the project in place; run it with {}=copy",
+                record.spec.backend,
+                super::READ_VIEW_ENV
+            )));
+        }
         let ending = self.supervise(record, run_dir, &spec, adapter, stop, stream, observer);
         note_sandbox(record, run_dir, spec.sandbox.is_some());
         ending
@@ -166,7 +175,7 @@ impl Engine {
         if self
             .env
             .iter()
-            .any(|(k, v)| k == "PITROOM_LANDLOCK" && v == "off")
+            .any(|(k, v)| k == super::LANDLOCK_ENV && v == "off")
         {
             safety.landlock = Some(SandboxReport::skipped(
                 "turned off with PITROOM_LANDLOCK=off",
@@ -208,12 +217,11 @@ impl Engine {
         };
         let report = run_dir.join(SANDBOX_REPORT);
         let _ = std::fs::remove_file(&report);
-        Some(SandboxSpec::for_worker(
-            access,
-            &private_dirs,
-            &link_targets,
-            report,
-        ))
+        let spec = SandboxSpec::for_worker(access, &private_dirs, &link_targets, report);
+        Some(match &tree.in_place {
+            Some(view) => spec.reading_in_place(view.hidden.clone(), view.blank.clone()),
+            None => spec,
+        })
     }
 
     /// Puts the git guard around the worker's environment: the shim first on `PATH`, the

@@ -5,8 +5,9 @@
 //!    lock and a place in the queue; `queue.rs` hands both to a background supervisor.
 //! 2. resolve the fallback chain (`fallback.rs`): the chosen target, then `--fallback`.
 //! 3. wait for a slot (`queue.rs`).
-//! 4. prepare the tree (`tree.rs`): a read copy, an isolated copy or the user's tree, and the
-//!    "before" snapshot.
+//! 4. prepare the tree (`tree.rs`): for a read run the live tree in place where the kernel
+//!    allows it, else a read copy; an isolated copy; or the user's tree; and the "before"
+//!    snapshot (none in place).
 //! 5. launch (`launch.rs`): invocation, prompt, environment and sandbox, under the keeper.
 //! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends.
 //! 7. judge / fall back (`judge.rs`, `fallback.rs`): an attempt that failed in a way the next
@@ -110,6 +111,14 @@ pub struct Prepared {
 /// The file `pitroom stop` leaves in a run's directory: a stop that races the run's start (before
 /// its supervisor can take a signal) is not lost.
 pub const STOP_REQUESTED: &str = "stop-requested";
+
+/// The environment variable that chooses a read run's view: `copy` keeps a read-only copy even
+/// where the kernel allows reading the live tree in place; anything else (or unset) lets
+/// Pitroom choose (docs/configuration.md).
+pub const READ_VIEW_ENV: &str = "PITROOM_READ_VIEW";
+
+/// The environment variable that turns layer 3 (Landlock) off when set to `off`.
+pub const LANDLOCK_ENV: &str = "PITROOM_LANDLOCK";
 
 /// The internal subcommand that runs a background supervisor.
 pub const SUPERVISE_SUBCOMMAND: &str = "__supervise";

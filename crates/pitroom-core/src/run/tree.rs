@@ -1,13 +1,15 @@
-//! Prepare the tree: the directory the worker runs in (a leased read copy, an isolated copy,
-//! or the user's own tree) and the "before" snapshot its changes are measured against.
+//! Prepare the tree: the directory the worker runs in (for a read run the live tree in place,
+//! else a leased read copy; an isolated copy; or the user's own tree) and the "before" snapshot
+//! its changes are measured against (none for a read run in place: it cannot write).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use pitroom_git::Repo;
 use pitroom_workers::{Mode, StateDirs};
 
 use super::{io, Engine, EngineError};
-use crate::record::RunRecord;
+use crate::record::{ReadView, RunRecord};
 
 /// Where an attempt's worker runs, and what its tree is a copy of.
 pub(super) struct TreeSetup {
@@ -16,8 +18,71 @@ pub(super) struct TreeSetup {
     /// The copy the worker runs in (a read copy, or an isolated copy).
     pub(super) copy: Option<PathBuf>,
     pub(super) isolated: bool,
+    /// A read run on the live tree (no copy): what its sandbox hides and binds over it.
+    pub(super) in_place: Option<InPlace>,
     /// Keeps a read copy from being recycled or pruned while the run uses it.
     _lease: Option<pitroom_git::CopyLease>,
+}
+
+/// A read run in place: the worker reads the live project, read-only under Landlock, with an
+/// empty file bound over each secret-looking file in its private mount namespace.
+pub(super) struct InPlace {
+    pub(super) hidden: Vec<PathBuf>,
+    /// The empty, read-only file in the run dir bound over each hidden file.
+    pub(super) blank: PathBuf,
+}
+
+/// More secret-looking files than this and a tree is read through a copy instead: each costs
+/// two mounts in the worker's namespace.
+const MAX_HIDDEN: usize = 4096;
+
+/// What decides whether a read run may read the live tree in place.
+pub(super) struct ViewFacts {
+    /// `PITROOM_READ_VIEW` as the caller set it.
+    pub(super) forced: Option<String>,
+    /// A CLI of the run's chain that keeps its own sandbox (so is not Landlocked).
+    pub(super) own_sandbox: Option<String>,
+    pub(super) landlock_off: bool,
+    /// The kernel's Landlock ABI (3 is the first to refuse truncation).
+    pub(super) abi: Option<i32>,
+    /// A private mount namespace can be made (to hide secret-looking files).
+    pub(super) can_mount: bool,
+    /// The run continues one that read a copy: it reads that same state.
+    pub(super) parent_read_a_copy: bool,
+}
+
+/// Why a read run must read a copy rather than the live tree; `None` when it may read in
+/// place. The first reason that applies is the one named.
+pub(super) fn copy_needed(f: &ViewFacts) -> Option<String> {
+    if f.forced.as_deref() == Some("copy") {
+        return Some(format!("asked for with {}=copy", super::READ_VIEW_ENV));
+    }
+    if f.parent_read_a_copy {
+        return Some("it continues a run that read a copy, and reads the same state".into());
+    }
+    if let Some(cli) = &f.own_sandbox {
+        return Some(format!(
+            "{cli} keeps its own sandbox, so it cannot be Landlocked"
+        ));
+    }
+    if f.landlock_off {
+        return Some(format!("Landlock is off ({}=off)", super::LANDLOCK_ENV));
+    }
+    match f.abi {
+        None => return Some("the kernel has no Landlock".into()),
+        Some(abi) if abi < 3 => {
+            return Some(format!(
+                "the kernel's Landlock ABI {abi} cannot refuse truncation (needs 3)"
+            ))
+        }
+        Some(_) => {}
+    }
+    if !f.can_mount {
+        return Some(
+            "no private mount namespace (needs CAP_SYS_ADMIN) to hide secret-looking files".into(),
+        );
+    }
+    None
 }
 
 impl TreeSetup {
@@ -27,6 +92,7 @@ impl TreeSetup {
             repo,
             copy: None,
             isolated: false,
+            in_place: None,
             _lease: None,
         }
     }
@@ -51,6 +117,7 @@ impl TreeSetup {
             repo: Some(repo),
             copy: Some(copy),
             isolated,
+            in_place: None,
             _lease: None,
         })
     }
@@ -67,6 +134,10 @@ impl Engine {
         let dir = record.spec.dir.clone();
         let Some(repo) = Repo::discover(&dir)? else {
             record.workdir = Some(dir.clone());
+            if record.spec.mode == Mode::Read {
+                record.view = Some(ReadView::InPlace);
+                record.view_reason = Some("not a git repository: there is no state to copy".into());
+            }
             return Ok(TreeSetup::in_place(dir, None));
         };
         let relative = dir
@@ -76,6 +147,18 @@ impl Engine {
         let base_index = run_dir.join("base.index");
         match record.spec.mode {
             Mode::Read => {
+                let reason = match copy_needed(&self.view_facts(record, parent)) {
+                    Some(why) => why,
+                    None => {
+                        let hidden = crate::secrets::secret_files_under(&repo.toplevel, MAX_HIDDEN);
+                        if hidden.len() <= MAX_HIDDEN {
+                            return self.read_in_place(record, run_dir, &dir, repo, hidden);
+                        }
+                        format!("more than {MAX_HIDDEN} secret-looking files to hide")
+                    }
+                };
+                record.view = Some(ReadView::Copy);
+                record.view_reason = Some(reason);
                 // A follow-up reads the very same state as the run it continues.
                 let base = match parent.and_then(|p| p.base_tree.clone()) {
                     Some(tree) => tree,
@@ -130,6 +213,61 @@ impl Engine {
                 Ok(TreeSetup::in_place(dir, Some(repo)))
             }
         }
+    }
+
+    /// What decides a read run's view, gathered from the run, its chain and this machine.
+    fn view_facts(&self, record: &RunRecord, parent: Option<&RunRecord>) -> ViewFacts {
+        let own_sandbox = super::fallback::fallback_chain(&record.spec)
+            .into_iter()
+            .map(|(backend, _)| backend)
+            .find(|backend| {
+                self.adapter_in(&record.spec, backend)
+                    .is_ok_and(|a| a.has_own_sandbox())
+            });
+        ViewFacts {
+            forced: self.env_var(super::READ_VIEW_ENV),
+            own_sandbox,
+            landlock_off: self.env_var(super::LANDLOCK_ENV).as_deref() == Some("off"),
+            abi: pitroom_proc::kernel_abi(),
+            can_mount: pitroom_proc::landlock::can_protect_git_dir_with_mount(),
+            parent_read_a_copy: parent
+                .is_some_and(|p| p.view != Some(ReadView::InPlace) && p.base_tree.is_some()),
+        }
+    }
+
+    /// The live tree, read in place: no copy and no snapshot. The sandbox hides each of
+    /// `hidden` (the secret-looking files the worker could open) behind an empty file written
+    /// here, in the run dir, where the worker may not write.
+    fn read_in_place(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        dir: &Path,
+        repo: Repo,
+        hidden: Vec<PathBuf>,
+    ) -> Result<TreeSetup, EngineError> {
+        let blank = run_dir.join("blank");
+        std::fs::write(&blank, b"").map_err(io("writing the empty file that hides secrets"))?;
+        std::fs::set_permissions(&blank, std::fs::Permissions::from_mode(0o444))
+            .map_err(io("making the empty file read-only"))?;
+        if !hidden.is_empty() {
+            let shown: Vec<String> = hidden
+                .iter()
+                .take(5)
+                .map(|p| super::paths::relative_to(&p.display().to_string(), &repo.toplevel))
+                .collect();
+            record.warnings.push(format!(
+                "{} secret-looking file(s) hidden from the worker (an empty file in their place): {}{}",
+                hidden.len(),
+                shown.join(", "),
+                if hidden.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        record.view = Some(ReadView::InPlace);
+        record.workdir = Some(dir.to_path_buf());
+        let mut setup = TreeSetup::in_place(dir.to_path_buf(), Some(repo));
+        setup.in_place = Some(InPlace { hidden, blank });
+        Ok(setup)
     }
 
     /// The "before" snapshot of a read run: the user's current state minus secret-looking files,
@@ -223,5 +361,69 @@ pub(super) fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
             let _ = std::fs::remove_file(link);
             let _ = std::os::unix::fs::symlink(target, link);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allowed() -> ViewFacts {
+        ViewFacts {
+            forced: None,
+            own_sandbox: None,
+            landlock_off: false,
+            abi: Some(3),
+            can_mount: true,
+            parent_read_a_copy: false,
+        }
+    }
+
+    #[test]
+    fn a_read_run_reads_in_place_only_where_landlock_and_a_mount_namespace_hold() {
+        assert_eq!(copy_needed(&allowed()), None);
+        let why = |facts: ViewFacts| copy_needed(&facts).unwrap_or_default();
+        assert!(why(ViewFacts {
+            forced: Some("copy".into()),
+            ..allowed()
+        })
+        .contains("PITROOM_READ_VIEW=copy"));
+        assert_eq!(
+            copy_needed(&ViewFacts {
+                forced: Some("auto".into()),
+                ..allowed()
+            }),
+            None
+        );
+        assert!(why(ViewFacts {
+            own_sandbox: Some("codex".into()),
+            ..allowed()
+        })
+        .contains("codex keeps its own sandbox"));
+        assert!(why(ViewFacts {
+            landlock_off: true,
+            ..allowed()
+        })
+        .contains("PITROOM_LANDLOCK=off"));
+        assert!(why(ViewFacts {
+            abi: None,
+            ..allowed()
+        })
+        .contains("no Landlock"));
+        assert!(why(ViewFacts {
+            abi: Some(2),
+            ..allowed()
+        })
+        .contains("ABI 2"));
+        assert!(why(ViewFacts {
+            can_mount: false,
+            ..allowed()
+        })
+        .contains("mount namespace"));
+        assert!(why(ViewFacts {
+            parent_read_a_copy: true,
+            ..allowed()
+        })
+        .contains("continues a run that read a copy"));
     }
 }

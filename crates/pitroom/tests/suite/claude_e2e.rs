@@ -112,6 +112,8 @@ fn read_question_is_answered_with_verified_citations_and_only_read_tools() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("pitroom ✔ done · read"), "{stdout}");
     let r = record(&w.env, &w.repo);
+    // The real CLI reads the live project in place, read-only under Landlock.
+    assert_eq!(r["view"], "in_place", "{r:#}");
     let project = w
         .repo
         .canonicalize()

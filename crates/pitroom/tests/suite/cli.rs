@@ -77,16 +77,22 @@ fn bare_task_runs_a_read_worker_with_the_prompt_on_a_closed_stdin() {
         );
     }
     let cwd = inv["cwd"].as_str().unwrap();
-    assert!(
-        cwd.starts_with(&format!("{state}/snapshots/")),
-        "read runs read a copy: {cwd}"
+    // Where the kernel allows it (Landlock, a mount namespace), a read run reads in place.
+    let r = record(&env, &repo);
+    assert_eq!(r["view"], "in_place", "{r:#}");
+    let top = std::fs::canonicalize(&repo).unwrap();
+    assert_eq!(
+        cwd,
+        top.to_str().unwrap(),
+        "read runs read the project in place"
     );
     assert_eq!(envs["PWD"].as_str(), Some(cwd));
 }
 
 #[test]
 fn read_copy_holds_the_users_uncommitted_and_untracked_work() {
-    let env = fake_env(json!([{"tool": "read", "input": {"filePath": "x"}}, {"text": "ok"}]));
+    let mut env = fake_env(json!([{"tool": "read", "input": {"filePath": "x"}}, {"text": "ok"}]));
+    env.set("PITROOM_READ_VIEW", "copy");
     let repo = dirty_repo(&env, "repo");
     assert_eq!(code(&env.run(&repo, &["look"])), 0);
     let r = record(&env, &repo);
@@ -707,20 +713,28 @@ fn attached_files_reach_the_prompt_and_missing_or_secret_ones_are_refused() {
 }
 
 #[test]
-fn a_read_runs_steps_name_project_paths_not_the_read_copy() {
-    // The fake worker reports the absolute path it read, in its read copy.
-    let env = fake_env(json!([
-        {"tool": "read", "input": {"filePath": "{{cwd}}/calc.py"}},
-        {"step": {"input": 100, "output": 10}},
-        {"text": "SUMMARY: read it"}
-    ]));
-    let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["run", "Read calc.py", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("record");
-    assert!(
-        r["copy"].as_str().is_some_and(|c| c.contains("snapshots")),
-        "the worker read a copy: {r:#}"
-    );
-    assert_eq!(r["last"], "read calc.py", "{r:#}");
+fn a_read_runs_steps_name_project_paths_not_the_read_copy_or_the_absolute_project() {
+    // The fake worker reports the absolute path it read: in its read copy, or in the project.
+    for view in ["copy", "in_place"] {
+        let mut env = fake_env(json!([
+            {"tool": "read", "input": {"filePath": "{{cwd}}/calc.py"}},
+            {"step": {"input": 100, "output": 10}},
+            {"text": "SUMMARY: read it"}
+        ]));
+        if view == "copy" {
+            env.set("PITROOM_READ_VIEW", "copy");
+        }
+        let repo = dirty_repo(&env, "repo");
+        let out = env.run(&repo, &["run", "Read calc.py", "--json"]);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        let r: Value = serde_json::from_slice(&out.stdout).expect("record");
+        assert_eq!(r["view"], view, "{r:#}");
+        if view == "copy" {
+            assert!(
+                r["copy"].as_str().is_some_and(|c| c.contains("snapshots")),
+                "the worker read a copy: {r:#}"
+            );
+        }
+        assert_eq!(r["last"], "read calc.py", "{r:#}");
+    }
 }

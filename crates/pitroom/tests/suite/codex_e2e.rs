@@ -104,6 +104,14 @@ fn read_question_is_answered_with_verified_citations_under_the_read_only_sandbox
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("pitroom ✔ done · read"), "{stdout}");
     let r = record(&w.env, &w.repo);
+    // Codex keeps its own sandbox, so it is not Landlocked: it reads a copy, and says why.
+    assert_eq!(r["view"], "copy", "{r:#}");
+    assert!(
+        r["view_reason"]
+            .as_str()
+            .is_some_and(|why| why.contains("codex keeps its own sandbox")),
+        "{r:#}"
+    );
     let project = w
         .repo
         .canonicalize()

@@ -105,6 +105,8 @@ fn gemini_read_question_is_answered_with_verified_citations() {
     let out = w.run(&["Where can divide fail?", "-t", "90s"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r = record(&w.env, &w.repo);
+    // The real CLI reads the live project in place, read-only under Landlock.
+    assert_eq!(r["view"], "in_place", "{r:#}");
     let answer = r["answer"].as_str().expect("answer");
     assert!(
         answer.starts_with("SUMMARY: divide()"),

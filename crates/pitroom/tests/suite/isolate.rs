@@ -247,7 +247,8 @@ fn verify_has_a_time_limit() {
 
 #[test]
 fn read_runs_keep_secret_looking_files_out_of_the_copy() {
-    let env = fake_env(json!([{"text": "done"}]));
+    let mut env = fake_env(json!([{"text": "done"}]));
+    env.set("PITROOM_READ_VIEW", "copy");
     let repo = dirty_repo(&env, "repo");
     write(&repo, ".env", "API_KEY=hunter2\n");
     write(&repo, ".env.example", "API_KEY=\n");

@@ -65,6 +65,8 @@ fn kilo_read_question_is_answered_with_verified_citations_then_continued() {
     let out = w.run(&["Where can divide fail?", "-t", "120s"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r = record(&w.env, &w.repo);
+    // The real CLI reads the live project in place, read-only under Landlock.
+    assert_eq!(r["view"], "in_place", "{r:#}");
     assert_eq!(r["refs"]["total"], 2, "{r:#}");
     assert_eq!(r["refs"]["verified"], 2, "{r:#}");
     assert_eq!(r["tally"]["tool_calls"], 1, "{r:#}");

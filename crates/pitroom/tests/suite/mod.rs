@@ -24,6 +24,7 @@ mod plan;
 mod plugins;
 mod probe;
 mod qwen_e2e;
+mod read_view;
 mod review;
 mod review_e2e;
 mod skills;

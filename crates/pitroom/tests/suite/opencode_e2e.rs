@@ -126,6 +126,8 @@ fn read_question_is_answered_with_citations_in_project_paths() {
     assert!(stdout.contains("pitroom ✔ done · read"), "{stdout}");
     assert!(stdout.contains("calc.py:7"), "{stdout}");
     let r = record(&w.env, &w.repo);
+    // The real CLI reads the live project in place, read-only under Landlock.
+    assert_eq!(r["view"], "in_place", "{r:#}");
     let answer = r["answer"].as_str().expect("answer");
     let project = w
         .repo
@@ -328,8 +330,9 @@ fn follow_up_resumes_the_same_opencode_session() {
     assert_ne!(first["id"], second["id"]);
     assert_eq!(first["session"], second["session"]);
     assert_eq!(
-        first["copy"], second["copy"],
-        "the follow-up reads the same snapshot"
+        (&first["view"], &second["view"]),
+        (&"in_place".into(), &"in_place".into()),
+        "a follow-up of a run in place reads the live tree too"
     );
     // The model saw the whole conversation again.
     let last = w.server.chat_requests().last().cloned().expect("requests");

@@ -109,6 +109,8 @@ fn qwen_read_question_is_answered_with_verified_citations() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("calc.py:7"), "{stdout}");
     let r = record(&w.env, &w.repo);
+    // The real CLI reads the live project in place, read-only under Landlock.
+    assert_eq!(r["view"], "in_place", "{r:#}");
     assert_eq!(r["refs"]["total"], 2, "{r:#}");
     assert_eq!(r["refs"]["verified"], 2, "{r:#}");
     assert_eq!(r["tally"]["tool_calls"], 1, "{r:#}");
