@@ -134,6 +134,12 @@ pub trait Adapter: Send + Sync {
         false
     }
 
+    /// The model a session ran, read back from the CLI's own session data after the run, for
+    /// CLIs whose stream never names it (OpenCode). `None`: unknown. Reads, never writes.
+    fn session_model(&self, _dirs: &StateDirs, _session: &str) -> Option<String> {
+        None
+    }
+
     /// The invocation that lists models, and how to read its output.
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError>;
     fn parse_models(&self, stdout: &str) -> Vec<ModelInfo>;

@@ -147,6 +147,12 @@ impl Engine {
         }
         let ending = self.supervise(record, run_dir, &spec, adapter, stop, stream, observer);
         note_sandbox(record, run_dir, spec.sandbox.is_some());
+        if record.reported_model.is_none() {
+            // A CLI whose stream never names the model may keep it in its session data.
+            if let Some(session) = &record.session {
+                record.reported_model = adapter.session_model(&req.dirs, session);
+            }
+        }
         ending
     }
 

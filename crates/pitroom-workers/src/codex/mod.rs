@@ -126,6 +126,13 @@ impl Adapter for Codex {
         "codex"
     }
 
+    /// Codex's JSON stream never names the model; its session log does
+    /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`, `turn_context`).
+    fn session_model(&self, dirs: &crate::adapter::StateDirs, session: &str) -> Option<String> {
+        let rollout = find_rollout(&dirs.shared.join(HOME).join("sessions"), session)?;
+        model_in_rollout(&std::fs::read_to_string(rollout).ok()?)
+    }
+
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
         if config::user_namespaces_disabled(Path::new(MAX_USER_NAMESPACES)) {
             return Err(AdapterError::ModeUnsupported {
@@ -261,9 +268,64 @@ fn sandbox_refusal(line: &str) -> Option<WorkerEvent> {
     })
 }
 
+/// The rollout file of thread `session` under `sessions/` (three levels of dates deep).
+fn find_rollout(sessions: &std::path::Path, session: &str) -> Option<PathBuf> {
+    let suffix = format!("-{session}.jsonl");
+    let mut dirs = vec![(sessions.to_path_buf(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let path = entry.path();
+            if depth < 3 && path.is_dir() {
+                dirs.push((path, depth + 1));
+            } else if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+            {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// The model of the last turn in a rollout log (`{"type":"turn_context","payload":{"model":…}}`).
+fn model_in_rollout(log: &str) -> Option<String> {
+    log.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|v| v["type"] == "turn_context")
+        .filter_map(|v| v["payload"]["model"].as_str().map(str::to_string))
+        .filter(|m| !m.trim().is_empty())
+        .last()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_a_thread_ran_is_read_from_its_rollout_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let day = dir.path().join("sessions/2026/12/01");
+        std::fs::create_dir_all(&day).unwrap();
+        let log = [
+            r#"{"type":"session_meta","payload":{"id":"t-1"}}"#,
+            "not json",
+            r#"{"type":"turn_context","payload":{"model":"gpt-5.5"}}"#,
+            r#"{"type":"turn_context","payload":{"model":"gpt-5.5-mini"}}"#,
+        ]
+        .join("\n");
+        std::fs::write(day.join("rollout-2026-12-01T10-00-00-t-1.jsonl"), log).unwrap();
+        let found = find_rollout(&dir.path().join("sessions"), "t-1").expect("found");
+        let text = std::fs::read_to_string(found).unwrap();
+        assert_eq!(
+            model_in_rollout(&text).as_deref(),
+            Some("gpt-5.5-mini"),
+            "the last turn's"
+        );
+        assert!(find_rollout(&dir.path().join("sessions"), "t-2").is_none());
+        assert_eq!(model_in_rollout(r#"{"type":"event_msg"}"#), None);
+    }
 
     #[test]
     fn sandbox_refusals_on_stderr_become_denied_calls() {

@@ -169,6 +169,12 @@ impl Adapter for Kilo {
         "kilo"
     }
 
+    /// Kilo keeps OpenCode's database schema, as `kilo/kilo.db` in its data dir.
+    fn session_model(&self, dirs: &crate::adapter::StateDirs, session: &str) -> Option<String> {
+        let db = dirs.shared.join(DATA).join("kilo").join("kilo.db");
+        crate::opencode::session_model_in(&db, session)
+    }
+
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
         let program = Self::program(req)?;
         let mut notes = Vec::new();

@@ -25,6 +25,31 @@ pub struct OpenCode;
 
 /// Where OpenCode keeps its state, relative to the shared per-backend directory.
 const DATA: &str = "data";
+/// OpenCode's own database in its data dir: sessions, messages, parts.
+const DB_FILE: &str = "opencode.db";
+
+/// `provider/model` of `session` from OpenCode's database (`session.model` holds
+/// `{"id": …, "providerID": …}`); opened read-only, so a run that is still writing it is never
+/// disturbed. `None` when the file, the session or the field is missing.
+pub(crate) fn session_model_in(db: &std::path::Path, session: &str) -> Option<String> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    conn.busy_timeout(std::time::Duration::from_secs(2)).ok()?;
+    let model: String = conn
+        .query_row("SELECT model FROM session WHERE id = ?1", [session], |r| {
+            r.get(0)
+        })
+        .ok()?;
+    let value: serde_json::Value = serde_json::from_str(&model).ok()?;
+    let id = value["id"].as_str().filter(|s| !s.is_empty())?;
+    Some(
+        match value["providerID"].as_str().filter(|s| !s.is_empty()) {
+            Some(provider) => format!("{provider}/{id}"),
+            None => id.to_string(),
+        },
+    )
+}
 const CONFIG: &str = "config";
 const CACHE: &str = "cache";
 
@@ -89,6 +114,13 @@ fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
 impl Adapter for OpenCode {
     fn id(&self) -> &'static str {
         "opencode"
+    }
+
+    fn session_model(&self, dirs: &crate::adapter::StateDirs, session: &str) -> Option<String> {
+        session_model_in(
+            &dirs.shared.join(DATA).join("opencode").join(DB_FILE),
+            session,
+        )
     }
 
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
@@ -183,5 +215,46 @@ impl Adapter for OpenCode {
                 efforts: Vec::new(),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db_with(rows: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DB_FILE);
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute("CREATE TABLE session (id TEXT PRIMARY KEY, model TEXT)", [])
+            .unwrap();
+        for (id, model) in rows {
+            conn.execute("INSERT INTO session VALUES (?1, ?2)", [id, model])
+                .unwrap();
+        }
+        (dir, path)
+    }
+
+    #[test]
+    fn the_model_a_session_ran_is_read_from_opencodes_database() {
+        let (_dir, db) = db_with(&[
+            (
+                "ses_1",
+                r#"{"id":"big-pickle","providerID":"opencode","variant":"default"}"#,
+            ),
+            ("ses_2", r#"{"id":"solo"}"#),
+            ("ses_3", "not json"),
+        ]);
+        assert_eq!(
+            session_model_in(&db, "ses_1").as_deref(),
+            Some("opencode/big-pickle")
+        );
+        assert_eq!(session_model_in(&db, "ses_2").as_deref(), Some("solo"));
+        assert_eq!(session_model_in(&db, "ses_3"), None);
+        assert_eq!(session_model_in(&db, "ses_missing"), None);
+        assert_eq!(
+            session_model_in(&db.with_file_name("absent.db"), "ses_1"),
+            None
+        );
     }
 }

@@ -104,6 +104,11 @@ fn read_question_is_answered_with_verified_citations_under_the_read_only_sandbox
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("pitroom ✔ done · read"), "{stdout}");
     let r = record(&w.env, &w.repo);
+    // Codex's stream never names the model: the record reads it from Codex's session log,
+    // and it is the one Codex's requests asked the server for.
+    let asked = w.server.model_requests()[0]["body"]["model"].clone();
+    assert_eq!(asked, "gpt-5.5");
+    assert_eq!(r["reported_model"], asked, "{r:#}");
     // Codex keeps its own sandbox, so it is not Landlocked: it reads a copy, and says why.
     assert_eq!(r["view"], "copy", "{r:#}");
     assert!(

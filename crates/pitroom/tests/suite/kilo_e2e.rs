@@ -76,6 +76,10 @@ fn kilo_read_question_is_answered_with_verified_citations_then_continued() {
         "{r:#}"
     );
     assert_eq!(fingerprint(&w.repo), before);
+    // Kilo's stream never names the model: the record reads it from Kilo's session data,
+    // and it is the one Kilo's requests asked the server for.
+    assert_eq!(w.server.chat_requests()[0]["body"]["model"], "fake-model");
+    assert_eq!(r["reported_model"], "fake/fake-model", "{r:#}");
     let tools: Vec<String> = w.server.chat_requests()[0]["body"]["tools"]
         .as_array()
         .expect("tools")

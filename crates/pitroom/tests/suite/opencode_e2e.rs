@@ -151,8 +151,12 @@ fn read_question_is_answered_with_citations_in_project_paths() {
     assert!(r["session"].as_str().is_some_and(|s| s.starts_with("ses_")));
     assert!(r["receipt"]["cost"].as_f64().is_some_and(|c| c > 0.0));
     assert_eq!(fingerprint(&w.repo), before, "the user's tree is untouched");
-    // The worker ran in the read copy, with the mode's permission profile.
+    // No model was pinned: OpenCode's stream never names it, so the record reads it back
+    // from OpenCode's own session data — the one its requests asked the server for.
     let body = &w.server.chat_requests()[0]["body"];
+    assert_eq!(body["model"], "fake-model", "{body}");
+    assert_eq!(r["reported_model"], "fake/fake-model", "{r:#}");
+    // The worker ran with the mode's permission profile.
     let tools: Vec<&str> = body["tools"]
         .as_array()
         .expect("tools")
