@@ -292,11 +292,11 @@ fn find_rollout(sessions: &std::path::Path, session: &str) -> Option<PathBuf> {
 /// The model of the last turn in a rollout log (`{"type":"turn_context","payload":{"model":…}}`).
 fn model_in_rollout(log: &str) -> Option<String> {
     log.lines()
+        .rev()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|v| v["type"] == "turn_context")
         .filter_map(|v| v["payload"]["model"].as_str().map(str::to_string))
-        .filter(|m| !m.trim().is_empty())
-        .last()
+        .find(|m| !m.trim().is_empty())
 }
 
 #[cfg(test)]
