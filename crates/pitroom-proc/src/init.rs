@@ -8,7 +8,6 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -17,7 +16,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::contain::{mount_own_proc, ContainmentReport, Mechanism};
-use crate::keeper::{confine, parse_sandbox_flag, status_code, wait_for_signal, waited_signals};
+use crate::keeper::{
+    confine, parse_sandbox_flag, spawn_in_own_session, status_code, wait_for_signal, waited_signals,
+};
 use crate::landlock::SandboxSpec;
 use crate::tree::reap_children;
 use crate::STOPPED_EXIT;
@@ -145,14 +146,7 @@ fn host_parent_pid() -> Option<i32> {
 fn start_worker(args: &InitArgs) -> std::io::Result<Child> {
     let mut cmd = Command::new(&args.program);
     cmd.args(&args.args);
-    // SAFETY: setsid is async-signal-safe and touches no Rust state.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            Ok(())
-        });
-    }
-    cmd.spawn()
+    spawn_in_own_session(cmd)
 }
 
 /// Reaps every process orphaned into the namespace; passes a stop request on to all of them;

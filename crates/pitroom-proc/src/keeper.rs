@@ -349,14 +349,7 @@ fn start_init(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::Result<C
         .stdin(stdin)
         .stdout(Stdio::inherit())
         .stderr(stderr);
-    // SAFETY: setsid is async-signal-safe and touches no Rust state.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            Ok(())
-        });
-    }
-    cmd.spawn()
+    spawn_in_own_session(cmd)
 }
 
 fn write_containment(args: &KeeperArgs, report: &ContainmentReport) {
@@ -381,6 +374,12 @@ fn start_unnamespaced(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::
         .stdin(stdin)
         .stdout(Stdio::inherit())
         .stderr(stderr);
+    spawn_in_own_session(cmd)
+}
+
+/// Starts `cmd` as the leader of a session of its own: no terminal reaches it, and its
+/// process group is the one the sweep and the init end.
+pub(crate) fn spawn_in_own_session(mut cmd: Command) -> std::io::Result<Child> {
     // SAFETY: setsid is async-signal-safe and touches no Rust state.
     unsafe {
         cmd.pre_exec(|| {
