@@ -90,14 +90,14 @@ fn claude_plugin_validate_accepts_the_plugin_and_the_marketplace() {
     assert_eq!(report["success"], true, "{report:#}");
 }
 
-#[test]
-fn codex_installs_the_plugin_from_the_repository_marketplace() {
-    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
-    let home = tempfile::tempdir().expect("scratch home");
-    let codex_home = home.path().join(".codex");
+/// `codex plugin marketplace add` (this repository) then `codex plugin add pitroom@pitroom`,
+/// with the real Codex in a scratch home; returns the Codex home and the installed plugin's
+/// directory in Codex's plugin cache.
+fn install_codex_plugin(codex: &Path, home: &Path) -> (PathBuf, PathBuf) {
+    let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).expect("codex home");
     let run = |args: &[&str]| {
-        let out = host(&codex, home.path())
+        let out = host(codex, home)
             .env("CODEX_HOME", &codex_home)
             .args(args)
             .output()
@@ -125,6 +125,14 @@ fn codex_installs_the_plugin_from_the_repository_marketplace() {
         .next()
         .expect("one version")
         .path();
+    (codex_home, version_dir)
+}
+
+#[test]
+fn codex_installs_the_plugin_from_the_repository_marketplace() {
+    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
+    let home = tempfile::tempdir().expect("scratch home");
+    let (_, version_dir) = install_codex_plugin(&codex, home.path());
     let skills = std::fs::read_dir(version_dir.join("skills"))
         .expect("skills copied")
         .count();
@@ -136,6 +144,114 @@ fn codex_installs_the_plugin_from_the_repository_marketplace() {
     assert!(version_dir
         .join(manifest["hooks"].as_str().expect("hooks path"))
         .is_file());
+}
+
+/// Each shipped skill's `name` and `description`, from its `SKILL.md` front matter (one-line
+/// values, quoted or not).
+fn shipped_skills() -> Vec<(String, String)> {
+    let mut skills: Vec<(String, String)> = std::fs::read_dir(repo_root().join("skills"))
+        .expect("skills dir")
+        .flatten()
+        .map(|entry| {
+            let text = std::fs::read_to_string(entry.path().join("SKILL.md")).expect("SKILL.md");
+            let field = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(|v| v.trim().trim_matches('"').to_string())
+                    .unwrap_or_else(|| panic!("{key} in {}", entry.path().display()))
+            };
+            (field("name:"), field("description:"))
+        })
+        .collect();
+    skills.sort();
+    assert_eq!(skills.len(), SKILL_COUNT);
+    skills
+}
+
+/// The text of every `input` message of a Responses request with this role.
+fn messages_of(body: &Value, role: &str) -> Vec<String> {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["role"] == role)
+        .flat_map(|item| item["content"].as_array().into_iter().flatten())
+        .filter_map(|c| c["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Real Codex with the plugin installed from the repository marketplace, headless
+/// (`codex exec`) against the fake Responses server: the model's first request lists every
+/// plugin skill (Codex 0.171 offers skills as a `<skills_instructions>` developer message of
+/// `- plugin:name: description (file: …)` lines, bodies read on demand from the plugin cache).
+#[test]
+fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
+    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
+    let world = tempfile::tempdir().expect("scratch world");
+    let home = world.path().join("home");
+    let project = world.path().join("project");
+    for d in [&home, &project] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    let (codex_home, version_dir) = install_codex_plugin(&codex, &home);
+    let server = pitroom_testkit::FakeResponses::start(serde_json::json!({"scenarios": {
+        "default": [{"text": "Noted."}]}}))
+    .expect("fake server starts");
+    // The model provider goes into the config `codex plugin add` wrote (it enables the plugin
+    // there); top-level keys first, before its tables.
+    let config_path = codex_home.join("config.toml");
+    let installed = std::fs::read_to_string(&config_path).expect("config.toml from plugin add");
+    assert!(installed.contains("pitroom@pitroom"), "{installed}");
+    let config = format!(
+        "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n{installed}\n\
+         [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}\"\n\
+         wire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\n",
+        server.base_url()
+    );
+    std::fs::write(&config_path, config).expect("config");
+    let out = host(&codex, &home)
+        .current_dir(&project)
+        .env("CODEX_HOME", &codex_home)
+        .env("FAKE_API_KEY", "sk-fake")
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--color",
+            "never",
+        ])
+        .arg("Say hello.")
+        .output()
+        .expect("codex runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Noted."));
+
+    let requests = server.model_requests();
+    let body = &requests.first().expect("a model request")["body"];
+    let developer = messages_of(body, "developer");
+    let skills = developer
+        .iter()
+        .find(|m| m.contains("<skills_instructions>"))
+        .unwrap_or_else(|| panic!("no skills message: {developer:#?}"));
+    // The plugin's skills root is the installed copy in Codex's plugin cache.
+    let root = skills
+        .lines()
+        .find(|l| l.contains(&version_dir.join("skills").display().to_string()))
+        .and_then(|l| l.strip_prefix("- `")?.split('`').next())
+        .unwrap_or_else(|| panic!("no skill root for the plugin: {skills}"));
+    for (name, description) in shipped_skills() {
+        let entry = format!("- pitroom:{name}: {description} (file: {root}/{name}/SKILL.md)");
+        assert!(
+            skills.lines().any(|l| l == entry),
+            "{entry}\nnot offered in:\n{skills}"
+        );
+    }
+    assert!(
+        developer
+            .iter()
+            .any(|m| m.contains("<plugins_instructions>")),
+        "{developer:#?}"
+    );
 }
 
 #[test]
