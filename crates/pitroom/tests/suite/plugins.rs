@@ -286,6 +286,120 @@ fn gemini_extensions_link_accepts_the_extension_with_its_context_mcp_server_and_
     }
 }
 
+/// Real Gemini CLI with the extension linked (this repository), headless (`gemini -p`) against
+/// the fake Gemini API: the first request's session context carries the extension's context
+/// file word for word (Gemini CLI 0.61 puts it in the first user turn, under
+/// `<extension_context>`, not in the system instruction); the system instruction lists the
+/// extension's skills; the extension's MCP server starts and its tools are declared.
+#[test]
+fn gemini_headless_run_with_the_linked_extension_carries_its_context_to_the_model() {
+    let gemini = real_cli::gemini().expect("the pinned Gemini CLI installs from npm");
+    let world = tempfile::tempdir().expect("scratch world");
+    let home = world.path().join("home");
+    let project = world.path().join("project");
+    let bin = world.path().join("bin");
+    for d in [&home, &project, &bin] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    let root = repo_root();
+    let out = host(&gemini, &home)
+        .args([
+            "extensions",
+            "link",
+            &root.display().to_string(),
+            "--consent",
+        ])
+        .output()
+        .expect("gemini runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let server = pitroom_testkit::FakeGemini::start(serde_json::json!({
+        "aux": {"text": "Fake aux"},
+        "scenarios": {"default": [{"text": "Noted."}]}}))
+    .expect("fake server starts");
+    // API-key auth for the fake server, and nothing that would call home.
+    let settings = serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+    });
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
+    // The extension's MCP server is `pitroom mcp`, found on PATH.
+    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        real_cli::path_with_node22().expect("Node 22")
+    );
+    let out = host(&gemini, &home)
+        .current_dir(&project)
+        .env("PATH", path)
+        .env("GOOGLE_GEMINI_BASE_URL", server.base_url())
+        .env("GEMINI_API_KEY", "fake-gemini-key")
+        .env("GEMINI_MODEL", "gemini-2.5-pro")
+        .args([
+            "-p",
+            "Say hello.",
+            "--output-format",
+            "json",
+            "--skip-trust",
+        ])
+        // Headless, Gemini CLI declares only the tools that need no approval; in yolo mode it
+        // declares all, the MCP server's among them (the scripted model calls none).
+        .args(["--approval-mode", "yolo"])
+        .output()
+        .expect("gemini runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(reply["response"], "Noted.", "{}", text(&out));
+
+    let requests = server.model_requests();
+    let body = &requests.first().expect("a model request")["body"];
+    let context_file = root.join("gemini-context.md");
+    let context = std::fs::read_to_string(&context_file).expect("context file");
+    let block = format!(
+        "<extension_context>\n--- Context from: {0} ---\n{1}\n--- End of Context from: {0} ---",
+        context_file.display(),
+        context.trim_end()
+    );
+    let first_turn = body["contents"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        first_turn.contains(&block),
+        "no extension context in the first turn:\n{first_turn}"
+    );
+    assert!(first_turn.contains("Pitroom is installed: the `pitroom` command hands bounded work"));
+
+    let system = body["systemInstruction"].to_string();
+    for (name, description) in shipped_skills() {
+        let entry = format!(
+            "<name>{name}</name>\n    <description>{description}</description>\n    \
+             <location>{}</location>",
+            root.join("skills").join(&name).join("SKILL.md").display()
+        );
+        let entry = serde_json::to_string(&entry).expect("json string");
+        assert!(
+            system.contains(entry.trim_matches('"')),
+            "skill {name} not in the system instruction: {system}"
+        );
+    }
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    for tool in [
+        "mcp_pitroom_pitroom_run",
+        "mcp_pitroom_pitroom_show",
+        "activate_skill",
+    ] {
+        assert!(tools.contains(&tool), "{tool} not declared: {tools:?}");
+    }
+}
+
 /// Real Claude Code, headless, with the plugin loaded and the fake Anthropic server as its
 /// model: the session-start text reaches the first request; the scripted model runs
 /// `pitroom "…"` through Bash (with the fake worker); the hook card reaches the next request.
