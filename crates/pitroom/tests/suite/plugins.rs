@@ -183,7 +183,8 @@ fn messages_of(body: &Value, role: &str) -> Vec<String> {
 /// Real Codex with the plugin installed from the repository marketplace, headless
 /// (`codex exec`) against the fake Responses server: the model's first request lists every
 /// plugin skill (Codex 0.171 offers skills as a `<skills_instructions>` developer message of
-/// `- plugin:name: description (file: …)` lines, bodies read on demand from the plugin cache).
+/// `- plugin:name: description (file: …)` lines, bodies read on demand from the plugin cache),
+/// and its MCP server's tools are offered too.
 #[test]
 fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
     let codex = real_cli::codex().expect("the pinned Codex installs from npm");
@@ -209,8 +210,20 @@ fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
         server.base_url()
     );
     std::fs::write(&config_path, config).expect("config");
+    // The plugin's MCP server is `pitroom mcp`, found on PATH.
+    let bin = world.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
     let out = host(&codex, &home)
         .current_dir(&project)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                real_cli::path_with_node22().expect("node")
+            ),
+        )
         .env("CODEX_HOME", &codex_home)
         .env("FAKE_API_KEY", "sk-fake")
         .args([
@@ -251,6 +264,14 @@ fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
             .iter()
             .any(|m| m.contains("<plugins_instructions>")),
         "{developer:#?}"
+    );
+    // The plugin's MCP server started: its tools are offered as a deferred namespace, described
+    // by the server's own instructions.
+    assert!(
+        developer.iter().any(|m| m.starts_with("<tools>")
+            && m.lines()
+                .any(|l| l.starts_with("- mcp__pitroom: Pitroom hands bounded work"))),
+        "no pitroom MCP tools: {developer:#?}"
     );
 }
 
