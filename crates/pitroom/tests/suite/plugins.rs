@@ -90,14 +90,14 @@ fn claude_plugin_validate_accepts_the_plugin_and_the_marketplace() {
     assert_eq!(report["success"], true, "{report:#}");
 }
 
-#[test]
-fn codex_installs_the_plugin_from_the_repository_marketplace() {
-    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
-    let home = tempfile::tempdir().expect("scratch home");
-    let codex_home = home.path().join(".codex");
+/// `codex plugin marketplace add` (this repository) then `codex plugin add pitroom@pitroom`,
+/// with the real Codex in a scratch home; returns the Codex home and the installed plugin's
+/// directory in Codex's plugin cache.
+fn install_codex_plugin(codex: &Path, home: &Path) -> (PathBuf, PathBuf) {
+    let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).expect("codex home");
     let run = |args: &[&str]| {
-        let out = host(&codex, home.path())
+        let out = host(codex, home)
             .env("CODEX_HOME", &codex_home)
             .args(args)
             .output()
@@ -125,6 +125,14 @@ fn codex_installs_the_plugin_from_the_repository_marketplace() {
         .next()
         .expect("one version")
         .path();
+    (codex_home, version_dir)
+}
+
+#[test]
+fn codex_installs_the_plugin_from_the_repository_marketplace() {
+    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
+    let home = tempfile::tempdir().expect("scratch home");
+    let (_, version_dir) = install_codex_plugin(&codex, home.path());
     let skills = std::fs::read_dir(version_dir.join("skills"))
         .expect("skills copied")
         .count();
@@ -136,6 +144,135 @@ fn codex_installs_the_plugin_from_the_repository_marketplace() {
     assert!(version_dir
         .join(manifest["hooks"].as_str().expect("hooks path"))
         .is_file());
+}
+
+/// Each shipped skill's `name` and `description`, from its `SKILL.md` front matter (one-line
+/// values, quoted or not).
+fn shipped_skills() -> Vec<(String, String)> {
+    let mut skills: Vec<(String, String)> = std::fs::read_dir(repo_root().join("skills"))
+        .expect("skills dir")
+        .flatten()
+        .map(|entry| {
+            let text = std::fs::read_to_string(entry.path().join("SKILL.md")).expect("SKILL.md");
+            let field = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(|v| v.trim().trim_matches('"').to_string())
+                    .unwrap_or_else(|| panic!("{key} in {}", entry.path().display()))
+            };
+            (field("name:"), field("description:"))
+        })
+        .collect();
+    skills.sort();
+    assert_eq!(skills.len(), SKILL_COUNT);
+    skills
+}
+
+/// The text of every `input` message of a Responses request with this role.
+fn messages_of(body: &Value, role: &str) -> Vec<String> {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["role"] == role)
+        .flat_map(|item| item["content"].as_array().into_iter().flatten())
+        .filter_map(|c| c["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Real Codex with the plugin installed from the repository marketplace, headless
+/// (`codex exec`) against the fake Responses server: the model's first request lists every
+/// plugin skill (Codex 0.171 offers skills as a `<skills_instructions>` developer message of
+/// `- plugin:name: description (file: …)` lines, bodies read on demand from the plugin cache),
+/// and its MCP server's tools are offered too.
+#[test]
+fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
+    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
+    let world = tempfile::tempdir().expect("scratch world");
+    let home = world.path().join("home");
+    let project = world.path().join("project");
+    for d in [&home, &project] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    let (codex_home, version_dir) = install_codex_plugin(&codex, &home);
+    let server = pitroom_testkit::FakeResponses::start(serde_json::json!({"scenarios": {
+        "default": [{"text": "Noted."}]}}))
+    .expect("fake server starts");
+    // The model provider goes into the config `codex plugin add` wrote (it enables the plugin
+    // there); top-level keys first, before its tables.
+    let config_path = codex_home.join("config.toml");
+    let installed = std::fs::read_to_string(&config_path).expect("config.toml from plugin add");
+    assert!(installed.contains("pitroom@pitroom"), "{installed}");
+    let config = format!(
+        "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n{installed}\n\
+         [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}\"\n\
+         wire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\n",
+        server.base_url()
+    );
+    std::fs::write(&config_path, config).expect("config");
+    // The plugin's MCP server is `pitroom mcp`, found on PATH.
+    let bin = world.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
+    let out = host(&codex, &home)
+        .current_dir(&project)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                real_cli::path_with_node22().expect("node")
+            ),
+        )
+        .env("CODEX_HOME", &codex_home)
+        .env("FAKE_API_KEY", "sk-fake")
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--color",
+            "never",
+        ])
+        .arg("Say hello.")
+        .output()
+        .expect("codex runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Noted."));
+
+    let requests = server.model_requests();
+    let body = &requests.first().expect("a model request")["body"];
+    let developer = messages_of(body, "developer");
+    let skills = developer
+        .iter()
+        .find(|m| m.contains("<skills_instructions>"))
+        .unwrap_or_else(|| panic!("no skills message: {developer:#?}"));
+    // The plugin's skills root is the installed copy in Codex's plugin cache.
+    let root = skills
+        .lines()
+        .find(|l| l.contains(&version_dir.join("skills").display().to_string()))
+        .and_then(|l| l.strip_prefix("- `")?.split('`').next())
+        .unwrap_or_else(|| panic!("no skill root for the plugin: {skills}"));
+    for (name, description) in shipped_skills() {
+        let entry = format!("- pitroom:{name}: {description} (file: {root}/{name}/SKILL.md)");
+        assert!(
+            skills.lines().any(|l| l == entry),
+            "{entry}\nnot offered in:\n{skills}"
+        );
+    }
+    assert!(
+        developer
+            .iter()
+            .any(|m| m.contains("<plugins_instructions>")),
+        "{developer:#?}"
+    );
+    // The plugin's MCP server started: its tools are offered as a deferred namespace, described
+    // by the server's own instructions.
+    assert!(
+        developer.iter().any(|m| m.starts_with("<tools>")
+            && m.lines()
+                .any(|l| l.starts_with("- mcp__pitroom: Pitroom hands bounded work"))),
+        "no pitroom MCP tools: {developer:#?}"
+    );
 }
 
 #[test]
@@ -167,6 +304,120 @@ fn gemini_extensions_link_accepts_the_extension_with_its_context_mcp_server_and_
     assert!(list.contains("MCP servers:\n  pitroom"), "{list}");
     for skill in ["using-pitroom:", "pitroom-crew:", "pitroom-land-change:"] {
         assert!(list.contains(skill), "{skill} missing: {list}");
+    }
+}
+
+/// Real Gemini CLI with the extension linked (this repository), headless (`gemini -p`) against
+/// the fake Gemini API: the first request's session context carries the extension's context
+/// file word for word (Gemini CLI 0.61 puts it in the first user turn, under
+/// `<extension_context>`, not in the system instruction); the system instruction lists the
+/// extension's skills; the extension's MCP server starts and its tools are declared.
+#[test]
+fn gemini_headless_run_with_the_linked_extension_carries_its_context_to_the_model() {
+    let gemini = real_cli::gemini().expect("the pinned Gemini CLI installs from npm");
+    let world = tempfile::tempdir().expect("scratch world");
+    let home = world.path().join("home");
+    let project = world.path().join("project");
+    let bin = world.path().join("bin");
+    for d in [&home, &project, &bin] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    let root = repo_root();
+    let out = host(&gemini, &home)
+        .args([
+            "extensions",
+            "link",
+            &root.display().to_string(),
+            "--consent",
+        ])
+        .output()
+        .expect("gemini runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let server = pitroom_testkit::FakeGemini::start(serde_json::json!({
+        "aux": {"text": "Fake aux"},
+        "scenarios": {"default": [{"text": "Noted."}]}}))
+    .expect("fake server starts");
+    // API-key auth for the fake server, and nothing that would call home.
+    let settings = serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+    });
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
+    // The extension's MCP server is `pitroom mcp`, found on PATH.
+    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        real_cli::path_with_node22().expect("Node 22")
+    );
+    let out = host(&gemini, &home)
+        .current_dir(&project)
+        .env("PATH", path)
+        .env("GOOGLE_GEMINI_BASE_URL", server.base_url())
+        .env("GEMINI_API_KEY", "fake-gemini-key")
+        .env("GEMINI_MODEL", "gemini-2.5-pro")
+        .args([
+            "-p",
+            "Say hello.",
+            "--output-format",
+            "json",
+            "--skip-trust",
+        ])
+        // Headless, Gemini CLI declares only the tools that need no approval; in yolo mode it
+        // declares all, the MCP server's among them (the scripted model calls none).
+        .args(["--approval-mode", "yolo"])
+        .output()
+        .expect("gemini runs");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(reply["response"], "Noted.", "{}", text(&out));
+
+    let requests = server.model_requests();
+    let body = &requests.first().expect("a model request")["body"];
+    let context_file = root.join("gemini-context.md");
+    let context = std::fs::read_to_string(&context_file).expect("context file");
+    let block = format!(
+        "<extension_context>\n--- Context from: {0} ---\n{1}\n--- End of Context from: {0} ---",
+        context_file.display(),
+        context.trim_end()
+    );
+    let first_turn = body["contents"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        first_turn.contains(&block),
+        "no extension context in the first turn:\n{first_turn}"
+    );
+    assert!(first_turn.contains("Pitroom is installed: the `pitroom` command hands bounded work"));
+
+    let system = body["systemInstruction"].to_string();
+    for (name, description) in shipped_skills() {
+        let entry = format!(
+            "<name>{name}</name>\n    <description>{description}</description>\n    \
+             <location>{}</location>",
+            root.join("skills").join(&name).join("SKILL.md").display()
+        );
+        let entry = serde_json::to_string(&entry).expect("json string");
+        assert!(
+            system.contains(entry.trim_matches('"')),
+            "skill {name} not in the system instruction: {system}"
+        );
+    }
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    for tool in [
+        "mcp_pitroom_pitroom_run",
+        "mcp_pitroom_pitroom_show",
+        "activate_skill",
+    ] {
+        assert!(tools.contains(&tool), "{tool} not declared: {tools:?}");
     }
 }
 
