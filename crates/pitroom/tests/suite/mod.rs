@@ -6,6 +6,7 @@ mod crew;
 mod custom_worker;
 mod dash;
 mod demo;
+mod failfast;
 mod gemini_e2e;
 mod guard;
 mod history;
