@@ -16,6 +16,8 @@ const RATE_LIMITED: &[&str] = &[
     "usage limit",
     "credit balance is too low",
     "overloaded",
+    // 503: the provider is out of capacity for now, like a rate limit.
+    "service unavailable",
 ];
 const AUTH: &[&str] = &[
     "invalid api key",

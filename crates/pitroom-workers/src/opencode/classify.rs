@@ -24,6 +24,8 @@ const RATE_LIMITED: &[&str] = &[
     "resource_exhausted",
     "endpoint is unavailable",
     "overloaded",
+    // 503: the provider is out of capacity for now, like a rate limit.
+    "service unavailable",
 ];
 const AUTH: &[&str] = &[
     "incorrect api key",

@@ -407,13 +407,13 @@ fn effort_reaches_the_model_request() {
 fn claude_every_failure_shape_fails_classified_within_the_retry_cap() {
     let w = World::new();
     let shapes: &[failfast::Shape] = &[
-        ("429 with retry-after", "ff429after", "rate_limited", 4),
-        ("429 without retry-after", "ff429", "rate_limited", 4),
-        ("usage limit 429", "usage-limit", "rate_limited", 4),
-        ("404 unknown model", "ff404", "model_unavailable", 4),
-        ("500", "ff500", "other", 4),
-        ("503", "ff503", "rate_limited", 4),
-        ("529 overloaded", "err529", "rate_limited", 4),
+        ("429 with retry-after", "ff429after", "rate_limited", 2),
+        ("429 without retry-after", "ff429", "rate_limited", 2),
+        ("usage limit 429", "usage-limit", "rate_limited", 2),
+        ("404 unknown model", "ff404", "model_unavailable", 2),
+        ("500", "ff500", "other", 2),
+        ("503", "ff503", "rate_limited", 2),
+        ("529 overloaded", "err529", "rate_limited", 2),
     ];
     failfast::walk(
         "claude",

@@ -252,12 +252,12 @@ fn gemini_follow_up_resumes_the_same_session() {
 fn gemini_every_failure_shape_fails_classified_within_the_retry_cap() {
     let w = World::new();
     let shapes: &[failfast::Shape] = &[
-        ("429 with retry-after", "ff429after", "rate_limited", 4),
-        ("429 without retry-after", "ff429", "rate_limited", 4),
-        ("RESOURCE_EXHAUSTED quota 429", "daily", "rate_limited", 4),
-        ("404 unknown model", "ff404", "model_unavailable", 4),
-        ("500", "ff500", "other", 4),
-        ("503", "ff503", "rate_limited", 4),
+        ("429 with retry-after", "ff429after", "rate_limited", 2),
+        ("429 without retry-after", "ff429", "rate_limited", 2),
+        ("RESOURCE_EXHAUSTED quota 429", "daily", "rate_limited", 2),
+        ("404 unknown model", "ff404", "model_unavailable", 2),
+        ("500", "ff500", "other", 2),
+        ("503", "ff503", "rate_limited", 2),
     ];
     failfast::walk(
         "gemini",

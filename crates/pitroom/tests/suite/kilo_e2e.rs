@@ -168,12 +168,12 @@ fn kilo_rate_limit_is_cut_after_three_attempts_and_classified() {
 fn kilo_every_failure_shape_fails_classified_within_the_retry_cap() {
     let w = World::new();
     let shapes: &[failfast::Shape] = &[
-        ("429 with retry-after", "ff429after", "rate_limited", 4),
-        ("429 without retry-after", "ff429", "rate_limited", 4),
-        ("insufficient_quota 429", "ffquota", "rate_limited", 4),
-        ("404 unknown model", "ff404", "model_unavailable", 4),
-        ("500", "ff500", "other", 4),
-        ("503", "ff503", "rate_limited", 4),
+        ("429 with retry-after", "ff429after", "rate_limited", 3),
+        ("429 without retry-after", "ff429", "rate_limited", 3),
+        ("insufficient_quota 429", "ffquota", "rate_limited", 3),
+        ("404 unknown model", "ff404", "model_unavailable", 3),
+        ("500", "ff500", "other", 3),
+        ("503", "ff503", "rate_limited", 3),
     ];
     failfast::walk(
         "kilo",
