@@ -466,7 +466,10 @@ mod tests {
             .invocation(&request(Mode::Read, vec![]))
             .unwrap();
         let args = cli(&inv);
-        let at = args.iter().position(|a| a == "--session-id").expect("--session-id");
+        let at = args
+            .iter()
+            .position(|a| a == "--session-id")
+            .expect("--session-id");
         let log = format!("/s/qwen-home/debug/{}.txt", args[at + 1]);
         assert!(args.contains(&log), "{args:?}");
         assert!(inv

@@ -291,7 +291,7 @@ fn record_qwen_fixtures() {
     let out_dir =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/qwen");
     std::fs::create_dir_all(&out_dir).expect("fixture dir");
-    // Qwen retries a 500 silently for ~76 s before it gives up (see docs/workers/qwen.md).
+    // Without Pitroom's cut, Qwen retries a 500 silently for ~76 s (see docs/workers/qwen.md).
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?", "-t", "60s"]),
         (
