@@ -153,6 +153,7 @@ mod tests {
     fn the_follower_copies_only_attempt_lines_to_stderr_then_runs_the_cli() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("debug/s.txt");
+        let stderr = dir.path().join("stderr.log");
         let script = format!(
             "mkdir -p '{0}'; sleep 0.5; printf 'noise\\nAttempt 1 failed with status 500. Retrying\\n' >> '{1}'; sleep 1; echo ran \"$1\"",
             log.parent().unwrap().display(),
@@ -163,13 +164,28 @@ mod tests {
             Path::new("/bin/sh"),
             vec!["-c".into(), script.into(), "x".into(), "arg".into()],
         );
-        let out = std::process::Command::new(program)
+        // As under the keeper: stderr is a file, and the CLI is reaped when it exits (a zombie
+        // would keep `tail --pid` waiting).
+        let mut child = std::process::Command::new(program)
             .args(args)
-            .output()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "ran arg\n");
+        assert!(child.wait().unwrap().success());
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+        assert_eq!(out, "ran arg\n");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while log.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(
+            !log.exists(),
+            "the follower ends with the CLI and removes the log"
+        );
         assert_eq!(
-            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&stderr).unwrap(),
             "Attempt 1 failed with status 500. Retrying\n"
         );
     }
