@@ -16,6 +16,8 @@ const RATE_LIMITED: &[&str] = &[
     "usage limit",
     "credit balance is too low",
     "overloaded",
+    // 503: the provider is out of capacity for now, like a rate limit.
+    "service unavailable",
 ];
 const AUTH: &[&str] = &[
     "invalid api key",
@@ -79,6 +81,8 @@ mod tests {
             ("There's an issue with the selected model (claude-opus-5-5). It may not exist or you may not have access to it. Run --model to pick a different model.", Some(404), FailureKind::ModelUnavailable),
             ("API Error: 500 Internal server error. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:1).", Some(500), FailureKind::Other),
             ("API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:1).", Some(529), FailureKind::RateLimited),
+            // Measured with the real CLI (docs/workers/README.md, failure matrix): no status.
+            ("API Error: 503 Service Unavailable. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:1).", None, FailureKind::RateLimited),
             ("Invalid API key · Fix external API key", Some(401), FailureKind::Auth),
             ("Not logged in · Please run /login", None, FailureKind::Auth),
         ];

@@ -24,6 +24,8 @@ const RATE_LIMITED: &[&str] = &[
     "resource_exhausted",
     "endpoint is unavailable",
     "overloaded",
+    // 503: the provider is out of capacity for now, like a rate limit.
+    "service unavailable",
 ];
 const AUTH: &[&str] = &[
     "incorrect api key",
@@ -104,6 +106,9 @@ mod tests {
             ("You exceeded your current quota (insufficient_quota)", Some(429), FailureKind::RateLimited),
             ("FreeTierError: upgrade required", Some(403), FailureKind::Auth),
             ("Endpoint is unavailable", Some(400), FailureKind::RateLimited),
+            ("[API Error: 503 Service Unavailable] (Qwen Code's attempt 3)", None, FailureKind::RateLimited),
+            ("[API Error: 429 Too Many Requests] (Qwen Code's attempt 3)", None, FailureKind::RateLimited),
+            ("[API Error: 500 Internal Server Error] (Qwen Code's attempt 3)", None, FailureKind::Other),
             ("The operation timed out.", None, FailureKind::Other),
         ];
         for (message, status, expected) in cases {

@@ -6,12 +6,14 @@
 //! any tool that needs a confirmation, so the approval mode is the mode's floor (`default` for
 //! read: no edits; `auto-edit` for write); its retries are unbounded by default (a 429 retried
 //! for minutes), so `--max-wall-time` is always passed, the settings cap the request retries and
-//! [`Adapter::retry_signal`] reads its `Retrying in …` lines; it may end without a `result` line,
+//! [`Adapter::retry_signal`] reads its `Retrying in …` lines and the silent outer loop's attempts
+//! (followed from its debug log, see [`retries`]); it may end without a `result` line,
 //! so a run is judged by its events. Telemetry, usage statistics (sent to Alibaba's RUM
 //! endpoint by default), the auto-memory side agent and update checks are switched off in the
 //! settings, which Qwen reads only from files: see `settings`.
 
 pub(crate) mod parse;
+mod retries;
 pub(crate) mod settings;
 
 use std::ffi::OsString;
@@ -83,6 +85,7 @@ impl Qwen {
             ("QWEN_CODE_NO_RELAUNCH".into(), "1".into()),
             ("NO_UPDATE_NOTIFIER".into(), "1".into()),
             ("PWD".into(), req.workdir.clone().into()),
+            (retries::DEBUG_LOG_VAR.into(), "1".into()),
         ]
     }
 
@@ -133,7 +136,9 @@ fn overlay(mode: Mode, web: bool) -> Value {
         "telemetry": {"enabled": false},
         "general": {"enableAutoUpdate": false, "disableAutoUpdate": true, "disableUpdateNag": true},
         "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
-        "model": {"generationConfig": {"maxRetries": 1, "retryInitialDelayMs": 500, "retryMaxDelayMs": 1000}},
+        // `maxRetries` caps the rate-limit loop and the OpenAI SDK's own retry (which doubled
+        // every attempt of the outer loop); the outer loop is cut by the engine (`retries`).
+        "model": {"generationConfig": {"maxRetries": 0, "retryInitialDelayMs": 500, "retryMaxDelayMs": 1000}},
         "permissions": {"deny": deny_rules(mode, web)},
     })
 }
@@ -206,9 +211,24 @@ impl Adapter for Qwen {
                 "--effort {effort} dropped: Qwen Code has no effort setting"
             ));
         }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--resume".into(), OsString::from(session)]);
-        }
+        // The session is named up front, so its debug log (the outer retry loop's only trace)
+        // can be followed: see [`retries`].
+        let session = match &req.resume_session {
+            Some(session) => {
+                args.extend(["--resume".into(), OsString::from(session)]);
+                session.clone()
+            }
+            None => {
+                let session = retries::new_session_id(&req.dirs.scratch);
+                args.extend(["--session-id".into(), OsString::from(&session)]);
+                session
+            }
+        };
+        let (program, args) = retries::follow(
+            &retries::debug_log(&Self::home(req), &session),
+            &program,
+            args,
+        );
         let (program, args, mut env) =
             launch_with_files(&program, args, vec![Self::settings_file(req)]);
         env.extend(Self::env(req));
@@ -234,6 +254,10 @@ impl Adapter for Qwen {
     }
 
     fn retry_signal(&self, stderr_line: &str) -> Option<String> {
+        // The outer loop's attempts, copied from the debug log (see [`retries`]).
+        if let Some(error) = retries::attempt_signal(stderr_line) {
+            return Some(error);
+        }
         // `Retrying in 1s (attempt 1/1): [API Error: 429 Rate limit reached for requests.]`
         if !stderr_line.contains("Retrying in") {
             return None;
@@ -436,6 +460,29 @@ mod tests {
                 dir.path().join("oauth_creds.json")
             )]
         );
+    }
+
+    #[test]
+    fn a_new_run_names_its_session_and_follows_that_sessions_debug_log() {
+        let inv = Qwen::default()
+            .invocation(&request(Mode::Read, vec![]))
+            .unwrap();
+        let args = cli(&inv);
+        let at = args
+            .iter()
+            .position(|a| a == "--session-id")
+            .expect("--session-id");
+        let log = format!("/s/qwen-home/debug/{}.txt", args[at + 1]);
+        assert!(args.contains(&log), "{args:?}");
+        assert!(inv
+            .env
+            .iter()
+            .any(|(k, v)| k == retries::DEBUG_LOG_VAR && v == "1"));
+        let mut req = request(Mode::Read, vec![]);
+        req.resume_session = Some("abc".into());
+        let args = cli(&Qwen::default().invocation(&req).unwrap());
+        assert!(!args.contains(&"--session-id".to_string()));
+        assert!(args.contains(&"/s/qwen-home/debug/abc.txt".to_string()));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use pitroom_testkit::{real_cli, FakeAnthropic, TestEnv};
 use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
+use super::failfast;
 
 /// A repository, a fake model server and a real Claude Code configured the way a user with an
 /// API gateway would: `ANTHROPIC_BASE_URL` in their own `~/.claude/settings.json`, the key in
@@ -55,6 +56,12 @@ pub fn script() -> Value {
             "usage-limit": [{"error": 429, "error_message": "Usage limit reached for this organization.",
                              "headers": {"anthropic-ratelimit-unified-status": "rejected", "anthropic-ratelimit-unified-reset": "1900000000", "retry-after": "3600"}}],
             "credit": [{"error": 400, "error_type": "invalid_request_error", "error_message": "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}],
+            // The failure matrix (suite::failfast): one scenario per shape.
+            "ff429after": [{"error": 429, "headers": {"retry-after": "1"}}],
+            "ff429": [{"error": 429}],
+            "ff404": [{"error": 404}],
+            "ff500": [{"error": 500}],
+            "ff503": [{"error": 503, "error_type": "api_error", "error_message": "Service Unavailable"}],
             "err404": [{"error": 404}],
             "err401": [{"error": 401}],
             "err500": [{"error": 500}],
@@ -393,6 +400,29 @@ fn effort_reaches_the_model_request() {
         first["body"]["output_config"]["effort"], "xhigh",
         "{:#}",
         first["body"]
+    );
+}
+
+/// Issue 16, item 11: each provider failure shape ends Claude Code's run classified, within the
+/// retry cap Pitroom sets, so the fallback chain gets its turn (matrix in docs/workers/README.md).
+#[test]
+fn claude_every_failure_shape_fails_classified_within_the_retry_cap() {
+    let w = World::new();
+    let shapes: &[failfast::Shape] = &[
+        ("429 with retry-after", "ff429after", "rate_limited", 2),
+        ("429 without retry-after", "ff429", "rate_limited", 2),
+        ("usage limit 429", "usage-limit", "rate_limited", 2),
+        ("404 unknown model", "ff404", "model_unavailable", 2),
+        ("500", "ff500", "other", 2),
+        ("503", "ff503", "rate_limited", 2),
+        ("529 overloaded", "err529", "rate_limited", 2),
+    ];
+    failfast::walk(
+        "claude",
+        shapes,
+        |task| w.run(&[task, "-t", "60s"]),
+        || w.server.model_requests().len(),
+        || record(&w.env, &w.repo),
     );
 }
 

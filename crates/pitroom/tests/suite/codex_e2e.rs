@@ -9,6 +9,7 @@ use pitroom_testkit::{real_cli, FakeResponses, TestEnv};
 use serde_json::{json, Value};
 
 use super::common::{code, eventually, processes_with_env, record, text, PITROOM};
+use super::failfast;
 
 /// The patch the write scenarios ask Codex's `apply_patch` tool to make.
 const PATCH: &str = "*** Begin Patch\n*** Update File: calc.py\n@@\n def divide(a, b):\n-    # no zero check\n-    return a / b\n+    if b == 0:\n+        raise ZeroDivisionError(\"b is zero\")\n+    return a / b\n*** Update File: README.md\n@@\n user edit in progress\n+worker line\n*** Add File: new file é.txt\n+created by the worker\n*** End Patch\n";
@@ -42,6 +43,13 @@ pub fn script() -> Value {
             "err429": [{"error": 429, "error_body": {"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}}],
             "usage-limit": [{"error": 429, "error_body": {"error": {"type": "usage_limit_reached", "plan_type": "plus", "resets_in_seconds": 3600}}}],
             "quota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}}],
+            // The failure matrix (suite::failfast): one scenario per shape.
+            "ff429after": [{"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "1"}}],
+            "ff429": [{"error": 429, "error_message": "Rate limit reached for requests"}],
+            "ffquota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}}],
+            "ff404": [{"error": 404}],
+            "ff500": [{"error": 500}],
+            "ff503": [{"error": 503}],
             "err404": [{"error": 404}],
             "err401": [{"error": 401}],
             "err500": [{"error": 500}],
@@ -444,6 +452,28 @@ fn a_timed_out_codex_run_can_be_continued() {
     assert_eq!(code(&out), 0, "{}", text(&out));
     let second = record(&w.env, &w.repo);
     assert_eq!(first["session"], second["session"], "{first:#}\n{second:#}");
+}
+
+/// Issue 16, item 11: each provider failure shape ends Codex's run classified, within the
+/// retry cap Pitroom sets, so the fallback chain gets its turn (matrix in docs/workers/README.md).
+#[test]
+fn codex_every_failure_shape_fails_classified_within_the_retry_cap() {
+    let w = World::new();
+    let shapes: &[failfast::Shape] = &[
+        ("429 with retry-after", "ff429after", "rate_limited", 1),
+        ("429 without retry-after", "ff429", "rate_limited", 1),
+        ("insufficient_quota 429", "ffquota", "rate_limited", 1),
+        ("404 unknown model", "ff404", "model_unavailable", 1),
+        ("500", "ff500", "other", 1),
+        ("503", "ff503", "rate_limited", 1),
+    ];
+    failfast::walk(
+        "codex",
+        shapes,
+        |task| w.run(&[task, "-t", "60s"]),
+        || w.server.model_requests().len(),
+        || record(&w.env, &w.repo),
+    );
 }
 
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):

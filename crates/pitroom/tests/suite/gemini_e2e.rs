@@ -9,6 +9,7 @@ use pitroom_testkit::{real_cli, FakeGemini, TestEnv};
 use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
+use super::failfast;
 
 /// A repository, a fake Gemini API and a real Gemini CLI that reaches it through the user's own
 /// environment (`GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`).
@@ -46,6 +47,13 @@ pub fn script() -> Value {
                     "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
                     "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
                     "quotaDimensions": {"location": "global", "model": "gemini-2.5-pro"}, "quotaValue": "50"}]}]}],
+            // The failure matrix (suite::failfast): one scenario per shape.
+            "ff429after": [{"error": 429, "headers": {"retry-after": "1"}, "error_details": [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}],
+            "ff429": [{"error": 429}],
+            "ff404": [{"error": 404}],
+            "ff500": [{"error": 500}],
+            "ff503": [{"error": 503}],
             "err404": [{"error": 404}],
             "err400": [{"error": 400, "error_details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
                 "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}],
@@ -237,6 +245,28 @@ fn gemini_follow_up_resumes_the_same_session() {
     assert!(
         said.contains("Where can divide fail?") && said.contains("And add?"),
         "the model saw the whole conversation: {said}"
+    );
+}
+
+/// Issue 16, item 11: each provider failure shape ends Gemini CLI's run classified, within the
+/// retry cap Pitroom sets, so the fallback chain gets its turn (matrix in docs/workers/README.md).
+#[test]
+fn gemini_every_failure_shape_fails_classified_within_the_retry_cap() {
+    let w = World::new();
+    let shapes: &[failfast::Shape] = &[
+        ("429 with retry-after", "ff429after", "rate_limited", 2),
+        ("429 without retry-after", "ff429", "rate_limited", 2),
+        ("RESOURCE_EXHAUSTED quota 429", "daily", "rate_limited", 2),
+        ("404 unknown model", "ff404", "model_unavailable", 2),
+        ("500", "ff500", "other", 2),
+        ("503", "ff503", "rate_limited", 2),
+    ];
+    failfast::walk(
+        "gemini",
+        shapes,
+        |task| w.run(&[task, "-t", "60s"]),
+        || w.server.model_requests().len(),
+        || record(&w.env, &w.repo),
     );
 }
 

@@ -10,6 +10,7 @@ use pitroom_testkit::{real_cli, FakeOpenAi, TestEnv};
 use serde_json::json;
 
 use super::common::{code, record, text, PITROOM};
+use super::failfast;
 
 /// The same script as the OpenCode suite: Kilo speaks OpenCode's tools.
 pub struct World {
@@ -165,6 +166,28 @@ fn kilo_rate_limit_is_cut_after_three_attempts_and_classified() {
     let attempts = w.server.chat_requests().len();
     assert!(attempts <= 4, "{attempts} model calls in {took:?}");
     assert!(took < Duration::from_secs(180), "took {took:?}");
+}
+
+/// Issue 16, item 11: each provider failure shape ends Kilo Code's run classified, within the
+/// retry cap Pitroom sets, so the fallback chain gets its turn (matrix in docs/workers/README.md).
+#[test]
+fn kilo_every_failure_shape_fails_classified_within_the_retry_cap() {
+    let w = World::new();
+    let shapes: &[failfast::Shape] = &[
+        ("429 with retry-after", "ff429after", "rate_limited", 3),
+        ("429 without retry-after", "ff429", "rate_limited", 3),
+        ("insufficient_quota 429", "ffquota", "rate_limited", 3),
+        ("404 unknown model", "ff404", "model_unavailable", 3),
+        ("500", "ff500", "other", 3),
+        ("503", "ff503", "rate_limited", 3),
+    ];
+    failfast::walk(
+        "kilo",
+        shapes,
+        |task| w.run(&[task, "-t", "60s"]),
+        || w.server.chat_requests().len(),
+        || record(&w.env, &w.repo),
+    );
 }
 
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):

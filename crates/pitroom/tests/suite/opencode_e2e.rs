@@ -9,6 +9,7 @@ use pitroom_testkit::{real_cli, FakeOpenAi, TestEnv};
 use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
+use super::failfast;
 
 /// A repository, a fake model server and a real OpenCode configured (through the user's own
 /// global OpenCode config file) to talk to it.
@@ -68,6 +69,13 @@ pub fn script() -> Value {
                 ]},
                 {"text": "SUMMARY: read what I could"}
             ],
+            // The failure matrix (suite::failfast): one scenario per shape.
+            "ff429after": [{"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "1"}}],
+            "ff429": [{"error": 429, "error_message": "Rate limit reached for requests"}],
+            "ffquota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}}],
+            "ff404": [{"error": 404}],
+            "ff500": [{"error": 500}],
+            "ff503": [{"error": 503}],
             "err404": [{"error": 404}],
             "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
             "err429slow": [{"error": 429}],
@@ -349,6 +357,28 @@ fn follow_up_resumes_the_same_opencode_session() {
     assert!(
         roles.iter().filter(|r| **r == "user").count() >= 2,
         "{roles:?}"
+    );
+}
+
+/// Issue 16, item 11: each provider failure shape ends OpenCode's run classified, within the
+/// retry cap Pitroom sets, so the fallback chain gets its turn (matrix in docs/workers/README.md).
+#[test]
+fn opencode_every_failure_shape_fails_classified_within_the_retry_cap() {
+    let w = World::new();
+    let shapes: &[failfast::Shape] = &[
+        ("429 with retry-after", "ff429after", "rate_limited", 3),
+        ("429 without retry-after", "ff429", "rate_limited", 3),
+        ("insufficient_quota 429", "ffquota", "rate_limited", 3),
+        ("404 unknown model", "ff404", "model_unavailable", 3),
+        ("500", "ff500", "other", 3),
+        ("503", "ff503", "rate_limited", 3),
+    ];
+    failfast::walk(
+        "opencode",
+        shapes,
+        |task| w.run(&[task, "-t", "60s"]),
+        || w.server.chat_requests().len(),
+        || record(&w.env, &w.repo),
     );
 }
 

@@ -9,6 +9,7 @@ use pitroom_testkit::{real_cli, FakeOpenAi, TestEnv};
 use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
+use super::failfast;
 
 /// A repository, a fake model server and a real Qwen Code configured through the caller's
 /// environment (`OPENAI_*`), as a user with an OpenAI-compatible provider would.
@@ -46,6 +47,13 @@ pub fn script() -> Value {
             ],
             "err429": [{"error": 429, "error_message": "Rate limit reached for requests. Please try again in 1s.",
                         "headers": {"retry-after": "1"}}],
+            // The failure matrix (suite::failfast): one scenario per shape.
+            "ff429after": [{"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "1"}}],
+            "ff429": [{"error": 429, "error_message": "Rate limit reached for requests"}],
+            "ffquota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}}],
+            "ff404": [{"error": 404}],
+            "ff500": [{"error": 500}],
+            "ff503": [{"error": 503}],
             "err404": [{"error": 404}],
             "err401": [{"error": 401, "error_message": "Incorrect API key provided: sk-fake. You can find your API key at https://platform.openai.com/account/api-keys."}],
             "err500": [{"error": 500}],
@@ -255,6 +263,28 @@ fn qwen_follow_up_resumes_the_same_session() {
     );
 }
 
+/// Issue 16, item 11: each provider failure shape ends Qwen Code's run classified, within the
+/// retry cap Pitroom sets, so the fallback chain gets its turn (matrix in docs/workers/README.md).
+#[test]
+fn qwen_every_failure_shape_fails_classified_within_the_retry_cap() {
+    let w = World::new();
+    let shapes: &[failfast::Shape] = &[
+        ("429 with retry-after", "ff429after", "rate_limited", 4),
+        ("429 without retry-after", "ff429", "rate_limited", 4),
+        ("insufficient_quota 429", "ffquota", "rate_limited", 4),
+        ("404 unknown model", "ff404", "model_unavailable", 4),
+        ("500", "ff500", "other", 4),
+        ("503", "ff503", "rate_limited", 4),
+    ];
+    failfast::walk(
+        "qwen",
+        shapes,
+        |task| w.run(&[task, "-t", "60s"]),
+        || w.server.chat_requests().len(),
+        || record(&w.env, &w.repo),
+    );
+}
+
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
 /// `cargo test -p pitroom --test all -- --ignored record_qwen_fixtures`.
 #[test]
@@ -263,7 +293,7 @@ fn record_qwen_fixtures() {
     let out_dir =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/qwen");
     std::fs::create_dir_all(&out_dir).expect("fixture dir");
-    // Qwen retries a 500 silently for ~76 s before it gives up (see docs/workers/qwen.md).
+    // Without Pitroom's cut, Qwen retries a 500 silently for ~76 s (see docs/workers/qwen.md).
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?", "-t", "60s"]),
         (
