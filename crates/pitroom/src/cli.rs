@@ -409,6 +409,7 @@ pub struct DemoArgs {
     /// on 127.0.0.1, so it reads and edits through its own tools without a key or a token.
     /// Supported: opencode, kilo, qwen (OpenAI chat completions) and claude (Anthropic
     /// Messages).
+    #[expect(rustdoc::invalid_html_tags, reason = "--help shows it verbatim")]
     #[arg(long, value_name = "CLI")]
     pub worker: Option<String>,
 }

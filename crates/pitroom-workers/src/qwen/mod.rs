@@ -7,7 +7,7 @@
 //! read: no edits; `auto-edit` for write); its retries are unbounded by default (a 429 retried
 //! for minutes), so `--max-wall-time` is always passed, the settings cap the request retries and
 //! [`Adapter::retry_signal`] reads its `Retrying in …` lines and the silent outer loop's attempts
-//! (followed from its debug log, see [`retries`]); it may end without a `result` line,
+//! (followed from its debug log, see `retries`); it may end without a `result` line,
 //! so a run is judged by its events. Telemetry, usage statistics (sent to Alibaba's RUM
 //! endpoint by default), the auto-memory side agent and update checks are switched off in the
 //! settings, which Qwen reads only from files: see `settings`.
