@@ -110,6 +110,13 @@ pub trait Adapter: Send + Sync {
         None
     }
 
+    /// How many failed model calls the engine lets the CLI retry before it stops the worker
+    /// (each reported through [`Adapter::retry_signal`] or an error event). Three by default; a
+    /// CLI whose own start-up is slow gets fewer, so its failures still surface in seconds.
+    fn retry_cut(&self) -> u32 {
+        3
+    }
+
     /// Events a line of the CLI's stderr reports that its stdout stream does not: Codex logs a
     /// command or patch its sandbox refused only there. The engine absorbs them like stdout
     /// events.

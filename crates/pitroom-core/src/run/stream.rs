@@ -33,8 +33,6 @@ pub(super) enum Ending {
 
 /// Consecutive empty steps before the watchdog considers the worker looping.
 const EMPTY_STEP_STREAK: u32 = 3;
-/// Failed model calls a CLI may retry before Pitroom stops it (OpenCode retries a 429 for ~75 s).
-const RETRY_CAP: u32 = 3;
 /// Tool calls kept for a hand-off account.
 const TOOL_LOG_MAX: usize = 40;
 /// How often the record is rewritten with progress while a run goes on.
@@ -123,7 +121,8 @@ impl Engine {
                 Some(Ending::TimedOut)
             } else if stream.stalled(watchdog) {
                 Some(Ending::Stalled)
-            } else if stream.retry_errors >= RETRY_CAP {
+            } else if stream.retry_errors >= adapter.retry_cut() {
+                // The adapter's cut: OpenCode alone retries a 429 for ~75 s.
                 Some(Ending::RetriesExhausted)
             } else if stream.storage_error.is_some() {
                 // The run cannot keep what the worker does: stop it (the error follows below).

@@ -169,6 +169,13 @@ impl Adapter for Kilo {
         "kilo"
     }
 
+    /// Kilo starts several seconds slower than OpenCode and retries the same way: stopped after
+    /// two failed calls instead of three, a 5xx still surfaces within 15 s (measured idle: the
+    /// third retry took a 500 to 15.9 s).
+    fn retry_cut(&self) -> u32 {
+        2
+    }
+
     /// Kilo keeps OpenCode's database schema, as `kilo/kilo.db` in its data dir.
     fn session_model(&self, dirs: &crate::adapter::StateDirs, session: &str) -> Option<String> {
         let db = dirs.shared.join(DATA).join("kilo").join("kilo.db");
