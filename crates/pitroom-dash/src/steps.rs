@@ -77,11 +77,12 @@ pub fn timeline(record: &RunRecord, events: &Path) -> Timeline {
         .as_deref()
         .and_then(|s| s.parse::<jiff::Timestamp>().ok())
         .map(|t| t.as_millisecond());
+    let mut parser = adapter.parser();
     for line in String::from_utf8_lossy(&raw).lines() {
         let at = start
             .and_then(|s| stamp_ms(line).map(|t| t - s))
             .filter(|d| plausible(*d));
-        for event in adapter.parse_line(line) {
+        for event in parser.parse_line(line) {
             if let Some(entry) = entry(event, at) {
                 out.entries.push(entry);
             }

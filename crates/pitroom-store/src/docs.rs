@@ -47,8 +47,9 @@ fn steps_text(backend: &str, events: &std::path::Path) -> String {
         return String::new();
     }
     let mut out = String::new();
+    let mut parser = adapter.parser();
     for line in String::from_utf8_lossy(&raw).lines() {
-        for event in adapter.parse_line(line) {
+        for event in parser.parse_line(line) {
             if let WorkerEvent::ToolCall {
                 name,
                 summary,

@@ -34,6 +34,26 @@ pub struct InvocationRequest {
 }
 
 impl InvocationRequest {
+    /// A request for unit tests: work dir `/w`, state dirs `/s` (shared) and `/t` (scratch),
+    /// no model, and the environment `env`.
+    #[cfg(test)]
+    pub(crate) fn for_test<K: ToString>(mode: Mode, env: Vec<(K, String)>) -> Self {
+        InvocationRequest {
+            mode,
+            model: None,
+            effort: None,
+            web: false,
+            workdir: "/w".into(),
+            dirs: StateDirs {
+                shared: "/s".into(),
+                scratch: "/t".into(),
+            },
+            resume_session: None,
+            title: "t".into(),
+            env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        }
+    }
+
     pub fn env_var(&self, name: &str) -> Option<String> {
         self.env
             .iter()
@@ -58,6 +78,25 @@ pub struct Invocation {
     pub links: Vec<(PathBuf, PathBuf)>,
 }
 
+impl Invocation {
+    /// For a CLI with no command that lists models: an invocation that prints `ids`, one per
+    /// line (read back with [`ModelInfo::lines`]), so model listing runs the same way for every
+    /// CLI.
+    pub fn printing_models(ids: Vec<String>) -> Invocation {
+        let mut args: Vec<OsString> =
+            vec!["-c".into(), "printf '%s\\n' \"$@\"".into(), "models".into()];
+        args.extend(ids.into_iter().map(OsString::from));
+        Invocation {
+            program: PathBuf::from("/bin/sh"),
+            args,
+            env: Vec::new(),
+            env_remove: Vec::new(),
+            notes: Vec::new(),
+            links: Vec::new(),
+        }
+    }
+}
+
 /// What a failed run left behind, for classification.
 #[derive(Debug, Clone, Default)]
 pub struct FailureEvidence<'a> {
@@ -71,6 +110,21 @@ pub struct FailureEvidence<'a> {
 pub struct ModelInfo {
     pub id: String,
     pub efforts: Vec<String>,
+}
+
+impl ModelInfo {
+    /// Models listed one id per line (blank lines skipped), with no efforts.
+    pub fn lines(stdout: &str) -> Vec<ModelInfo> {
+        stdout
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|id| ModelInfo {
+                id: id.to_string(),
+                efforts: Vec::new(),
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +141,29 @@ pub enum AdapterError {
     Config(String),
 }
 
+/// Reads one run's stdout stream, a line at a time.
+pub trait StreamParser: Send {
+    /// The events one line of the stream carries. Lines that are not events (banners, torn
+    /// JSON, unknown event types) yield nothing.
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent>;
+}
+
+/// The parser of a stream whose lines stand alone (nothing carries over between them).
+pub struct LineByLine(pub fn(&str) -> Vec<WorkerEvent>);
+
+impl StreamParser for LineByLine {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
+        (self.0)(line)
+    }
+}
+
+/// Every event of a whole recorded stream (the history's search index, the dashboard's steps,
+/// tests), parsed with a fresh parser of `adapter`.
+pub fn parse_stream(adapter: &dyn Adapter, stream: &str) -> Vec<WorkerEvent> {
+    let mut parser = adapter.parser();
+    stream.lines().flat_map(|l| parser.parse_line(l)).collect()
+}
+
 /// One agent CLI, as Pitroom drives it.
 pub trait Adapter: Send + Sync {
     /// The backend id (`opencode`, `codex`, …).
@@ -96,9 +173,10 @@ pub trait Adapter: Send + Sync {
     /// floor applied through the CLI's own mechanism.
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError>;
 
-    /// Parses one line of the CLI's stdout. Lines that are not events (banners, torn JSON,
-    /// unknown event types) yield nothing.
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent>;
+    /// A parser for one run's stdout stream. Each run gets its own: whatever a CLI's stream
+    /// makes the parser remember (a tool call awaiting its result, text still streaming) lives
+    /// in it, never in the adapter.
+    fn parser(&self) -> Box<dyn StreamParser>;
 
     /// Classifies a failed run from the CLI's own error texts.
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
 };
 use crate::events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 use crate::find_binary;
@@ -249,11 +249,72 @@ impl Adapter for Custom {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(CustomStream {
+            map: self.def.events.clone(),
+        })
+    }
+
+    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
+        let mut text = String::new();
+        for event in evidence.events {
+            if let WorkerEvent::Error {
+                message, status, ..
+            } = event
+            {
+                text.push_str(message);
+                if let Some(s) = status {
+                    text.push_str(&format!(" {s}"));
+                }
+                text.push('\n');
+            }
+        }
+        text.push_str(evidence.stderr_tail);
+        let patterns = &self.def.errors;
+        for (pattern, kind) in [
+            (&patterns.auth, FailureKind::Auth),
+            (&patterns.rate_limited, FailureKind::RateLimited),
+            (&patterns.model_unavailable, FailureKind::ModelUnavailable),
+        ] {
+            let matches = pattern
+                .as_deref()
+                .and_then(|p| Regex::new(&format!("(?i){p}")).ok())
+                .is_some_and(|re| re.is_match(&text));
+            if matches {
+                return kind;
+            }
+        }
+        FailureKind::Other
+    }
+
+    fn can_resume(&self) -> bool {
+        !self.def.resume.is_empty()
+    }
+
+    fn models_invocation(&self, _req: &InvocationRequest) -> Result<Invocation, AdapterError> {
+        Err(AdapterError::Config(format!(
+            "{} is described in the config ([workers.{}]); it has no model listing",
+            self.name, self.name
+        )))
+    }
+
+    fn parse_models(&self, _stdout: &str) -> Vec<ModelInfo> {
+        Vec::new()
+    }
+}
+
+/// The stream of a config-described CLI, read through its `[workers.<name>.events]` field map.
+/// Each line stands alone.
+struct CustomStream {
+    map: EventMap,
+}
+
+impl StreamParser for CustomStream {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
         let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
             return Vec::new();
         };
-        let map = &self.def.events;
+        let map = &self.map;
         let mut events = Vec::new();
         if let Some(id) = text_at(&value, &map.session).filter(|s| !s.is_empty()) {
             events.push(WorkerEvent::Session { id });
@@ -306,53 +367,6 @@ impl Adapter for Custom {
             });
         }
         events
-    }
-
-    fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let mut text = String::new();
-        for event in evidence.events {
-            if let WorkerEvent::Error {
-                message, status, ..
-            } = event
-            {
-                text.push_str(message);
-                if let Some(s) = status {
-                    text.push_str(&format!(" {s}"));
-                }
-                text.push('\n');
-            }
-        }
-        text.push_str(evidence.stderr_tail);
-        let patterns = &self.def.errors;
-        for (pattern, kind) in [
-            (&patterns.auth, FailureKind::Auth),
-            (&patterns.rate_limited, FailureKind::RateLimited),
-            (&patterns.model_unavailable, FailureKind::ModelUnavailable),
-        ] {
-            let matches = pattern
-                .as_deref()
-                .and_then(|p| Regex::new(&format!("(?i){p}")).ok())
-                .is_some_and(|re| re.is_match(&text));
-            if matches {
-                return kind;
-            }
-        }
-        FailureKind::Other
-    }
-
-    fn can_resume(&self) -> bool {
-        !self.def.resume.is_empty()
-    }
-
-    fn models_invocation(&self, _req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        Err(AdapterError::Config(format!(
-            "{} is described in the config ([workers.{}]); it has no model listing",
-            self.name, self.name
-        )))
-    }
-
-    fn parse_models(&self, _stdout: &str) -> Vec<ModelInfo> {
-        Vec::new()
     }
 }
 
@@ -410,7 +424,8 @@ mod tests {
             name: "mycli".into(),
             def: def(),
         };
-        let events = c.parse_line(
+        let mut p = c.parser();
+        let events = p.parse_line(
             r#"{"type":"tool","name":"edit","input":{"path":"a\rb\nc"},"status":"ok"}"#,
         );
         assert!(
@@ -475,25 +490,26 @@ mod tests {
             name: "mycli".into(),
             def: def(),
         };
-        let ev = c.parse_line(r#"{"type":"message","session":"abc","content":"SUMMARY: hi"}"#);
+        let mut p = c.parser();
+        let ev = p.parse_line(r#"{"type":"message","session":"abc","content":"SUMMARY: hi"}"#);
         assert_eq!(ev.len(), 2);
         assert!(matches!(&ev[0], WorkerEvent::Session { id } if id == "abc"));
         assert!(matches!(&ev[1], WorkerEvent::Text { text, .. } if text == "SUMMARY: hi"));
-        let ev = c.parse_line(
+        let ev = p.parse_line(
             r#"{"type":"tool","name":"read","input":{"path":"a.rs"},"status":"denied"}"#,
         );
         assert!(
             matches!(&ev[0], WorkerEvent::ToolCall { name, summary, outcome: ToolOutcome::Denied, .. } if name == "read" && summary == "a.rs")
         );
-        let ev = c.parse_line(r#"{"type":"usage","in":100,"out":7,"usd":0.01}"#);
+        let ev = p.parse_line(r#"{"type":"usage","in":100,"out":7,"usd":0.01}"#);
         assert!(
             matches!(&ev[0], WorkerEvent::StepFinished { usage: Some(u), cost: Some(c), .. } if u.input == 100 && u.output == 7 && (*c - 0.01).abs() < 1e-9)
         );
         assert!(
-            c.parse_line(r#"{"type":"tool","name":"re"#).is_empty(),
+            p.parse_line(r#"{"type":"tool","name":"re"#).is_empty(),
             "a torn line yields nothing"
         );
-        assert!(c.parse_line("plain text banner").is_empty());
+        assert!(p.parse_line("plain text banner").is_empty());
     }
 
     #[test]

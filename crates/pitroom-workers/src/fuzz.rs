@@ -413,8 +413,9 @@ fn run_streams(lines: &[String]) -> Result<Vec<Vec<WorkerEvent>>, TestCaseError>
     let mut all = Vec::new();
     for (backend, adapter) in fresh_adapters() {
         let mut events = Vec::new();
+        let mut parser = adapter.parser();
         for line in lines {
-            let got = adapter.parse_line(line);
+            let got = parser.parse_line(line);
             check_events(&backend, line, &got)?;
             events.extend(got);
         }
@@ -450,7 +451,7 @@ proptest! {
         let torn = prefix(line, at.index(line.len().max(1)));
         prop_assume!(torn.len() < line.len());
         for (backend, adapter) in fresh_adapters() {
-            let events = adapter.parse_line(torn);
+            let events = adapter.parser().parse_line(torn);
             prop_assert!(events.is_empty(), "{}: {:?} -> {:?}", backend, torn, events);
         }
     }
@@ -517,8 +518,9 @@ proptest! {
             name: "fuzz".into(),
             def: WorkerDef::from_value("fuzz", &base).expect("pointers are strings"),
         };
+        let mut parser = custom.parser();
         for line in &lines {
-            check_events("custom", line, &custom.parse_line(line))?;
+            check_events("custom", line, &parser.parse_line(line))?;
         }
     }
 }

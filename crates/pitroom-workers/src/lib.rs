@@ -23,7 +23,8 @@ pub mod qwen;
 pub mod secret_files;
 
 pub use adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StateDirs,
+    parse_stream, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest,
+    LineByLine, ModelInfo, StateDirs, StreamParser,
 };
 pub use binary::{find_binary, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};
@@ -47,12 +48,12 @@ pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
     match backend {
         "opencode" => Some(Box::new(opencode::OpenCode)),
         "codex" => Some(Box::new(codex::Codex)),
-        "claude" => Some(Box::new(claude::Claude::default())),
-        "qwen" => Some(Box::new(qwen::Qwen::default())),
+        "claude" => Some(Box::new(claude::Claude)),
+        "qwen" => Some(Box::new(qwen::Qwen)),
         "kilo" => Some(Box::new(kilo::Kilo)),
-        "gemini" => Some(Box::new(gemini::Gemini::default())),
-        "cursor" => Some(Box::new(cursor::Cursor::default())),
-        "antigravity" => Some(Box::new(antigravity::Antigravity::default())),
+        "gemini" => Some(Box::new(gemini::Gemini)),
+        "cursor" => Some(Box::new(cursor::Cursor)),
+        "antigravity" => Some(Box::new(antigravity::Antigravity)),
         _ => None,
     }
 }

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pitroom_proc::{spawn_keeper, KeeperSpec};
-use pitroom_workers::{Adapter, ToolOutcome, WorkerEvent};
+use pitroom_workers::{Adapter, StreamParser, ToolOutcome, WorkerEvent};
 
 use super::launch::GRACE;
 use super::paths::project_relative;
@@ -70,6 +70,8 @@ impl Engine {
             .append(true)
             .open(run_dir.join(EVENTS_LOG))
             .map_err(io("creating events.jsonl"))?;
+        // One parser per attempt: each attempt is a fresh stream of the CLI.
+        let mut parser = adapter.parser();
         let mut keeper =
             spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
         let lines = read_lines(keeper.stdout.take());
@@ -87,7 +89,7 @@ impl Engine {
                     let text = String::from_utf8_lossy(&line);
                     let logged = log_line(&mut events_file, &stream.redact(&text));
                     stream.note_storage(logged, &run_dir.join(EVENTS_LOG));
-                    absorb_line(stream, adapter, &text, record);
+                    absorb_line(stream, parser.as_mut(), &text, record);
                     // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
                     if let Some(error) = adapter.retry_signal(&text) {
                         stream.retry_errors += 1;
@@ -154,7 +156,7 @@ impl Engine {
             let text = String::from_utf8_lossy(&line);
             let logged = log_line(&mut events_file, &stream.redact(&text));
             stream.note_storage(logged, &run_dir.join(EVENTS_LOG));
-            absorb_line(stream, adapter, &text, record);
+            absorb_line(stream, parser.as_mut(), &text, record);
         }
         // What the CLI wrote to stderr after the last poll (Codex logs refused commands there).
         stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
@@ -435,8 +437,13 @@ fn follow_stderr(stream: &mut Stream, adapter: &dyn Adapter, line: &str, record:
 
 /// One stdout line of the worker: its events, and whether a tool result in it reads like a
 /// write the sandbox refused (a denied write leaves no other trace).
-fn absorb_line(stream: &mut Stream, adapter: &dyn Adapter, text: &str, record: &mut RunRecord) {
-    let events = adapter.parse_line(text);
+fn absorb_line(
+    stream: &mut Stream,
+    parser: &mut dyn StreamParser,
+    text: &str,
+    record: &mut RunRecord,
+) {
+    let events = parser.parse_line(text);
     let is_tool_result = events
         .iter()
         .any(|e| matches!(e, WorkerEvent::ToolCall { .. }));

@@ -22,18 +22,16 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
 };
 use crate::events::{FailureKind, WorkerEvent};
 use crate::find_binary;
 use crate::qwen::settings::{launch_with_files, SettingsFile};
 pub use parse::AntigravityStream;
 
-/// The Antigravity CLI adapter; each run gets its own value (the parser keeps per-stream state).
+/// The Antigravity CLI adapter (each run's stream gets its own [`AntigravityStream`]).
 #[derive(Debug, Default)]
-pub struct Antigravity {
-    stream: AntigravityStream,
-}
+pub struct Antigravity;
 
 const PROGRAM: &str = "agy";
 /// The private home inside the shared per-backend state dir (conversations persist there).
@@ -143,8 +141,8 @@ impl Adapter for Antigravity {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        self.stream.parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(AntigravityStream::default())
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
@@ -186,31 +184,22 @@ impl Adapter for Antigravity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapter::StateDirs;
+
     use crate::events::Mode;
     use std::process::Command;
 
     fn request(mode: Mode, bin: &str) -> InvocationRequest {
         InvocationRequest {
-            mode,
             model: Some("Gemini 3.5 Flash".into()),
-            effort: None,
-            web: false,
-            workdir: "/w".into(),
-            dirs: StateDirs {
-                shared: "/s".into(),
-                scratch: "/t".into(),
-            },
             resume_session: Some("conv-1".into()),
-            title: "t".into(),
-            env: vec![("PITROOM_ANTIGRAVITY_BIN".into(), bin.into())],
+            ..InvocationRequest::for_test(mode, vec![("PITROOM_ANTIGRAVITY_BIN", bin.into())])
         }
     }
 
     #[test]
     fn edit_modes_are_refused_with_the_reason() {
         for mode in [Mode::Write, Mode::Isolate] {
-            match Antigravity::default().invocation(&request(mode, "/bin/true")) {
+            match Antigravity.invocation(&request(mode, "/bin/true")) {
                 Err(AdapterError::ModeUnsupported { why, .. }) => {
                     assert!(why.contains("always-proceed"), "{why}")
                 }
@@ -243,7 +232,7 @@ mod tests {
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut req = request(Mode::Read, &fake.display().to_string());
         req.dirs.shared = dir.path().join("shared");
-        let inv = Antigravity::default().invocation(&req).unwrap();
+        let inv = Antigravity.invocation(&req).unwrap();
         let out = Command::new(&inv.program)
             .args(&inv.args)
             .envs(inv.env.iter().map(|(k, v)| (k, v)))
@@ -269,7 +258,7 @@ mod tests {
     #[test]
     fn a_sign_in_failure_is_auth_and_a_quota_is_rate_limited() {
         let kind = |stderr: &str| {
-            Antigravity::default().classify(&FailureEvidence {
+            Antigravity.classify(&FailureEvidence {
                 events: &[],
                 stderr_tail: stderr,
                 exit_code: Some(1),

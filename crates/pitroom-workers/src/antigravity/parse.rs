@@ -11,10 +11,9 @@
 //!
 //! Unproven: built from documentation and published captures, not a recorded run here.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
 use serde_json::Value;
 
+use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::qwen::parse::{one_line, summarize_input};
 
@@ -33,31 +32,27 @@ struct State {
 /// Parses one stream.
 #[derive(Debug, Default)]
 pub struct AntigravityStream {
-    state: Mutex<State>,
+    state: State,
 }
 
-impl AntigravityStream {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+impl StreamParser for AntigravityStream {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
         let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
             return Vec::new();
         };
-        let mut state = self.state();
+        let state = &mut self.state;
         match str_at(&value, &["event"]) {
             Some("init") => {
-                let mut events: Vec<WorkerEvent> = flush(&mut state).into_iter().collect();
+                let mut events: Vec<WorkerEvent> = flush(state).into_iter().collect();
                 events.extend(init(&value));
                 events
             }
             Some("step_update") => match value.get("step_update") {
-                Some(step) => step_update(&mut state, step),
+                Some(step) => step_update(state, step),
                 None => Vec::new(),
             },
             Some("result") => {
-                let mut events: Vec<WorkerEvent> = flush(&mut state).into_iter().collect();
+                let mut events: Vec<WorkerEvent> = flush(state).into_iter().collect();
                 events.extend(result(value.get("result").unwrap_or(&Value::Null)));
                 events
             }
@@ -221,7 +216,7 @@ mod tests {
 
     #[test]
     fn response_deltas_become_one_text_when_the_step_is_done() {
-        let s = AntigravityStream::default();
+        let mut s = AntigravityStream::default();
         assert!(s
             .parse_line(r#"{"event":"step_update","step_update":{"step_index":2,"state":"ACTIVE","step_type":"agent_response","text_delta":"The fun"}}"#)
             .is_empty());
@@ -237,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_tool_step_is_reported_once_when_done_and_a_permission_error_is_a_denial() {
-        let s = AntigravityStream::default();
+        let mut s = AntigravityStream::default();
         assert!(s
             .parse_line(r#"{"event":"step_update","step_update":{"step_index":3,"state":"ACTIVE","step_type":"tool","tool_name":"view_file","tool_info":{"name":"view_file","parameters":{"AbsolutePath":"/w/a.rs"}}}}"#)
             .is_empty());
@@ -250,7 +245,7 @@ mod tests {
 
     #[test]
     fn the_result_carries_the_turns_usage_and_a_failed_result_is_an_error() {
-        let s = AntigravityStream::default();
+        let mut s = AntigravityStream::default();
         let e = s.parse_line(r#"{"event":"result","result":{"status":"SUCCESS","response":"ok","usage":{"input_tokens":900,"output_tokens":60,"thinking_tokens":20,"cache_read_tokens":800}}}"#);
         assert_eq!(
             e,
@@ -281,7 +276,7 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        let s = AntigravityStream::default();
+        let mut s = AntigravityStream::default();
         for line in [
             "",
             "AGY_ERROR: something",

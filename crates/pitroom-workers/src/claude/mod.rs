@@ -14,12 +14,11 @@ mod profile;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
 };
-use crate::events::{FailureKind, WorkerEvent};
+use crate::events::FailureKind;
 use crate::find_binary;
 
 pub use profile::{permissions, tools};
@@ -30,12 +29,10 @@ pub const EFFORTS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
 /// The model aliases Claude Code resolves itself; it has no command that lists models.
 const MODEL_ALIASES: &[&str] = &["opus", "sonnet", "haiku"];
 
-/// The Claude Code adapter. It remembers tool calls until their results arrive, so one value
-/// parses one run's stream.
+/// The Claude Code adapter (each run's stream gets its own parser, which remembers tool calls
+/// until their results arrive).
 #[derive(Debug, Default)]
-pub struct Claude {
-    calls: Mutex<parse::Calls>,
-}
+pub struct Claude;
 
 /// Claude Code's config dir inside the shared per-backend directory: sessions live there, so
 /// `--continue` (`--resume`) finds them.
@@ -131,11 +128,8 @@ impl Adapter for Claude {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        self.calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(parse::Calls::default())
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 
 /// Tools whose successful call edits the file in `file_path` (`notebook_path`).
@@ -34,8 +35,8 @@ pub struct Calls {
     api_error_seen: bool,
 }
 
-impl Calls {
-    pub fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
+impl StreamParser for Calls {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
         let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
             return Vec::new();
         };
@@ -55,7 +56,9 @@ impl Calls {
             _ => Vec::new(),
         }
     }
+}
 
+impl Calls {
     fn assistant(&mut self, value: &Value) -> Vec<WorkerEvent> {
         let message = &value["message"];
         let blocks = message["content"].as_array().cloned().unwrap_or_default();

@@ -154,23 +154,9 @@ mod tests {
             }
         }
     }
-    use crate::adapter::StateDirs;
 
     fn request(mode: Mode, home: &std::path::Path) -> InvocationRequest {
-        InvocationRequest {
-            mode,
-            model: None,
-            effort: None,
-            web: false,
-            workdir: "/w".into(),
-            dirs: StateDirs {
-                shared: "/s".into(),
-                scratch: "/t".into(),
-            },
-            resume_session: None,
-            title: "t".into(),
-            env: vec![("HOME".into(), home.display().to_string())],
-        }
+        InvocationRequest::for_test(mode, vec![("HOME", home.display().to_string())])
     }
 
     #[test]

@@ -16,7 +16,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
+    StreamParser,
 };
 use crate::events::{FailureKind, ToolOutcome, WorkerEvent};
 use crate::find_binary;
@@ -164,8 +165,8 @@ impl Adapter for Codex {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        parse::parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(LineByLine(parse::parse_line))
     }
 
     /// Codex's built-in providers (`openai`) cannot have their retries capped (a

@@ -18,18 +18,16 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
 };
 use crate::events::{FailureKind, Mode, WorkerEvent};
 use crate::find_binary;
 use crate::qwen::settings::{launch_with_files, SettingsFile};
 pub use parse::CursorStream;
 
-/// The Cursor CLI adapter; each run gets its own value (the parser keeps per-stream state).
+/// The Cursor CLI adapter (each run's stream gets its own [`CursorStream`]).
 #[derive(Debug, Default)]
-pub struct Cursor {
-    stream: CursorStream,
-}
+pub struct Cursor;
 
 const PROGRAM: &str = "cursor-agent";
 /// The private home inside the shared per-backend state dir (sessions persist there).
@@ -222,8 +220,8 @@ impl Adapter for Cursor {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        self.stream.parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(CursorStream::default())
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
@@ -300,27 +298,13 @@ mod tests {
             }
         }
     }
-    use crate::adapter::StateDirs;
+
     use crate::qwen::settings::cli_args;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env: Vec<(String, String)> =
-            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        env.push(("PITROOM_CURSOR_BIN".into(), "/bin/true".into()));
-        InvocationRequest {
-            mode,
-            model: None,
-            effort: None,
-            web: false,
-            workdir: "/w".into(),
-            dirs: StateDirs {
-                shared: "/s".into(),
-                scratch: "/t".into(),
-            },
-            resume_session: None,
-            title: "t".into(),
-            env,
-        }
+        let mut env = env;
+        env.push(("PITROOM_CURSOR_BIN", "/bin/true".into()));
+        InvocationRequest::for_test(mode, env)
     }
 
     fn args(inv: &Invocation) -> Vec<String> {
@@ -357,14 +341,10 @@ mod tests {
                 "{token} missing from {deny:?}"
             );
         }
-        let inv = Cursor::default()
-            .invocation(&request(Mode::Read, vec![]))
-            .unwrap();
+        let inv = Cursor.invocation(&request(Mode::Read, vec![])).unwrap();
         let a = args(&inv);
         assert!(a.windows(2).any(|w| w == ["--mode", "ask"]), "{a:?}");
-        let inv = Cursor::default()
-            .invocation(&request(Mode::Write, vec![]))
-            .unwrap();
+        let inv = Cursor.invocation(&request(Mode::Write, vec![])).unwrap();
         assert!(!args(&inv).iter().any(|a| a == "--mode"));
     }
 
@@ -386,7 +366,7 @@ mod tests {
         req.env
             .push(("PITROOM_CURSOR_BIN".into(), fake.display().to_string()));
         req.dirs.shared = dir.path().join("shared");
-        let inv = Cursor::default().invocation(&req).unwrap();
+        let inv = Cursor.invocation(&req).unwrap();
         let mut child = std::process::Command::new(&inv.program)
             .args(&inv.args)
             .envs(inv.env.iter().map(|(k, v)| (k, v)))
@@ -417,7 +397,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(".config/cursor")).unwrap();
         std::fs::write(dir.path().join(".config/cursor/auth.json"), "{}").unwrap();
         let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
-        let inv = Cursor::default().invocation(&req).unwrap();
+        let inv = Cursor.invocation(&req).unwrap();
         assert_eq!(
             inv.links,
             vec![(
@@ -436,7 +416,7 @@ mod tests {
     #[test]
     fn failures_classify_from_cursors_texts() {
         let kind = |stderr: &str| {
-            Cursor::default().classify(&FailureEvidence {
+            Cursor.classify(&FailureEvidence {
                 events: &[],
                 stderr_tail: stderr,
                 exit_code: Some(1),
@@ -459,7 +439,7 @@ mod tests {
 
     #[test]
     fn model_lines_are_read_and_headers_skipped() {
-        let models = Cursor::default().parse_models(
+        let models = Cursor.parse_models(
             "Available models\n\nauto - Auto\ngpt-5 - GPT-5 (current)\nTip: use --model\n",
         );
         let ids: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();

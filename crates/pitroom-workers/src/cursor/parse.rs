@@ -9,10 +9,10 @@
 //! Unproven: built from the documentation, not from a recorded run of the real CLI.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
+use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, WorkerEvent};
 use crate::qwen::parse::{one_line, summarize_input};
 
@@ -33,15 +33,11 @@ struct State {
 /// Parses one stream.
 #[derive(Debug, Default)]
 pub struct CursorStream {
-    state: Mutex<State>,
+    state: State,
 }
 
-impl CursorStream {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+impl StreamParser for CursorStream {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
         let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
             return Vec::new();
         };
@@ -53,8 +49,10 @@ impl CursorStream {
             _ => Vec::new(),
         }
     }
+}
 
-    fn assistant(&self, value: &Value) -> Vec<WorkerEvent> {
+impl CursorStream {
+    fn assistant(&mut self, value: &Value) -> Vec<WorkerEvent> {
         let text: String = value
             .pointer("/message/content")
             .and_then(Value::as_array)
@@ -66,7 +64,7 @@ impl CursorStream {
         if text.is_empty() {
             return Vec::new();
         }
-        let mut state = self.state();
+        let state = &mut self.state;
         state.messages += 1;
         vec![WorkerEvent::Text {
             message: Some(format!("assistant-{}", state.messages)),
@@ -74,12 +72,12 @@ impl CursorStream {
         }]
     }
 
-    fn tool_call(&self, value: &Value) -> Vec<WorkerEvent> {
+    fn tool_call(&mut self, value: &Value) -> Vec<WorkerEvent> {
         let (Some(id), Some((name, call))) = (str_at(value, &["call_id"]), tool_of(value)) else {
             return Vec::new();
         };
         let args = call.get("args").cloned().unwrap_or(Value::Null);
-        let mut state = self.state();
+        let state = &mut self.state;
         match str_at(value, &["subtype"]) {
             Some("started") => {
                 state.pending.insert(id.to_string(), (name, args));
@@ -197,7 +195,7 @@ mod tests {
 
     #[test]
     fn init_gives_the_session_the_model_and_a_started_step() {
-        let s = CursorStream::default();
+        let mut s = CursorStream::default();
         let e = s.parse_line(r#"{"type":"system","subtype":"init","apiKeySource":"login","cwd":"/w","session_id":"c6b6","model":"Auto","permissionMode":"default"}"#);
         assert_eq!(
             e,
@@ -222,7 +220,7 @@ mod tests {
 
     #[test]
     fn a_completed_call_is_named_by_its_started_args_and_a_write_names_its_file() {
-        let s = CursorStream::default();
+        let mut s = CursorStream::default();
         assert!(s
             .parse_line(r#"{"type":"tool_call","subtype":"started","call_id":"t1","tool_call":{"writeToolCall":{"args":{"path":"a.txt","fileText":"x"}}}}"#)
             .is_empty());
@@ -235,7 +233,7 @@ mod tests {
 
     #[test]
     fn a_refused_call_is_denied_and_a_failed_command_is_failed() {
-        let s = CursorStream::default();
+        let mut s = CursorStream::default();
         let e = s.parse_line(r#"{"type":"tool_call","subtype":"completed","call_id":"t2","tool_call":{"shellToolCall":{"args":{"command":"git push"},"result":{"rejected":{"command":"git push","reason":"denied by permissions"}}}}}"#);
         assert!(
             matches!(
@@ -257,7 +255,7 @@ mod tests {
 
     #[test]
     fn a_successful_result_ends_the_step_without_usage_and_an_error_result_is_an_error() {
-        let s = CursorStream::default();
+        let mut s = CursorStream::default();
         assert_eq!(
             s.parse_line(r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":1,"result":"ok","session_id":"c"}"#),
             vec![WorkerEvent::StepFinished {
@@ -272,7 +270,7 @@ mod tests {
 
     #[test]
     fn garbage_torn_echoes_and_unknown_lines_yield_nothing() {
-        let s = CursorStream::default();
+        let mut s = CursorStream::default();
         for line in [
             "",
             "T: Cannot use this model",

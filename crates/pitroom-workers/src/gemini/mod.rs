@@ -18,18 +18,16 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
 };
-use crate::events::{FailureKind, Mode, WorkerEvent};
+use crate::events::{FailureKind, Mode};
 use crate::find_binary;
 use crate::qwen::settings::{launch_with_files, merge, read_json_object, SettingsFile};
 pub use parse::GeminiStream;
 
-/// The Gemini CLI adapter; each run gets its own value (the parser keeps per-stream state).
+/// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).
 #[derive(Debug, Default)]
-pub struct Gemini {
-    stream: GeminiStream,
-}
+pub struct Gemini;
 
 /// `GEMINI_CLI_HOME` inside the shared per-backend state dir (the CLI adds `.gemini/`).
 const HOME_DIR: &str = "gemini-home";
@@ -265,8 +263,8 @@ impl Adapter for Gemini {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        self.stream.parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(GeminiStream::default())
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
@@ -322,29 +320,11 @@ impl Adapter for Gemini {
         if !ids.iter().any(|i| i == "auto") {
             ids.push("auto".into());
         }
-        let mut args: Vec<OsString> =
-            vec!["-c".into(), "printf '%s\\n' \"$@\"".into(), "models".into()];
-        args.extend(ids.into_iter().map(OsString::from));
-        Ok(Invocation {
-            program: PathBuf::from("/bin/sh"),
-            args,
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            notes: Vec::new(),
-            links: Vec::new(),
-        })
+        Ok(Invocation::printing_models(ids))
     }
 
     fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
-        stdout
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
-            .collect()
+        ModelInfo::lines(stdout)
     }
 }
 
@@ -381,26 +361,11 @@ mod tests {
             });
         }
     }
-    use crate::adapter::StateDirs;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env: Vec<(String, String)> =
-            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        env.push(("PITROOM_GEMINI_BIN".into(), "/bin/true".into()));
-        InvocationRequest {
-            mode,
-            model: None,
-            effort: None,
-            web: false,
-            workdir: "/w".into(),
-            dirs: StateDirs {
-                shared: "/s".into(),
-                scratch: "/t".into(),
-            },
-            resume_session: None,
-            title: "t".into(),
-            env,
-        }
+        let mut env = env;
+        env.push(("PITROOM_GEMINI_BIN", "/bin/true".into()));
+        InvocationRequest::for_test(mode, env)
     }
 
     fn file_content(inv: &Invocation, var: &str) -> String {
@@ -438,7 +403,7 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
         let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
-        let inv = Gemini::default().invocation(&req).unwrap();
+        let inv = Gemini.invocation(&req).unwrap();
         let s: Value = serde_json::from_str(&file_content(&inv, SETTINGS_VAR)).unwrap();
         assert_eq!(s["security"]["auth"]["selectedType"], "oauth-personal");
         assert_eq!(s["privacy"]["usageStatisticsEnabled"], false);
@@ -462,14 +427,14 @@ mod tests {
                 ("GEMINI_API_KEY", "k".into()),
             ],
         );
-        let inv = Gemini::default().invocation(&req).unwrap();
+        let inv = Gemini.invocation(&req).unwrap();
         let s: Value = serde_json::from_str(&file_content(&inv, SETTINGS_VAR)).unwrap();
         assert_eq!(s["security"]["auth"]["selectedType"], "gemini-api-key");
     }
 
     #[test]
     fn exit_codes_that_are_http_statuses_classify_when_the_text_does_not() {
-        let g = Gemini::default();
+        let g = Gemini;
         let kind = |code| {
             g.classify(&FailureEvidence {
                 events: &[],
@@ -484,7 +449,7 @@ mod tests {
 
     #[test]
     fn attempt_lines_on_stderr_are_retry_signals() {
-        let g = Gemini::default();
+        let g = Gemini;
         assert_eq!(
             g.retry_signal("Attempt 1 failed: Resource has been exhausted (e.g. check quota).. Retrying after 5720ms...")
                 .as_deref(),

@@ -7,10 +7,10 @@
 //! non-text event). A tool result names only its call id, so calls are remembered until then.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
+use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::qwen::parse::{one_line, summarize_input};
 
@@ -36,22 +36,18 @@ struct State {
 /// Parses one stream.
 #[derive(Debug, Default)]
 pub struct GeminiStream {
-    state: Mutex<State>,
+    state: State,
 }
 
-impl GeminiStream {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+impl StreamParser for GeminiStream {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
         let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
             return Vec::new();
         };
         let Some(kind) = value.get("type").and_then(Value::as_str) else {
             return Vec::new();
         };
-        let mut state = self.state();
+        let state = &mut self.state;
         if kind == "message" {
             if str_at(&value, &["role"]) == Some("assistant") {
                 state
@@ -63,7 +59,7 @@ impl GeminiStream {
         if !ENDS_A_MESSAGE.contains(&kind) {
             return Vec::new();
         }
-        let mut events: Vec<WorkerEvent> = flush_text(&mut state).into_iter().collect();
+        let mut events: Vec<WorkerEvent> = flush_text(state).into_iter().collect();
         match kind {
             "init" => {
                 if let Some(id) = str_at(&value, &["session_id"]) {
@@ -82,7 +78,7 @@ impl GeminiStream {
                         .insert(id.to_string(), (name.to_string(), params));
                 }
             }
-            "tool_result" => events.push(tool_call(&mut state, &value)),
+            "tool_result" => events.push(tool_call(state, &value)),
             "error" if str_at(&value, &["severity"]) != Some("warning") => {
                 events.push(error(str_at(&value, &["message"]).unwrap_or("error")));
             }
@@ -206,7 +202,7 @@ mod tests {
 
     #[test]
     fn assistant_chunks_become_one_text_when_the_message_ends() {
-        let s = GeminiStream::default();
+        let mut s = GeminiStream::default();
         assert!(s
             .parse_line(r#"{"type":"message","role":"assistant","content":"The fun","delta":true}"#)
             .is_empty());
@@ -238,7 +234,7 @@ mod tests {
 
     #[test]
     fn policy_refusals_are_denied_and_successful_writes_name_their_file() {
-        let s = GeminiStream::default();
+        let mut s = GeminiStream::default();
         s.parse_line(r#"{"type":"tool_use","tool_name":"write_file","tool_id":"write_file__1","parameters":{"file_path":"/r/N.txt","content":"x"}}"#);
         let e = s.parse_line(r#"{"type":"tool_result","tool_id":"write_file__1","status":"error","error":{"type":"tool_not_registered","message":"Tool \"write_file\" not found."}}"#);
         assert!(
@@ -255,7 +251,7 @@ mod tests {
 
     #[test]
     fn a_failed_result_is_an_error_with_the_api_status() {
-        let s = GeminiStream::default();
+        let mut s = GeminiStream::default();
         let e = s.parse_line(r#"{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":500,\"message\":\"An internal error has occurred.\",\"status\":\"INTERNAL\"}}]"},"stats":{"total_tokens":0}}"#);
         assert!(
             matches!(
@@ -271,7 +267,7 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        let s = GeminiStream::default();
+        let mut s = GeminiStream::default();
         for line in [
             "",
             "Warning: Basic terminal detected (TERM=dumb)",

@@ -14,9 +14,10 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
+    StreamParser,
 };
-use crate::events::{FailureKind, WorkerEvent};
+use crate::events::FailureKind;
 use crate::find_binary;
 use crate::opencode::config::{
     agent_name, merge, parse_jsonc, permission_profile, read_jsonc_file,
@@ -225,8 +226,8 @@ impl Adapter for Kilo {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        crate::opencode::parse::parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(LineByLine(crate::opencode::parse::parse_line))
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
@@ -267,27 +268,13 @@ impl Adapter for Kilo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapter::StateDirs;
+
     use crate::events::Mode;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env: Vec<(String, String)> =
-            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        env.push(("PITROOM_KILO_BIN".into(), "/bin/true".into()));
-        InvocationRequest {
-            mode,
-            model: None,
-            effort: None,
-            web: false,
-            workdir: "/w".into(),
-            dirs: StateDirs {
-                shared: "/s".into(),
-                scratch: "/t".into(),
-            },
-            resume_session: None,
-            title: "t".into(),
-            env,
-        }
+        let mut env = env;
+        env.push(("PITROOM_KILO_BIN", "/bin/true".into()));
+        InvocationRequest::for_test(mode, env)
     }
 
     fn env_of<'a>(inv: &'a Invocation, key: &str) -> Option<&'a OsString> {

@@ -264,23 +264,9 @@ mod tests {
             }
         }
     }
-    use crate::adapter::StateDirs;
 
     fn request(env: Vec<(&str, String)>, mode: Mode) -> InvocationRequest {
-        InvocationRequest {
-            mode,
-            model: None,
-            effort: None,
-            web: false,
-            workdir: "/w".into(),
-            dirs: StateDirs {
-                shared: "/s".into(),
-                scratch: "/t".into(),
-            },
-            resume_session: None,
-            title: "t".into(),
-            env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        }
+        InvocationRequest::for_test(mode, env)
     }
 
     #[test]

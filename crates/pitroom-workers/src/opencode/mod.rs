@@ -13,9 +13,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
+    StreamParser,
 };
-use crate::events::{FailureKind, WorkerEvent};
+use crate::events::FailureKind;
 use crate::find_binary;
 
 pub use config::{permission_profile, worker_config};
@@ -167,8 +168,8 @@ impl Adapter for OpenCode {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        parse::parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(LineByLine(parse::parse_line))
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {

@@ -22,19 +22,16 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
 };
-use crate::events::{FailureKind, Mode, WorkerEvent};
+use crate::events::{FailureKind, Mode};
 use crate::find_binary;
 pub use parse::QwenStream;
 use settings::{launch_with_files, merge, read_json_object, SettingsFile};
 
-/// The Qwen Code adapter. It keeps per-stream state (tool calls awaiting their results), so
-/// each run gets its own value.
+/// The Qwen Code adapter (each run's stream gets its own [`QwenStream`]).
 #[derive(Debug, Default)]
-pub struct Qwen {
-    stream: QwenStream,
-}
+pub struct Qwen;
 
 /// Qwen's home (settings, sessions) inside the shared per-backend state dir.
 const HOME_DIR: &str = "qwen-home";
@@ -245,8 +242,8 @@ impl Adapter for Qwen {
         })
     }
 
-    fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
-        self.stream.parse_line(line)
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(QwenStream::default())
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
@@ -304,29 +301,11 @@ impl Adapter for Qwen {
                 }
             }
         }
-        let mut args: Vec<OsString> =
-            vec!["-c".into(), "printf '%s\\n' \"$@\"".into(), "models".into()];
-        args.extend(ids.into_iter().map(OsString::from));
-        Ok(Invocation {
-            program: PathBuf::from("/bin/sh"),
-            args,
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            notes: Vec::new(),
-            links: Vec::new(),
-        })
+        Ok(Invocation::printing_models(ids))
     }
 
     fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
-        stdout
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
-            .collect()
+        ModelInfo::lines(stdout)
     }
 }
 
@@ -344,26 +323,11 @@ mod tests {
             });
         }
     }
-    use crate::adapter::StateDirs;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env: Vec<(String, String)> =
-            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        env.push(("PITROOM_QWEN_BIN".into(), "/bin/true".into()));
-        InvocationRequest {
-            mode,
-            model: None,
-            effort: None,
-            web: false,
-            workdir: "/w".into(),
-            dirs: StateDirs {
-                shared: "/s".into(),
-                scratch: "/t".into(),
-            },
-            resume_session: None,
-            title: "t".into(),
-            env,
-        }
+        let mut env = env;
+        env.push(("PITROOM_QWEN_BIN", "/bin/true".into()));
+        InvocationRequest::for_test(mode, env)
     }
 
     fn cli(inv: &Invocation) -> Vec<String> {
@@ -384,15 +348,11 @@ mod tests {
 
     #[test]
     fn read_mode_denies_edits_and_write_mode_auto_approves_them() {
-        let read = Qwen::default()
-            .invocation(&request(Mode::Read, vec![]))
-            .unwrap();
+        let read = Qwen.invocation(&request(Mode::Read, vec![])).unwrap();
         let args = cli(&read);
         assert!(args.windows(2).any(|w| w == ["--approval-mode", "default"]));
         assert!(args.contains(&"write_file".to_string()) && args.contains(&"edit".to_string()));
-        let write = Qwen::default()
-            .invocation(&request(Mode::Write, vec![]))
-            .unwrap();
+        let write = Qwen.invocation(&request(Mode::Write, vec![])).unwrap();
         let args = cli(&write);
         assert!(args
             .windows(2)
@@ -416,7 +376,7 @@ mod tests {
             Mode::Write,
             vec![("QWEN_HOME", dir.path().display().to_string())],
         );
-        let s = settings_of(&Qwen::default().invocation(&req).unwrap());
+        let s = settings_of(&Qwen.invocation(&req).unwrap());
         assert_eq!(s["security"]["auth"]["selectedType"], "openai");
         assert_eq!(s["modelProviders"]["openai"][0]["id"], "m1");
         assert_eq!(s["privacy"]["usageStatisticsEnabled"], false);
@@ -442,7 +402,7 @@ mod tests {
                 ("QWEN_HOME", dir.path().display().to_string()),
             ],
         );
-        let inv = Qwen::default().invocation(&req).unwrap();
+        let inv = Qwen.invocation(&req).unwrap();
         assert!(inv
             .env
             .iter()
@@ -464,9 +424,7 @@ mod tests {
 
     #[test]
     fn a_new_run_names_its_session_and_follows_that_sessions_debug_log() {
-        let inv = Qwen::default()
-            .invocation(&request(Mode::Read, vec![]))
-            .unwrap();
+        let inv = Qwen.invocation(&request(Mode::Read, vec![])).unwrap();
         let args = cli(&inv);
         let at = args
             .iter()
@@ -480,14 +438,14 @@ mod tests {
             .any(|(k, v)| k == retries::DEBUG_LOG_VAR && v == "1"));
         let mut req = request(Mode::Read, vec![]);
         req.resume_session = Some("abc".into());
-        let args = cli(&Qwen::default().invocation(&req).unwrap());
+        let args = cli(&Qwen.invocation(&req).unwrap());
         assert!(!args.contains(&"--session-id".to_string()));
         assert!(args.contains(&"/s/qwen-home/debug/abc.txt".to_string()));
     }
 
     #[test]
     fn retry_lines_on_stderr_are_signals() {
-        let q = Qwen::default();
+        let q = Qwen;
         assert_eq!(
             q.retry_signal(
                 "Retrying in 1s (attempt 1/1): [API Error: 429 Rate limit reached for requests.]"

@@ -7,10 +7,10 @@
 //! until its result arrives.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
+use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 
 /// Tools whose successful call edits the file named in `file_path`.
@@ -31,11 +31,11 @@ const API_ERROR: &str = "[API Error:";
 /// Parses one stream; keeps the calls whose results are still to come.
 #[derive(Debug, Default)]
 pub struct QwenStream {
-    pending: Mutex<HashMap<String, (String, Value)>>,
+    pending: HashMap<String, (String, Value)>,
 }
 
-impl QwenStream {
-    pub fn parse_line(&self, line: &str) -> Vec<WorkerEvent> {
+impl StreamParser for QwenStream {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
         let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
             return Vec::new();
         };
@@ -47,8 +47,10 @@ impl QwenStream {
             _ => Vec::new(),
         }
     }
+}
 
-    fn assistant(&self, value: &Value) -> Vec<WorkerEvent> {
+impl QwenStream {
+    fn assistant(&mut self, value: &Value) -> Vec<WorkerEvent> {
         let message = value.get("message").unwrap_or(&Value::Null);
         let id = str_at(message, &["id"]).map(str::to_string);
         let mut events = Vec::new();
@@ -83,18 +85,16 @@ impl QwenStream {
         events
     }
 
-    fn remember_call(&self, block: &Value) {
+    fn remember_call(&mut self, block: &Value) {
         let (Some(id), Some(name)) = (str_at(block, &["id"]), str_at(block, &["name"])) else {
             return;
         };
         let input = block.get("input").cloned().unwrap_or(Value::Null);
         self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(id.to_string(), (name.to_string(), input));
     }
 
-    fn tool_results(&self, value: &Value) -> Vec<WorkerEvent> {
+    fn tool_results(&mut self, value: &Value) -> Vec<WorkerEvent> {
         let message = value.get("message").unwrap_or(&Value::Null);
         blocks(message)
             .filter(|b| str_at(b, &["type"]) == Some("tool_result"))
@@ -102,13 +102,8 @@ impl QwenStream {
             .collect()
     }
 
-    fn tool_call(&self, result: &Value) -> WorkerEvent {
-        let call = str_at(result, &["tool_use_id"]).and_then(|id| {
-            self.pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(id)
-        });
+    fn tool_call(&mut self, result: &Value) -> WorkerEvent {
+        let call = str_at(result, &["tool_use_id"]).and_then(|id| self.pending.remove(id));
         let (name, input) = call.unwrap_or_else(|| ("unknown".to_string(), Value::Null));
         let is_error = result
             .get("is_error")
@@ -278,14 +273,14 @@ mod tests {
 
     #[test]
     fn init_gives_the_session() {
-        let s = QwenStream::default();
+        let mut s = QwenStream::default();
         let e = s.parse_line(r#"{"type":"system","subtype":"init","session_id":"abc","cwd":"/r"}"#);
         assert_eq!(e[0], WorkerEvent::Session { id: "abc".into() });
     }
 
     #[test]
     fn a_tool_result_is_reported_under_the_name_and_input_of_its_call() {
-        let s = QwenStream::default();
+        let mut s = QwenStream::default();
         let call = s.parse_line(
             r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"c1","name":"write_file","input":{"file_path":"/r/a.txt","content":"x"}}],"stop_reason":"tool_use","usage":{"input_tokens":120,"output_tokens":7,"cache_read_input_tokens":50}}}"#,
         );
@@ -320,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_declined_permission_is_denied_not_failed() {
-        let s = QwenStream::default();
+        let mut s = QwenStream::default();
         s.parse_line(r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c","name":"write_file","input":{"file_path":"/r/N"}}]}}"#);
         let e = s.parse_line(
             r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c","is_error":true,"content":"Qwen Code requires permission to use \"write_file\", but that permission was declined. Matching deny rule: \"edit\"."}]}}"#,
@@ -337,7 +332,7 @@ mod tests {
 
     #[test]
     fn api_error_text_is_an_error_with_its_status_not_an_answer() {
-        let s = QwenStream::default();
+        let mut s = QwenStream::default();
         let e = s.parse_line(
             r#"{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"[API Error: 429 Rate limit reached for requests. Please try again in 1s.]\nPossible quota limitations in place."}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
         );
@@ -354,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_failed_result_is_an_error_and_a_successful_one_adds_nothing() {
-        let s = QwenStream::default();
+        let mut s = QwenStream::default();
         let e = s.parse_line(
             r#"{"type":"result","subtype":"error_during_execution","is_error":true,"error":{"message":"[API Error: 404 The model `x` does not exist or you do not have access to it.]"}}"#,
         );
@@ -371,7 +366,7 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        let s = QwenStream::default();
+        let mut s = QwenStream::default();
         for line in [
             "",
             "Warning: something",

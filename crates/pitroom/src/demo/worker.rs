@@ -224,7 +224,7 @@ fn emit(out: &mut dyn Write, session: &str, kind: &str, body: Value) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pitroom_workers::{opencode::OpenCode, Adapter, ToolOutcome, Usage, WorkerEvent};
+    use pitroom_workers::{opencode::OpenCode, ToolOutcome, Usage, WorkerEvent};
 
     #[test]
     fn a_script_becomes_lines_the_opencode_parser_reads() {
@@ -249,9 +249,8 @@ mod tests {
         assert_eq!(written.ok().as_deref(), Some("hi\n"));
 
         let text = String::from_utf8(out).expect("utf-8");
-        let events: Vec<WorkerEvent> = text
-            .lines()
-            .flat_map(|l| OpenCode.parse_line(l))
+        let events: Vec<WorkerEvent> = pitroom_workers::parse_stream(&OpenCode, &text)
+            .into_iter()
             .filter(|e| !matches!(e, WorkerEvent::Session { .. }))
             .collect();
         let usage = |input, output| Usage {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pitroom_workers::{opencode::OpenCode, Adapter, ToolOutcome, WorkerEvent};
+use pitroom_workers::{opencode::OpenCode, ToolOutcome, WorkerEvent};
 
 use super::common::{code, text, PITROOM};
 
@@ -204,10 +204,8 @@ fn scripted_worker_speaks_opencode_json_through_its_link_name() {
         std::fs::read_to_string(work.join("a.py")).ok().as_deref(),
         Some("x = 1\n")
     );
-    let events: Vec<WorkerEvent> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .flat_map(|l| OpenCode.parse_line(l))
-        .collect();
+    let events: Vec<WorkerEvent> =
+        pitroom_workers::parse_stream(&OpenCode, &String::from_utf8_lossy(&out.stdout));
     assert!(matches!(&events[0], WorkerEvent::Session { id } if id.starts_with("ses_scripted")));
     let rest: Vec<&WorkerEvent> = events
         .iter()

@@ -3,71 +3,24 @@
 //! `record_codex_fixtures` in the `pitroom` crate; see the README there), and on the
 //! invocations it builds.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test: a failed expectation is the test failing, with its message"
-)]
-
 use std::path::PathBuf;
 
+use super::recorded::{errors, Recorded};
 use pitroom_workers::codex::Codex;
 use pitroom_workers::{
-    Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, Usage,
-    WorkerEvent,
+    Adapter, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, Usage, WorkerEvent,
 };
 
-fn fixture(name: &str) -> (String, String) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex");
-    let events = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).expect("fixture");
-    let stderr =
-        std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
-    (events, stderr)
-}
-
-fn parse(stream: &str) -> Vec<WorkerEvent> {
-    stream.lines().flat_map(|l| Codex.parse_line(l)).collect()
-}
-
-const ALL: &[&str] = &[
-    "read",
-    "write-patch",
-    "read-shell-write-refused",
-    "read-patch-refused",
-    "err429",
-    "usage-limit",
-    "quota",
-    "err404",
-    "err401",
-    "err500",
-    "dropped-stream",
-];
-
-fn errors(events: &[WorkerEvent]) -> Vec<(String, Option<u16>)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::Error {
-                message, status, ..
-            } => Some((message.clone(), *status)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn classify(name: &str) -> FailureKind {
-    let (events, stderr) = fixture(name);
-    let parsed = parse(&events);
-    Codex.classify(&FailureEvidence {
-        events: &parsed,
-        stderr_tail: &stderr,
-        exit_code: Some(1),
-    })
-}
+pub const CLI: Recorded = Recorded {
+    dir: "codex",
+    adapter: || Box::new(Codex),
+    banner: "Reading additional input from stdin...",
+    inert_event: r#"{"type":"item.updated","item":{}}"#,
+};
 
 #[test]
 fn read_run_yields_the_thread_a_shell_call_usage_and_the_cited_answer() {
-    let events = parse(&fixture("read").0);
+    let events = CLI.parse(&CLI.fixture("read").0);
     assert!(matches!(&events[0], WorkerEvent::Session { id } if id.len() == 36));
     let tools: Vec<(&str, ToolOutcome, &str)> = events
         .iter()
@@ -115,7 +68,7 @@ fn read_run_yields_the_thread_a_shell_call_usage_and_the_cited_answer() {
 
 #[test]
 fn write_run_reports_each_patched_file() {
-    let events = parse(&fixture("write-patch").0);
+    let events = CLI.parse(&CLI.fixture("write-patch").0);
     let edited: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
@@ -133,8 +86,8 @@ fn write_run_reports_each_patched_file() {
 #[test]
 fn writes_refused_by_the_sandbox_show_only_on_stderr_and_become_denied_calls() {
     for name in ["read-shell-write-refused", "read-patch-refused"] {
-        let (events, stderr) = fixture(name);
-        let from_stdout = parse(&events);
+        let (events, stderr) = CLI.fixture(name);
+        let from_stdout = CLI.parse(&events);
         assert!(
             !from_stdout.iter().any(|e| matches!(
                 e,
@@ -174,40 +127,14 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
         ("dropped-stream", None, FailureKind::Other),
     ];
     for (name, status, kind) in cases {
-        let errs = errors(&parse(&fixture(name).0));
+        let errs = errors(&CLI.parse(&CLI.fixture(name).0));
         assert_eq!(
             errs.len(),
             1,
             "{name}: one error per failed turn, not two: {errs:?}"
         );
         assert_eq!(errs[0].1, status, "{name}");
-        assert_eq!(classify(name), kind, "{name}");
-    }
-}
-
-#[test]
-fn a_torn_last_line_loses_only_that_line() {
-    for name in ALL {
-        let (events, _) = fixture(name);
-        let lines: Vec<&str> = events.lines().collect();
-        let Some((last, before)) = lines.split_last() else {
-            continue;
-        };
-        let torn = format!("{}\n{}", before.join("\n"), &last[..last.len() / 2]);
-        let expected: Vec<WorkerEvent> = before.iter().flat_map(|l| Codex.parse_line(l)).collect();
-        assert_eq!(parse(&torn), expected, "{name}");
-    }
-}
-
-#[test]
-fn noise_lines_between_events_change_nothing() {
-    for name in ALL {
-        let (events, _) = fixture(name);
-        let noisy: String = events
-            .lines()
-            .map(|l| format!("Reading additional input from stdin...\n{l}\n\n{{\"type\":\"item.updated\",\"item\":{{}}}}\n"))
-            .collect();
-        assert_eq!(parse(&noisy), parse(&events), "{name}");
+        assert_eq!(CLI.classify(name), kind, "{name}");
     }
 }
 

@@ -3,76 +3,25 @@
 //! test `record_claude_fixtures` in the `pitroom` crate; see the README there), and on the
 //! invocations it builds.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test: a failed expectation is the test failing, with its message"
-)]
-
 use std::path::PathBuf;
 
+use super::recorded::{errors, tools, Recorded};
 use pitroom_workers::claude::Claude;
 use pitroom_workers::{
     Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, Usage,
     WorkerEvent,
 };
 
-fn fixture(name: &str) -> (String, String) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
-    let events = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).expect("fixture");
-    let stderr =
-        std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
-    (events, stderr)
-}
-
-/// Parses a whole stream with one adapter value, as the engine does for one run.
-fn parse(stream: &str) -> Vec<WorkerEvent> {
-    let claude = Claude::default();
-    stream.lines().flat_map(|l| claude.parse_line(l)).collect()
-}
-
-const ALL: &[&str] = &[
-    "read",
-    "write-edit",
-    "read-edit-denied",
-    "read-bash-denied",
-    "write-secret-denied",
-    "write-git-commit-denied",
-    "err429",
-    "usage-limit",
-    "credit",
-    "err404",
-    "err401",
-    "err500",
-    "err529",
-    "dropped-stream",
-];
-
-fn tools(events: &[WorkerEvent]) -> Vec<(String, ToolOutcome)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::ToolCall { name, outcome, .. } => Some((name.clone(), *outcome)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn errors(events: &[WorkerEvent]) -> Vec<(String, Option<u16>)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::Error {
-                message, status, ..
-            } => Some((message.clone(), *status)),
-            _ => None,
-        })
-        .collect()
-}
+pub const CLI: Recorded = Recorded {
+    dir: "claude",
+    adapter: || Box::new(Claude),
+    banner: "Warning: no stdin data received in 3s",
+    inert_event: r#"{"type":"system","subtype":"ui_invalidate"}"#,
+};
 
 #[test]
 fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
-    let events = parse(&fixture("read").0);
+    let events = CLI.parse(&CLI.fixture("read").0);
     assert!(matches!(&events[0], WorkerEvent::Session { id } if id.len() == 36));
     assert_eq!(
         events[1],
@@ -113,7 +62,7 @@ fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
 
 #[test]
 fn write_run_reports_each_edited_file() {
-    let events = parse(&fixture("write-edit").0);
+    let events = CLI.parse(&CLI.fixture("write-edit").0);
     let edited: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
@@ -137,7 +86,7 @@ fn refused_calls_are_denied_under_the_tool_they_asked_for() {
         ("write-git-commit-denied", vec!["Bash"]),
     ];
     for (name, expected) in cases {
-        let events = parse(&fixture(name).0);
+        let events = CLI.parse(&CLI.fixture(name).0);
         let denied: Vec<String> = tools(&events)
             .into_iter()
             .filter(|(_, o)| *o == ToolOutcome::Denied)
@@ -169,8 +118,8 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
         ("err500", Some(500), FailureKind::Other),
     ];
     for (name, status, kind) in cases {
-        let (stream, stderr) = fixture(name);
-        let events = parse(&stream);
+        let (stream, stderr) = CLI.fixture(name);
+        let events = CLI.parse(&stream);
         let errs = errors(&events);
         assert_eq!(errs.len(), 1, "{name}: {errs:?}");
         assert_eq!(errs[0].1, status, "{name}");
@@ -179,7 +128,7 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
             .filter(|e| matches!(e, WorkerEvent::Text { .. }))
             .count();
         assert_eq!(texts, 0, "{name}: an API error is not an answer");
-        let got = Claude::default().classify(&FailureEvidence {
+        let got = Claude.classify(&FailureEvidence {
             events: &events,
             stderr_tail: &stderr,
             exit_code: Some(1),
@@ -190,37 +139,10 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
 
 #[test]
 fn a_dropped_stream_ends_as_an_error_not_an_answer() {
-    let events = parse(&fixture("dropped-stream").0);
+    let events = CLI.parse(&CLI.fixture("dropped-stream").0);
     let errs = errors(&events);
     assert_eq!(errs.len(), 1, "{events:?}");
     assert!(errs[0].0.contains("ede_diagnostic"), "{errs:?}");
-}
-
-#[test]
-fn a_torn_last_line_loses_only_that_line() {
-    for name in ALL {
-        let (events, _) = fixture(name);
-        let lines: Vec<&str> = events.lines().collect();
-        let Some((last, before)) = lines.split_last() else {
-            continue;
-        };
-        let torn = format!("{}\n{}", before.join("\n"), &last[..last.len() / 2]);
-        let claude = Claude::default();
-        let expected: Vec<WorkerEvent> = before.iter().flat_map(|l| claude.parse_line(l)).collect();
-        assert_eq!(parse(&torn), expected, "{name}");
-    }
-}
-
-#[test]
-fn noise_lines_between_events_change_nothing() {
-    for name in ALL {
-        let (events, _) = fixture(name);
-        let noisy: String = events
-            .lines()
-            .map(|l| format!("Warning: no stdin data received in 3s\n{l}\n\n{{\"type\":\"system\",\"subtype\":\"ui_invalidate\"}}\n"))
-            .collect();
-        assert_eq!(parse(&noisy), parse(&events), "{name}");
-    }
 }
 
 fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
@@ -245,7 +167,7 @@ fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
 
 fn args(mode: Mode) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    Claude::default()
+    Claude
         .invocation(&request(mode, &dir))
         .expect("invocation")
         .args
@@ -292,7 +214,7 @@ fn the_prompt_comes_on_stdin_after_a_final_double_dash() {
     let dir = tempfile::tempdir().unwrap();
     let mut req = request(Mode::Read, &dir);
     req.resume_session = Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f".into());
-    let inv = Claude::default().invocation(&req).expect("invocation");
+    let inv = Claude.invocation(&req).expect("invocation");
     let a: Vec<String> = inv
         .args
         .iter()
@@ -311,7 +233,7 @@ fn each_run_has_a_private_config_dir_with_the_users_login_linked_in_and_retries_
     let user = dir.path().join(".claude");
     std::fs::create_dir_all(&user).unwrap();
     std::fs::write(user.join(".credentials.json"), "{}").unwrap();
-    let inv = Claude::default()
+    let inv = Claude
         .invocation(&request(Mode::Write, &dir))
         .expect("invocation");
     let env: Vec<(String, String)> = inv

@@ -1,0 +1,123 @@
+//! Contract tests of the Gemini CLI adapter on streams recorded from the real `gemini` 0.61.0
+//! against the test kit's fake Gemini API (`fixtures/gemini/`, written by the ignored test
+//! `record_gemini_fixtures` in the `pitroom` crate; see the README there). Each fixture is also
+//! checked torn (its last line cut in half) and with noise lines mixed in.
+
+use super::recorded::{summarize, Recorded};
+use pitroom_workers::gemini::Gemini;
+use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage};
+
+pub const CLI: Recorded = Recorded {
+    dir: "gemini",
+    adapter: || Box::new(Gemini),
+    banner: "Warning: Basic terminal detected",
+    inert_event: r#"{"type":"future_event"}"#,
+};
+
+#[test]
+fn read_run_yields_session_usage_one_tool_call_and_one_joined_answer() {
+    let s = summarize(&CLI.parse(&CLI.fixture("read").0));
+    assert!(s.session.is_some());
+    assert_eq!(
+        s.model.as_deref(),
+        Some("gemini-2.5-pro"),
+        "the init event names it"
+    );
+    assert_eq!(s.tools, vec![("read_file".to_string(), ToolOutcome::Ok)]);
+    assert_eq!(
+        s.usage,
+        Usage {
+            input: 1300,
+            output: 80,
+            reasoning: 0,
+            cache_read: 1200,
+            cache_write: 0
+        }
+    );
+    let answer = s.texts.last().expect("an answer");
+    assert!(
+        answer.starts_with("SUMMARY: divide() has no zero check: calc.py:7\nDETAILS"),
+        "the chunks are joined without separators: {answer:?}"
+    );
+    assert!(s.errors.is_empty(), "{s:?}");
+}
+
+#[test]
+fn write_run_reports_each_edit_with_its_file() {
+    let s = summarize(&CLI.parse(&CLI.fixture("write-edit").0));
+    assert_eq!(s.edited.len(), 3, "{s:?}");
+    assert!(s.edited.iter().any(|p| p.ends_with("/calc.py")));
+    assert!(s.edited.iter().any(|p| p.ends_with("/README.md")));
+    assert!(s.edited.iter().any(|p| p.ends_with("/new file é.txt")));
+}
+
+#[test]
+fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
+    let s = summarize(&CLI.parse(&CLI.fixture("read-edit-denied").0));
+    let denied: Vec<&str> = s
+        .tools
+        .iter()
+        .filter(|(_, o)| *o == ToolOutcome::Denied)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert!(
+        denied.contains(&"replace") && denied.contains(&"write_file"),
+        "{:?}",
+        s.tools
+    );
+    assert!(s.edited.is_empty());
+}
+
+#[test]
+fn api_failures_are_errors_never_answers_and_classify_from_text_or_exit_code() {
+    let cases = [
+        ("err429", FailureKind::RateLimited, Some(173)),
+        ("quota-daily", FailureKind::RateLimited, Some(173)),
+        ("err404", FailureKind::ModelUnavailable, Some(1)),
+        ("err400-key", FailureKind::Auth, Some(144)),
+        ("err403", FailureKind::Auth, Some(147)),
+        ("err500", FailureKind::Other, Some(244)),
+    ];
+    for (name, kind, exit) in cases {
+        let s = summarize(&CLI.parse(&CLI.fixture(name).0));
+        assert!(
+            s.texts.is_empty(),
+            "{name}: an error is not an answer: {s:?}"
+        );
+        assert_eq!(s.errors.len(), 1, "{name}: {s:?}");
+        assert_eq!(
+            CLI.exit_code(name),
+            exit,
+            "{name}: exit = HTTP status mod 256"
+        );
+        assert_eq!(CLI.classify(name), kind, "{name}");
+    }
+}
+
+#[test]
+fn a_malformed_model_stream_gives_no_answer() {
+    let s = summarize(&CLI.parse(&CLI.fixture("malformed-sse").0));
+    assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
+}
+
+#[test]
+fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
+    let (_, stderr) = CLI.fixture("err429");
+    let gemini = Gemini;
+    let signals: Vec<String> = stderr
+        .lines()
+        .filter_map(|l| gemini.retry_signal(l))
+        .collect();
+    assert_eq!(signals.len(), 2, "maxAttempts 2: {stderr}");
+    assert!(
+        signals[0].contains("Resource has been exhausted"),
+        "{signals:?}"
+    );
+    for name in ["err404", "quota-daily", "err400-key"] {
+        let (_, stderr) = CLI.fixture(name);
+        assert!(
+            stderr.lines().all(|l| gemini.retry_signal(l).is_none()),
+            "{name} is not retried"
+        );
+    }
+}

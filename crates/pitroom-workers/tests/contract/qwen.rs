@@ -1,0 +1,115 @@
+//! Contract tests of the Qwen Code adapter on streams recorded from the real `qwen` 0.24.4
+//! against the fake chat-completions server (`fixtures/qwen/`, written by the ignored test
+//! `record_qwen_fixtures` in the `pitroom` crate; see the README there). Each fixture is also
+//! checked torn (its last line cut in half) and with noise lines mixed in.
+
+use super::recorded::{summarize, Recorded};
+use pitroom_workers::qwen::Qwen;
+use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage};
+
+pub const CLI: Recorded = Recorded {
+    dir: "qwen",
+    adapter: || Box::new(Qwen),
+    banner: "Warning: Basic terminal detected",
+    inert_event: r#"{"type":"stream_event","event":{}}"#,
+};
+
+#[test]
+fn read_run_yields_session_usage_one_tool_call_and_the_cited_answer() {
+    let s = summarize(&CLI.parse(&CLI.fixture("read").0));
+    assert!(s.session.is_some());
+    assert_eq!(
+        s.model.as_deref(),
+        Some("fake-model"),
+        "the init event names it"
+    );
+    assert_eq!(s.steps, 2, "{s:?}");
+    assert_eq!(s.tools, vec![("read_file".to_string(), ToolOutcome::Ok)]);
+    assert_eq!(
+        s.usage,
+        Usage {
+            input: 1300,
+            output: 80,
+            reasoning: 0,
+            cache_read: 1200,
+            cache_write: 0
+        }
+    );
+    assert!(
+        s.texts.last().is_some_and(|t| t.contains("calc.py:7")),
+        "{s:?}"
+    );
+    assert!(s.errors.is_empty(), "{s:?}");
+}
+
+#[test]
+fn write_run_reports_each_edit_with_its_file() {
+    let s = summarize(&CLI.parse(&CLI.fixture("write-edit").0));
+    assert_eq!(s.edited.len(), 3, "{s:?}");
+    assert!(s.edited.iter().any(|p| p.ends_with("/calc.py")));
+    assert!(s.edited.iter().any(|p| p.ends_with("/README.md")));
+    assert!(s.edited.iter().any(|p| p.ends_with("/new file é.txt")));
+    assert!(s.tools.iter().all(|(_, o)| *o == ToolOutcome::Ok), "{s:?}");
+}
+
+#[test]
+fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
+    let s = summarize(&CLI.parse(&CLI.fixture("read-edit-denied").0));
+    let denied: Vec<&str> = s
+        .tools
+        .iter()
+        .filter(|(_, o)| *o == ToolOutcome::Denied)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert!(
+        denied.contains(&"edit") && denied.contains(&"write_file"),
+        "{:?}",
+        s.tools
+    );
+    assert!(s.edited.is_empty());
+}
+
+#[test]
+fn api_failures_are_errors_with_their_status_never_answers() {
+    let cases = [
+        ("err429", 429, FailureKind::RateLimited),
+        ("err404", 404, FailureKind::ModelUnavailable),
+        ("err401", 401, FailureKind::Auth),
+        ("err500", 500, FailureKind::Other),
+    ];
+    for (name, status, kind) in cases {
+        let s = summarize(&CLI.parse(&CLI.fixture(name).0));
+        assert!(
+            s.texts.is_empty(),
+            "{name}: an error is not an answer: {s:?}"
+        );
+        assert!(
+            s.errors.iter().any(|(_, st)| *st == Some(status)),
+            "{name}: {s:?}"
+        );
+        assert_eq!(CLI.classify(name), kind, "{name}");
+    }
+}
+
+#[test]
+fn a_malformed_model_stream_gives_no_answer() {
+    let s = summarize(&CLI.parse(&CLI.fixture("malformed-sse").0));
+    assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
+}
+
+#[test]
+fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
+    let (_, stderr) = CLI.fixture("err429");
+    let qwen = Qwen;
+    let signals: Vec<String> = stderr
+        .lines()
+        .filter_map(|l| qwen.retry_signal(l))
+        .collect();
+    assert!(!signals.is_empty(), "{stderr}");
+    assert!(signals[0].contains("429"), "{signals:?}");
+    let (_, stderr) = CLI.fixture("err404");
+    assert!(
+        stderr.lines().all(|l| qwen.retry_signal(l).is_none()),
+        "an unknown model is not retried"
+    );
+}

@@ -1,0 +1,170 @@
+//! Streams recorded from the real CLIs (`tests/fixtures/<cli>/`), and how each CLI's contract
+//! module reads them: a fixture is `<name>.jsonl` (stdout), with `<name>.stderr.txt` and an
+//! `<name>.exit` code when the recording kept them.
+
+use std::path::PathBuf;
+
+use pitroom_workers::{
+    parse_stream, Adapter, FailureEvidence, FailureKind, ToolOutcome, Usage, WorkerEvent,
+};
+
+/// One CLI's recordings and its adapter.
+pub struct Recorded {
+    /// The folder under `tests/fixtures/`.
+    pub dir: &'static str,
+    pub adapter: fn() -> Box<dyn Adapter>,
+    /// A line the CLI really prints on stdout among its events that is not JSON.
+    pub banner: &'static str,
+    /// An event line of a type the adapter does not know (a newer CLI's), which must yield
+    /// nothing.
+    pub inert_event: &'static str,
+}
+
+impl Recorded {
+    fn path(&self, file: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(self.dir)
+            .join(file)
+    }
+
+    /// Every recording of this CLI, by name, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let dir = self.path("");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|entry| {
+                let name = entry.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".jsonl").map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        assert!(!names.is_empty(), "no recordings in {}", dir.display());
+        names
+    }
+
+    /// The recorded stdout. A run the engine stopped before the CLI wrote any event has only
+    /// its stderr; its stdout is then empty.
+    pub fn events(&self, name: &str) -> String {
+        let events = self.path(&format!("{name}.jsonl"));
+        match std::fs::read_to_string(&events) {
+            Ok(text) => text,
+            Err(_) if self.path(&format!("{name}.stderr.txt")).exists() => String::new(),
+            Err(e) => panic!("{}: {e}", events.display()),
+        }
+    }
+
+    /// The recorded stderr (empty when none was kept).
+    pub fn stderr(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(&format!("{name}.stderr.txt"))).unwrap_or_default()
+    }
+
+    /// `(stdout, stderr)` of a recording.
+    pub fn fixture(&self, name: &str) -> (String, String) {
+        (self.events(name), self.stderr(name))
+    }
+
+    /// The recorded exit code; 1 (a failure) when the recording kept none.
+    pub fn exit_code(&self, name: &str) -> Option<i32> {
+        std::fs::read_to_string(self.path(&format!("{name}.exit")))
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .or(Some(1))
+    }
+
+    /// The events of `stream`, read by a fresh parser of this CLI's adapter.
+    pub fn parse(&self, stream: &str) -> Vec<WorkerEvent> {
+        parse_stream((self.adapter)().as_ref(), stream)
+    }
+
+    /// How the adapter classifies the recording as a failed run.
+    pub fn classify(&self, name: &str) -> FailureKind {
+        let (events, stderr) = self.fixture(name);
+        let parsed = self.parse(&events);
+        (self.adapter)().classify(&FailureEvidence {
+            events: &parsed,
+            stderr_tail: &stderr,
+            exit_code: self.exit_code(name),
+        })
+    }
+}
+
+/// What a run's events add up to.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub session: Option<String>,
+    pub model: Option<String>,
+    pub steps: usize,
+    /// Steps that ended without a finish reason (the endless-loop shape).
+    pub empty_steps: usize,
+    pub tools: Vec<(String, ToolOutcome)>,
+    pub edited: Vec<String>,
+    pub usage: Usage,
+    pub texts: Vec<String>,
+    pub errors: Vec<(String, Option<u16>)>,
+}
+
+pub fn summarize(events: &[WorkerEvent]) -> Summary {
+    let mut s = Summary::default();
+    for e in events {
+        match e {
+            WorkerEvent::Session { id } => s.session = Some(id.clone()),
+            WorkerEvent::Model { name } => s.model = Some(name.clone()),
+            WorkerEvent::StepFinished { usage, .. } => {
+                s.steps += 1;
+                if e.is_empty_step() {
+                    s.empty_steps += 1;
+                }
+                if let Some(u) = usage {
+                    s.usage.add(u);
+                }
+            }
+            WorkerEvent::ToolCall {
+                name,
+                outcome,
+                edited,
+                ..
+            } => {
+                s.tools.push((name.clone(), *outcome));
+                s.edited.extend(edited.clone());
+            }
+            WorkerEvent::Text { text, .. } => s.texts.push(text.clone()),
+            WorkerEvent::Error {
+                message, status, ..
+            } => s.errors.push((message.clone(), *status)),
+            WorkerEvent::StepStarted => {}
+        }
+    }
+    s
+}
+
+/// Each tool call: its name and outcome.
+pub fn tools(events: &[WorkerEvent]) -> Vec<(String, ToolOutcome)> {
+    summarize(events).tools
+}
+
+/// Each tool call: its name, outcome and the file it edited.
+pub fn tool_edits(events: &[WorkerEvent]) -> Vec<(String, ToolOutcome, Option<String>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::ToolCall {
+                name,
+                outcome,
+                edited,
+                ..
+            } => Some((name.clone(), *outcome, edited.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The texts of the assistant's messages.
+pub fn texts(events: &[WorkerEvent]) -> Vec<String> {
+    summarize(events).texts
+}
+
+/// The errors: message and HTTP status.
+pub fn errors(events: &[WorkerEvent]) -> Vec<(String, Option<u16>)> {
+    summarize(events).errors
+}
