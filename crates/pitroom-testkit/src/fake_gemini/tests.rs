@@ -1,0 +1,80 @@
+use super::*;
+
+fn post(server: &FakeGemini, path: &str, body: &Value) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    let data = body.to_string();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{data}",
+        data.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn turn(role: &str, text: &str) -> Value {
+    json!({"role": role, "parts": [{"text": text}]})
+}
+
+fn tools() -> Value {
+    json!([{"functionDeclarations": [{"name": "read_file"}]}])
+}
+
+#[test]
+fn steps_follow_the_model_turns_after_the_last_user_text() {
+    let server = FakeGemini::start(json!({"scenarios": {"default": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"file_path": "{{workdir}}/a.rs"}}]},
+        {"text": "done", "usage": {"prompt": 5, "candidates": 2}}
+    ]}}))
+    .unwrap();
+    let first = json!({"contents": [turn("user", "I'm currently working in the directory: /r/x\nq")], "tools": tools()});
+    let out = post(
+        &server,
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        &first,
+    );
+    assert!(
+        out.contains(r#""functionCall":{"name":"read_file","args":{"file_path":"/r/x/a.rs"}}"#),
+        "{out}"
+    );
+    let second = json!({"contents": [
+        turn("user", "I'm currently working in the directory: /r/x\nq"),
+        {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {}}}]}
+    ], "tools": tools()});
+    let out = post(
+        &server,
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        &second,
+    );
+    assert!(
+        out.contains(r#""text":"done""#) && out.contains(r#""promptTokenCount":5"#),
+        "{out}"
+    );
+    assert_eq!(server.model_requests().len(), 2);
+}
+
+#[test]
+fn errors_carry_googles_status_and_side_calls_get_json() {
+    let server = FakeGemini::start(
+        json!({"scenarios": {"err": [{"error": 429, "headers": {"retry-after": "1"}}]}}),
+    )
+    .unwrap();
+    let out = post(
+        &server,
+        "/v1beta/models/m:streamGenerateContent",
+        &json!({"contents": [turn("user", "x scenario:err")], "tools": tools()}),
+    );
+    assert!(out.starts_with("HTTP/1.1 429"), "{out}");
+    assert!(
+        out.contains("RESOURCE_EXHAUSTED") && out.contains("retry-after: 1"),
+        "{out}"
+    );
+    let side = json!({"contents": [turn("user", "x")], "generationConfig": {"responseMimeType": "application/json",
+        "responseJsonSchema": {"type": "object", "properties": {"next_speaker": {"type": "string"}}}}});
+    let out = post(&server, "/v1beta/models/m:generateContent", &side);
+    assert!(out.contains(r#"next_speaker\":\"user"#), "{out}");
+    assert!(server.model_requests().len() == 1);
+}
