@@ -10,6 +10,7 @@ mod adapter;
 pub mod antigravity;
 mod binary;
 pub mod claude;
+mod classify;
 pub mod codex;
 pub mod cursor;
 pub mod custom;

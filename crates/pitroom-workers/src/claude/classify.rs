@@ -2,7 +2,8 @@
 //! `docs/workers/claude.md`).
 
 use crate::adapter::FailureEvidence;
-use crate::events::{FailureKind, WorkerEvent};
+use crate::classify::FailureTexts;
+use crate::events::FailureKind;
 
 const MODEL_UNAVAILABLE: &[&str] = &[
     "issue with the selected model",
@@ -28,36 +29,21 @@ const AUTH: &[&str] = &[
     "forbidden",
 ];
 
-pub fn classify(evidence: &FailureEvidence<'_>) -> FailureKind {
-    let mut haystack = String::new();
-    let mut statuses = Vec::new();
-    for event in evidence.events {
-        if let WorkerEvent::Error {
-            message, status, ..
-        } = event
-        {
-            haystack.push_str(&message.to_lowercase());
-            haystack.push('\n');
-            statuses.extend(*status);
-        }
-    }
-    haystack.push_str(&evidence.stderr_tail.to_lowercase());
-    let mentions = |needles: &[&str]| needles.iter().any(|n| haystack.contains(n));
+const TEXTS: FailureTexts = FailureTexts {
+    model_unavailable: MODEL_UNAVAILABLE,
+    rate_limited: RATE_LIMITED,
+    auth: AUTH,
+    rate_limit_statuses: &[429, 529],
+};
 
-    if statuses.contains(&404) || mentions(MODEL_UNAVAILABLE) {
-        FailureKind::ModelUnavailable
-    } else if statuses.iter().any(|s| matches!(s, 429 | 529)) || mentions(RATE_LIMITED) {
-        FailureKind::RateLimited
-    } else if statuses.iter().any(|s| matches!(s, 401 | 403)) || mentions(AUTH) {
-        FailureKind::Auth
-    } else {
-        FailureKind::Other
-    }
+pub fn classify(evidence: &FailureEvidence<'_>) -> FailureKind {
+    TEXTS.classify(evidence)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::WorkerEvent;
 
     fn kind(message: &str, status: Option<u16>) -> FailureKind {
         let events = [WorkerEvent::Error {
