@@ -9,8 +9,8 @@
 mod adapter;
 pub mod antigravity;
 mod binary;
-pub mod claude;
 mod classify;
+pub mod claude;
 pub mod codex;
 pub mod cursor;
 pub mod custom;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
 use super::failfast;
+use super::recorder::Recorder;
 
 /// A repository, a fake model server and a real Claude Code configured the way a user with an
 /// API gateway would: `ANTHROPIC_BASE_URL` in their own `~/.claude/settings.json`, the key in
@@ -431,9 +432,6 @@ fn claude_every_failure_shape_fails_classified_within_the_retry_cap() {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Claude Code changes"]
 fn record_claude_fixtures() {
-    let out_dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/claude");
-    std::fs::create_dir_all(&out_dir).expect("fixture dir");
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?"]),
         ("write-edit", &["-w", "fix divide scenario:edit"]),
@@ -455,18 +453,14 @@ fn record_claude_fixtures() {
     ];
     let w = World::new();
     std::fs::write(w.repo.join(".env"), "API_TOKEN=very-secret-value\n").expect(".env");
-    for (name, args) in cases {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-t", "60s"]);
-        let _ = w.run(&all);
-        let r = record(&w.env, &w.repo);
-        let run_dir = w.env.state.join("runs").join(r["id"].as_str().expect("id"));
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-        let root = w.env.root.display().to_string();
-        let port = w.server.port().to_string();
-        let clean = |s: &str| s.replace(&root, "$ROOT").replace(&port, "PORT");
-        std::fs::write(out_dir.join(format!("{name}.jsonl")), clean(&events)).expect("write");
-        let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
-        std::fs::write(out_dir.join(format!("{name}.stderr.txt")), clean(&stderr)).expect("write");
+    Recorder {
+        cli: "claude",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: Some("60s"),
+        port: Some(w.server.port()),
+        keep_stderr: |_| true,
+        exit_codes: false,
     }
+    .record(cases, |args| w.run(args));
 }

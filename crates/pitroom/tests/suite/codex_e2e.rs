@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::common::{code, eventually, processes_with_env, record, text, PITROOM};
 use super::failfast;
+use super::recorder::Recorder;
 
 /// The patch the write scenarios ask Codex's `apply_patch` tool to make.
 const PATCH: &str = "*** Begin Patch\n*** Update File: calc.py\n@@\n def divide(a, b):\n-    # no zero check\n-    return a / b\n+    if b == 0:\n+        raise ZeroDivisionError(\"b is zero\")\n+    return a / b\n*** Update File: README.md\n@@\n user edit in progress\n+worker line\n*** Add File: new file é.txt\n+created by the worker\n*** End Patch\n";
@@ -481,9 +482,6 @@ fn codex_every_failure_shape_fails_classified_within_the_retry_cap() {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Codex changes"]
 fn record_codex_fixtures() {
-    let out_dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/codex");
-    std::fs::create_dir_all(&out_dir).expect("fixture dir");
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?"]),
         // Before the write run, whose patch would no longer apply to the changed tree.
@@ -499,23 +497,14 @@ fn record_codex_fixtures() {
         ("dropped-stream", &["x scenario:torn"]),
     ];
     let w = World::new();
-    for (name, args) in cases {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-t", "60s"]);
-        let _ = w.run(&all);
-        let r = record(&w.env, &w.repo);
-        let run_dir = w.env.state.join("runs").join(r["id"].as_str().expect("id"));
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-        let root = w.env.root.display().to_string();
-        let port = w.server.port().to_string();
-        let clean = |s: &str| s.replace(&root, "$ROOT").replace(&port, "PORT");
-        std::fs::write(out_dir.join(format!("{name}.jsonl")), clean(&events)).expect("write");
-        let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
-        let kept: String = stderr
-            .lines()
-            .filter(|l| l.contains("ERROR") || l.contains("WARN") || l.starts_with("Error"))
-            .map(|l| format!("{}\n", clean(l)))
-            .collect();
-        std::fs::write(out_dir.join(format!("{name}.stderr.txt")), kept).expect("write");
+    Recorder {
+        cli: "codex",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: Some("60s"),
+        port: Some(w.server.port()),
+        keep_stderr: |l| l.contains("ERROR") || l.contains("WARN") || l.starts_with("Error"),
+        exit_codes: false,
     }
+    .record(cases, |args| w.run(args));
 }

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
 use super::failfast;
+use super::recorder::Recorder;
 
 /// A repository, a fake Gemini API and a real Gemini CLI that reaches it through the user's own
 /// environment (`GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`).
@@ -275,9 +276,6 @@ fn gemini_every_failure_shape_fails_classified_within_the_retry_cap() {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Gemini CLI changes"]
 fn record_gemini_fixtures() {
-    let out_dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/gemini");
-    std::fs::create_dir_all(&out_dir).expect("fixture dir");
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?"]),
         ("write-edit", &["-w", "fix divide scenario:edit"]),
@@ -290,35 +288,15 @@ fn record_gemini_fixtures() {
         ("err500", &["x scenario:err500"]),
         ("malformed-sse", &["x scenario:torn"]),
     ];
-    let only = std::env::var("PITROOM_RECORD_ONLY").ok();
     let w = World::new();
-    for (name, args) in cases {
-        if only.as_deref().is_some_and(|o| o != *name) {
-            continue;
-        }
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-t", "90s"]);
-        let _ = w.run(&all);
-        let r = record(&w.env, &w.repo);
-        let run_dir = w.env.state.join("runs").join(r["id"].as_str().expect("id"));
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-        let root = w.env.root.display().to_string();
-        std::fs::write(
-            out_dir.join(format!("{name}.jsonl")),
-            events.replace(&root, "$ROOT"),
-        )
-        .expect("write");
-        let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
-        let kept: String = stderr
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("at "))
-            .map(|l| format!("{}\n", l.replace(&root, "$ROOT")))
-            .collect();
-        std::fs::write(out_dir.join(format!("{name}.stderr.txt")), kept).expect("write");
-        let exit = r["worker_exit"]
-            .as_i64()
-            .map(|c| c.to_string())
-            .unwrap_or_default();
-        std::fs::write(out_dir.join(format!("{name}.exit")), exit).expect("write");
+    Recorder {
+        cli: "gemini",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: Some("90s"),
+        port: None,
+        keep_stderr: |l| !l.trim_start().starts_with("at "),
+        exit_codes: true,
     }
+    .record(cases, |args| w.run(args));
 }

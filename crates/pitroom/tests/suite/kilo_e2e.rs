@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::common::{code, record, text, PITROOM};
 use super::failfast;
+use super::recorder::Recorder;
 
 /// The same script as the OpenCode suite: Kilo speaks OpenCode's tools.
 pub struct World {
@@ -195,9 +196,6 @@ fn kilo_every_failure_shape_fails_classified_within_the_retry_cap() {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Kilo changes"]
 fn record_kilo_fixtures() {
-    let out_dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/kilo");
-    std::fs::create_dir_all(&out_dir).expect("fixture dir");
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?"]),
         ("write-edit", &["-w", "fix divide scenario:edit"]),
@@ -209,25 +207,16 @@ fn record_kilo_fixtures() {
         ("malformed-sse", &["x scenario:malformed"]),
     ];
     let w = World::new();
-    for (name, args) in cases {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-t", "120s"]);
-        let _ = w.run(&all);
-        let r = record(&w.env, &w.repo);
-        let run_dir = w.env.state.join("runs").join(r["id"].as_str().expect("id"));
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-        let root = w.env.root.display().to_string();
-        std::fs::write(
-            out_dir.join(format!("{name}.jsonl")),
-            events.replace(&root, "$ROOT"),
-        )
-        .expect("write");
-        let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
-        let kept: String = stderr
-            .lines()
-            .filter(|l| l.contains("ERROR") || l.starts_with("Error") || l.contains("stream error"))
-            .map(|l| format!("{}\n", l.replace(&root, "$ROOT")))
-            .collect();
-        std::fs::write(out_dir.join(format!("{name}.stderr.txt")), kept).expect("write");
+    Recorder {
+        cli: "kilo",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: Some("120s"),
+        port: None,
+        keep_stderr: |l| {
+            l.contains("ERROR") || l.starts_with("Error") || l.contains("stream error")
+        },
+        exit_codes: false,
     }
+    .record(cases, |args| w.run(args));
 }

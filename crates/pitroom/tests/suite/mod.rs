@@ -26,6 +26,7 @@ mod plugins;
 mod probe;
 mod qwen_e2e;
 mod read_view;
+mod recorder;
 mod review;
 mod review_e2e;
 mod skills;

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
 use super::failfast;
+use super::recorder::Recorder;
 
 /// A repository, a fake model server and a real OpenCode configured (through the user's own
 /// global OpenCode config file) to talk to it.
@@ -387,9 +388,6 @@ fn opencode_every_failure_shape_fails_classified_within_the_retry_cap() {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned OpenCode changes"]
 fn record_opencode_fixtures() {
-    let out_dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/opencode");
-    std::fs::create_dir_all(&out_dir).expect("fixture dir");
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?"]),
         ("write-edit", &["-w", "fix divide scenario:edit"]),
@@ -405,28 +403,16 @@ fn record_opencode_fixtures() {
     ];
     let mut w = World::new();
     w.env.set("PITROOM_WATCHDOG", "2s");
-    for (name, args) in cases {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-t", "60s"]);
-        let _ = w.run(&all);
-        let r = record(&w.env, &w.repo);
-        let run_dir = w.env.state.join("runs").join(r["id"].as_str().expect("id"));
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-        // Absolute temp paths make fixtures noisy; the parser does not depend on them.
-        let root = w.env.root.display().to_string();
-        std::fs::write(
-            out_dir.join(format!("{name}.jsonl")),
-            events.replace(&root, "$ROOT"),
-        )
-        .expect("write");
-        let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
-        let kept: String = stderr
-            .lines()
-            .filter(|l| l.contains("ERROR") || l.starts_with("Error") || l.contains("permission"))
-            .map(|l| format!("{}\n", l.replace(&root, "$ROOT")))
-            .collect();
-        std::fs::write(out_dir.join(format!("{name}.stderr.txt")), kept).expect("write");
+    Recorder {
+        cli: "opencode",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: Some("60s"),
+        port: None,
+        keep_stderr: |l| l.contains("ERROR") || l.starts_with("Error") || l.contains("permission"),
+        exit_codes: false,
     }
+    .record(cases, |args| w.run(args));
 }
 
 #[test]

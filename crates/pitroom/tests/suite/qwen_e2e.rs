@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
 use super::failfast;
+use super::recorder::Recorder;
 
 /// A repository, a fake model server and a real Qwen Code configured through the caller's
 /// environment (`OPENAI_*`), as a user with an OpenAI-compatible provider would.
@@ -290,9 +291,6 @@ fn qwen_every_failure_shape_fails_classified_within_the_retry_cap() {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Qwen Code changes"]
 fn record_qwen_fixtures() {
-    let out_dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pitroom-workers/tests/fixtures/qwen");
-    std::fs::create_dir_all(&out_dir).expect("fixture dir");
     // Without Pitroom's cut, Qwen retries a 500 silently for ~76 s (see docs/workers/qwen.md).
     let cases: &[(&str, &[&str])] = &[
         ("read", &["Where can divide fail?", "-t", "60s"]),
@@ -311,26 +309,14 @@ fn record_qwen_fixtures() {
         ("malformed-sse", &["x scenario:torn", "-t", "60s"]),
     ];
     let w = World::new();
-    let only = std::env::var("PITROOM_RECORD_ONLY").ok();
-    for (name, args) in cases {
-        if only.as_deref().is_some_and(|o| o != *name) {
-            continue;
-        }
-        let _ = w.run(args);
-        let r = record(&w.env, &w.repo);
-        let run_dir = w.env.state.join("runs").join(r["id"].as_str().expect("id"));
-        let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-        let root = w.env.root.display().to_string();
-        std::fs::write(
-            out_dir.join(format!("{name}.jsonl")),
-            events.replace(&root, "$ROOT"),
-        )
-        .expect("write");
-        let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
-        std::fs::write(
-            out_dir.join(format!("{name}.stderr.txt")),
-            stderr.replace(&root, "$ROOT"),
-        )
-        .expect("write");
+    Recorder {
+        cli: "qwen",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: None,
+        port: None,
+        keep_stderr: |_| true,
+        exit_codes: false,
     }
+    .record(cases, |args| w.run(args));
 }
