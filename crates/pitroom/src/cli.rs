@@ -5,25 +5,21 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-const EXIT_CODES: &str = "\
-Exit codes:
-  0   ok
-  1   the worker failed or was stopped; a revert conflicted
-  2   usage error
-  3   refused, or a setup problem (missing worker CLI, busy repository, bad config)
-  4   timeout (what the worker did is kept)
-  5   read-only violation (a read run changed files; your tree is untouched)
-  6   --verify failed
-  75  still running: call `pitroom wait` again
-
-A bare task means `run`: pitroom \"Which files read the session cookie?\"";
+/// `--help`'s epilogue: the exit codes (from the one table in `pitroom_core::exit`) and the
+/// bare-task shorthand.
+fn after_help() -> String {
+    format!(
+        "{}\nA bare task means `run`: pitroom \"Which files read the session cookie?\"",
+        pitroom_core::exit::table()
+    )
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "pitroom",
     version,
     about = "Hand bounded work to cheap worker agent CLIs; get back a verified answer, the exact diff and a receipt.",
-    after_help = EXIT_CODES,
+    after_help = after_help(),
     propagate_version = true
 )]
 pub struct Cli {

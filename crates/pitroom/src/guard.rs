@@ -5,6 +5,12 @@
 //! refuses every ref update in a protected repository even when a worker runs `/usr/bin/git`
 //! directly. Both start with no clap and no config: workers call git often.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the git shim and hook speak to the worker as git does, on stdout and stderr"
+)]
+
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::process::CommandExt;

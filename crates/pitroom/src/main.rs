@@ -1,6 +1,9 @@
 //! `pitroom`: the command-line front end. One module per command; all printing goes through
 //! `output`; exit codes come from `pitroom_core::exit`.
 
+// The printer (`output`) owns stdout and stderr; the few other writers say why they may.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
 mod cli;
 mod commands;
 mod demo;

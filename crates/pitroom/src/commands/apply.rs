@@ -4,6 +4,7 @@ use pitroom_core::exit;
 
 use crate::cli::{ApplyArgs, DiscardArgs};
 use crate::output;
+use crate::output::say;
 
 pub fn apply(args: ApplyArgs) -> i32 {
     let service = match super::service() {
@@ -18,7 +19,7 @@ pub fn apply(args: ApplyArgs) -> i32 {
             if args.json {
                 output::json(&serde_json::json!({"run": record.id, "applied": true, "files": n}));
             } else {
-                println!(
+                say!(
                     "pitroom ✔ applied run {}: {n} file{} changed in your tree",
                     record.id,
                     plural(n)
@@ -50,11 +51,11 @@ fn apply_group(
         }));
     } else {
         for id in &outcome.applied {
-            println!("✔ applied {id}");
+            say!("✔ applied {id}");
         }
         if let Some((id, e)) = &outcome.error {
-            println!("✘ {id}: {e}");
-            println!("not applied: {}", outcome.not_applied.join(", "));
+            say!("✘ {id}: {e}");
+            say!("not applied: {}", outcome.not_applied.join(", "));
         }
     }
     outcome.exit_code()
@@ -70,7 +71,7 @@ pub fn discard(args: DiscardArgs) -> i32 {
             if args.json {
                 output::json(&serde_json::json!({"run": record.id, "discarded": true}));
             } else {
-                println!(
+                say!(
                     "pitroom ✔ discarded the copy of run {id}; its patch stays: pitroom show --patch {id}",
                     id = record.id
                 );

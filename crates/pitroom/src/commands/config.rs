@@ -5,6 +5,7 @@ use pitroom_core::exit;
 
 use crate::cli::ConfigArgs;
 use crate::output;
+use crate::output::say;
 
 pub fn config(args: ConfigArgs) -> i32 {
     let config = match Config::load(&super::env_lookup, &FlagValues::default()) {
@@ -27,7 +28,7 @@ pub fn config(args: ConfigArgs) -> i32 {
         }));
         return exit::OK;
     }
-    println!(
+    say!(
         "config file: {}",
         config
             .file
@@ -35,7 +36,7 @@ pub fn config(args: ConfigArgs) -> i32 {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "(none)".into())
     );
-    println!("state dir:   {}", super::home().root.display());
+    say!("state dir:   {}", super::home().root.display());
     for e in entries {
         let value = match &e.value {
             serde_json::Value::Null => "(unset)".to_string(),
@@ -47,7 +48,7 @@ pub fn config(args: ConfigArgs) -> i32 {
         } else {
             value
         };
-        println!("{:<14} {:<28} ({})", e.key, value, e.source);
+        say!("{:<14} {:<28} ({})", e.key, value, e.source);
     }
     exit::OK
 }

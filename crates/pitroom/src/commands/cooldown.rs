@@ -5,6 +5,7 @@ use pitroom_core::exit;
 
 use crate::cli::CooldownArgs;
 use crate::output;
+use crate::output::say;
 
 pub fn cooldown(args: CooldownArgs) -> i32 {
     let home = super::home();
@@ -14,7 +15,7 @@ pub fn cooldown(args: CooldownArgs) -> i32 {
                 if args.json {
                     output::json(&serde_json::json!({"cleared": n}));
                 } else {
-                    println!("pitroom: cleared {n} cooldown(s)");
+                    say!("pitroom: cleared {n} cooldown(s)");
                 }
                 exit::OK
             }
@@ -31,10 +32,10 @@ pub fn cooldown(args: CooldownArgs) -> i32 {
     if args.json {
         output::json(&cooldowns.entries);
     } else if cooldowns.entries.is_empty() {
-        println!("no target is cooling down");
+        say!("no target is cooling down");
     } else {
         for (target, c) in &cooldowns.entries {
-            println!("{target}  until {}  {}", c.until_short(), c.reason);
+            say!("{target}  until {}  {}", c.until_short(), c.reason);
         }
     }
     exit::OK

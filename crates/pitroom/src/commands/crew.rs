@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::cli::CrewArgs;
 use crate::output;
+use crate::output::{say, tell};
 
 pub fn crew(args: CrewArgs) -> i32 {
     let tasks = match read_tasks(&args) {
@@ -95,9 +96,9 @@ fn print_group(outcome: &CrewOutcome, json: bool) {
         return;
     }
     for r in &outcome.started {
-        println!("{}", r.id);
+        say!("{}", r.id);
     }
-    eprintln!(
+    tell!(
         "pitroom: started {} run(s) in group {group}; follow them with: pitroom watch -g {group}   (or: pitroom wait -g {group})",
         outcome.started.len()
     );
@@ -106,7 +107,7 @@ fn print_group(outcome: &CrewOutcome, json: bool) {
 /// A crew that failed part-way: the runs already started go on; say which.
 fn report_partial(outcome: &CrewOutcome) {
     if !outcome.started.is_empty() {
-        eprintln!(
+        tell!(
             "pitroom: {} run(s) of group {} were started before the error and go on: {}",
             outcome.started.len(),
             outcome.group,

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::cli::DashArgs;
 use crate::output;
+use crate::output::say;
 
 /// How long `--detach` waits for the new server to answer.
 const DETACH_WAIT: Duration = Duration::from_secs(20);
@@ -42,11 +43,9 @@ fn announce(args: &DashArgs, url: &str, pid: u32, reused: bool) {
     if args.json {
         output::json(&json!({ "url": url, "pid": pid, "reused": reused }));
     } else if reused {
-        println!(
-            "pitroom dash: already running at {url} (pid {pid}; `pitroom dash --stop` ends it)"
-        );
+        say!("pitroom dash: already running at {url} (pid {pid}; `pitroom dash --stop` ends it)");
     } else {
-        println!("pitroom dash: {url}");
+        say!("pitroom dash: {url}");
     }
     if args.open {
         open(url);
@@ -88,7 +87,7 @@ fn serve(args: &DashArgs, detached: bool) -> i32 {
         }
     };
     if detached {
-        println!("serving {} (pid {})", dash.url(), std::process::id());
+        say!("serving {} (pid {})", dash.url(), std::process::id());
     } else {
         announce(args, &dash.url(), std::process::id(), false);
         if !args.json {
@@ -203,7 +202,7 @@ fn stop(home: &Home, json_out: bool) -> i32 {
         if json_out {
             output::json(&json!({ "stopped": false, "running": false }));
         } else {
-            println!("pitroom dash: no dashboard server is running for this state directory");
+            say!("pitroom dash: no dashboard server is running for this state directory");
         }
         return exit::OK;
     };
@@ -226,7 +225,7 @@ fn stop(home: &Home, json_out: bool) -> i32 {
     if json_out {
         output::json(&json!({ "stopped": true, "pid": entry.pid, "url": entry.url() }));
     } else {
-        println!(
+        say!(
             "pitroom dash: stopped the server at {} (pid {})",
             entry.url(),
             entry.pid

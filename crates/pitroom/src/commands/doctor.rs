@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::cli::DoctorArgs;
 use crate::output;
+use crate::output::say;
 
 pub fn doctor(args: DoctorArgs) -> i32 {
     let service = match super::service() {
@@ -40,7 +41,7 @@ pub fn doctor(args: DoctorArgs) -> i32 {
                 (false, true) => "✘",
                 (false, false) => "·",
             };
-            println!("{mark} {:<12} {}", c.name, c.detail);
+            say!("{mark} {:<12} {}", c.name, c.detail);
         }
         if let Some(probes) = &probes {
             super::probe::print(probes);

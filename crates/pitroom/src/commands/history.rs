@@ -17,6 +17,7 @@ use pitroom_workers::ModelInfo;
 use serde_json::json;
 
 use crate::output;
+use crate::output::say;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -185,12 +186,12 @@ fn one_line(text: &str, width: usize) -> String {
 
 fn print_hits(hits: &[Hit], searched: bool) {
     if hits.is_empty() {
-        println!("no runs match");
+        say!("no runs match");
         return;
     }
     for h in hits {
         let pruned = if h.pruned { " (cleaned)" } else { "" };
-        println!(
+        say!(
             "{}  {:<7} {:<7} {:>5}  {:>6} tok  {:>8}  {}{pruned}",
             h.id,
             h.state,
@@ -200,9 +201,9 @@ fn print_hits(hits: &[Hit], searched: bool) {
             money(h.cost, h.cost_estimated),
             h.worker
         );
-        println!("    {}", one_line(&h.task, 100));
+        say!("    {}", one_line(&h.task, 100));
         if let (true, Some(s)) = (searched, &h.snippet) {
-            println!("    … {}", one_line(s, 100));
+            say!("    … {}", one_line(s, 100));
         }
     }
 }
@@ -240,12 +241,19 @@ fn percent(rate: Option<f64>) -> String {
 
 fn print_stats(rows: &[WorkerStats], since: &Since) {
     if rows.is_empty() {
-        println!("no finished runs (since {})", since.label);
+        say!("no finished runs (since {})", since.label);
         return;
     }
-    println!(
+    say!(
         "{:<40} {:>5} {:>7} {:>6} {:>7} {:>8} {:>9} {:>9}",
-        "worker", "runs", "success", "429s", "median", "tokens", "cost", "est.saved"
+        "worker",
+        "runs",
+        "success",
+        "429s",
+        "median",
+        "tokens",
+        "cost",
+        "est.saved"
     );
     for s in rows {
         let mut cost = format!("${:.3}", s.cost);
@@ -255,7 +263,7 @@ fn print_stats(rows: &[WorkerStats], since: &Since) {
         if s.cost_unknown_runs > 0 {
             cost.push('+');
         }
-        println!(
+        say!(
             "{:<40} {:>5} {:>7} {:>6} {:>7} {:>8} {:>9} {:>9}",
             one_line(&s.worker, 40),
             s.runs,
@@ -275,7 +283,7 @@ fn print_stats(rows: &[WorkerStats], since: &Since) {
         legend.push("+ some runs had no cost (n/a)");
     }
     legend.push("savings are estimates");
-    println!("{}", legend.join(" · "));
+    say!("{}", legend.join(" · "));
 }
 
 fn import(args: ImportArgs) -> i32 {
@@ -298,7 +306,7 @@ fn import(args: ImportArgs) -> i32 {
             if args.json {
                 output::json(&json!({"database": path, "import": report}));
             } else {
-                println!(
+                say!(
                     "imported {} run{} into {}{}",
                     report.imported,
                     if report.imported == 1 { "" } else { "s" },
@@ -375,7 +383,7 @@ pub fn savings(args: SavingsArgs) -> i32 {
     }
     print_savings(&totals, args.models.then_some(main));
     if let Some(file) = &args.card {
-        println!("card written to {}", file.display());
+        say!("card written to {}", file.display());
     }
     exit::OK
 }
@@ -389,12 +397,18 @@ fn write_card(file: &Path, savings: &Savings) -> Result<(), i32> {
 }
 
 fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
-    println!(
+    say!(
         "{:<12} {:>6} {:>9} {:>9} {:>11} {:>10} {:>10}",
-        "period", "runs", "tokens", "returned", "compression", "cost", "est.saved"
+        "period",
+        "runs",
+        "tokens",
+        "returned",
+        "compression",
+        "cost",
+        "est.saved"
     );
     for s in totals {
-        println!(
+        say!(
             "{:<12} {:>6} {:>9} {:>9} {:>11} {:>10} {:>10}",
             s.since,
             s.runs,
@@ -408,8 +422,8 @@ fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
         );
     }
     if let Some(s) = per_model {
-        println!();
-        println!(
+        say!();
+        say!(
             "{:<40} {:>6} {:>9} {:>10} {:>10}",
             format!("worker ({})", s.since),
             "runs",
@@ -418,7 +432,7 @@ fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
             "est.saved"
         );
         for m in &s.per_model {
-            println!(
+            say!(
                 "{:<40} {:>6} {:>9} {:>10} {:>10}",
                 one_line(&m.worker, 40),
                 m.runs,
@@ -447,7 +461,7 @@ fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
                 s.cost_unknown_runs
             ));
         }
-        println!("{note}");
+        say!("{note}");
     }
 }
 
@@ -498,30 +512,30 @@ fn print_clean(
     failures: &[String],
 ) {
     if args.yes {
-        println!(
+        say!(
             "removed {} run director{} that ended more than {} days ago",
             removed.len(),
             if removed.len() == 1 { "y" } else { "ies" },
             args.days
         );
     } else if doomed.is_empty() {
-        println!(
+        say!(
             "nothing to clean: no run ended more than {} days ago",
             args.days
         );
     } else {
-        println!(
+        say!(
             "would remove {} run director{} that ended more than {} days ago (dry run; add --yes):",
             doomed.len(),
             if doomed.len() == 1 { "y" } else { "ies" },
             args.days
         );
         for id in doomed {
-            println!("  {id}");
+            say!("  {id}");
         }
     }
     if !kept_patches.is_empty() {
-        println!(
+        say!(
             "kept {} isolated run(s) whose patch was never applied: {} (apply or discard them; clean never removes them)",
             kept_patches.len(),
             kept_patches.join(", ")
@@ -557,26 +571,30 @@ pub fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
         return;
     }
     let usage = model_usage(backend);
-    println!(
+    say!(
         "{backend}: {} model{}",
         models.len(),
         if models.len() == 1 { "" } else { "s" }
     );
     let width = models.iter().map(|m| m.id.len()).max().unwrap_or(0).min(60);
     if !usage.is_empty() {
-        println!(
+        say!(
             "  {:<width$}  {:>5} {:>7} {:>8} {:>9}",
-            "model", "runs", "success", "tokens", "cost"
+            "model",
+            "runs",
+            "success",
+            "tokens",
+            "cost"
         );
     }
     for m in models {
         match usage.get(&Some(m.id.clone())) {
-            Some(s) => println!("  {:<width$}  {}", m.id, usage_columns(s)),
-            None => println!("  {}", m.id),
+            Some(s) => say!("  {:<width$}  {}", m.id, usage_columns(s)),
+            None => say!("  {}", m.id),
         }
     }
     if let Some(s) = usage.get(&None) {
-        println!("  {:<width$}  {}", "(CLI default)", usage_columns(s));
+        say!("  {:<width$}  {}", "(CLI default)", usage_columns(s));
     }
 }
 

@@ -4,12 +4,13 @@ use pitroom_core::exit;
 
 use crate::cli::McpArgs;
 use crate::output;
+use crate::output::say_raw;
 
 pub fn mcp(args: McpArgs) -> i32 {
     if let Some(host) = &args.print_config {
         return match pitroom_mcp::hosts::config_for(host) {
             Ok(text) => {
-                print!("{text}");
+                say_raw!("{text}");
                 exit::OK
             }
             Err(why) => {

@@ -5,6 +5,7 @@ use pitroom_service::plan::PlanStatus;
 
 use crate::cli::{PlanArgs, PlanCommand};
 use crate::output;
+use crate::output::{say, say_raw};
 
 pub fn plan(args: PlanArgs) -> i32 {
     let service = match super::service() {
@@ -17,7 +18,7 @@ pub fn plan(args: PlanArgs) -> i32 {
                 if json {
                     output::json(&status);
                 } else {
-                    print!("{}", render(&status));
+                    say_raw!("{}", render(&status));
                 }
                 exit::OK
             }
@@ -33,7 +34,7 @@ pub fn plan(args: PlanArgs) -> i32 {
                 if json {
                     output::json(&note);
                 } else {
-                    println!("pitroom: noted on {}", plan.display());
+                    say!("pitroom: noted on {}", plan.display());
                 }
                 exit::OK
             }

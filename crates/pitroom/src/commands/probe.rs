@@ -14,6 +14,7 @@ use pitroom_workers::Mode;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::output::say;
 use crate::output::{self, Progress};
 
 /// The word a worker must answer with.
@@ -277,8 +278,8 @@ fn first_line(text: &str) -> String {
 
 /// One line per probe, in doctor's style: ✔ ok, ✘ a failure that counts, · one that does not.
 pub fn print(probes: &[Probe]) {
-    println!();
-    println!("probe: a read run per worker in a temporary repository: \"{TASK}\"");
+    say!();
+    say!("probe: a read run per worker in a temporary repository: \"{TASK}\"");
     for p in probes {
         let mark = match (p.ok, p.essential) {
             (true, _) => "✔",
@@ -305,7 +306,7 @@ pub fn print(probes: &[Probe]) {
         if !p.ok && !p.essential {
             line.push_str(" (a fallback target: runs go on without it)");
         }
-        println!("{line}");
+        say!("{line}");
     }
 }
 

@@ -4,6 +4,7 @@ use pitroom_core::exit;
 
 use crate::cli::RevertArgs;
 use crate::output;
+use crate::output::say;
 
 pub fn revert(args: RevertArgs) -> i32 {
     let service = match super::service() {
@@ -16,7 +17,7 @@ pub fn revert(args: RevertArgs) -> i32 {
             if args.json {
                 output::json(&serde_json::json!({"run": id, "reverted": true, "files": n}));
             } else {
-                println!(
+                say!(
                     "pitroom ✔ reverted run {id}: {n} file{} restored",
                     if n == 1 { "" } else { "s" }
                 );

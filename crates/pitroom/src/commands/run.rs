@@ -10,6 +10,7 @@ use pitroom_workers::Mode;
 
 use crate::cli::{ModelsArgs, RunArgs, SuperviseArgs};
 use crate::output::{self, Progress};
+use crate::output::{say, say_raw, tell};
 
 pub fn run(args: RunArgs) -> i32 {
     let service = match super::service() {
@@ -69,7 +70,7 @@ pub(super) fn carry_out(
     if json {
         output::json(&record);
     } else {
-        print!("{}", report::render(&record, output::stdout_color()));
+        say_raw!("{}", report::render(&record, output::stdout_color()));
     }
     record.exit_code()
 }
@@ -78,8 +79,8 @@ fn print_started(record: &RunRecord, json: bool) {
     if json {
         output::json(record);
     } else {
-        println!("{}", record.id);
-        eprintln!(
+        say!("{}", record.id);
+        tell!(
             "pitroom: started run {id} in the background; follow it with: pitroom wait {id}   (or: pitroom status {id})",
             id = record.id
         );
@@ -213,7 +214,7 @@ fn all_models(json: bool) -> i32 {
         } else {
             match listed {
                 Ok(models) => super::history::print_models(backend, &models, false),
-                Err(e) => println!("{backend}: {e}"),
+                Err(e) => say!("{backend}: {e}"),
             }
         }
     }

@@ -7,6 +7,7 @@ use pitroom_service::changes::RunFile;
 
 use crate::cli::{LsArgs, ShowArgs};
 use crate::output;
+use crate::output::{say, say_raw, tell};
 
 pub fn show(args: ShowArgs) -> i32 {
     let service = match super::service() {
@@ -23,7 +24,7 @@ pub fn show(args: ShowArgs) -> i32 {
     } else if args.patch {
         match service.patch(&record) {
             Ok(Some(shown)) => write_stdout(shown.as_bytes()),
-            Ok(None) => eprintln!("pitroom: run {id} changed nothing; there is no patch"),
+            Ok(None) => tell!("pitroom: run {id} changed nothing; there is no patch"),
             Err(e) => return super::fail(&e),
         }
     } else if args.events {
@@ -36,7 +37,7 @@ pub fn show(args: ShowArgs) -> i32 {
             Err(e) => return super::fail(&e),
         }
     } else {
-        print!("{}", report::render(&record, output::stdout_color()));
+        say_raw!("{}", report::render(&record, output::stdout_color()));
         if args.full {
             let stderr = service
                 .run_file(&record, RunFile::Stderr)
@@ -44,7 +45,7 @@ pub fn show(args: ShowArgs) -> i32 {
                 .flatten()
                 .unwrap_or_default();
             let stderr = String::from_utf8_lossy(&stderr);
-            println!("── worker stderr ({} bytes):\n{stderr}", stderr.len());
+            say!("── worker stderr ({} bytes):\n{stderr}", stderr.len());
         }
     }
     exit::OK
@@ -69,11 +70,11 @@ pub fn ls(args: LsArgs) -> i32 {
         return exit::OK;
     }
     if records.is_empty() {
-        println!("no runs{}", if args.running { " running" } else { " yet" });
+        say!("no runs{}", if args.running { " running" } else { " yet" });
         return exit::OK;
     }
     for r in &records {
-        println!("{}", report::brief(r));
+        say!("{}", report::brief(r));
     }
     exit::OK
 }

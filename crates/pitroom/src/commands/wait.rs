@@ -9,6 +9,7 @@ use pitroom_service::Selector;
 
 use crate::cli::{StatusArgs, StopArgs, WaitArgs};
 use crate::output;
+use crate::output::{say, say_raw, tell};
 
 /// How long `stop` waits for the supervisors to record `stopped`.
 const STOP_SETTLE: Duration = Duration::from_secs(15);
@@ -17,9 +18,9 @@ fn print_one(record: &RunRecord, json: bool, brief: bool) {
     if json {
         output::json(record);
     } else if brief {
-        println!("{}", report::brief(record));
+        say!("{}", report::brief(record));
     } else {
-        print!("{}", report::render(record, output::stdout_color()));
+        say_raw!("{}", report::render(record, output::stdout_color()));
     }
 }
 
@@ -30,9 +31,9 @@ fn print_table(records: &[RunRecord], json: bool) {
         return;
     }
     for r in records {
-        println!("{}", report::brief(r));
+        say!("{}", report::brief(r));
     }
-    println!("{}", tally_line(records));
+    say!("{}", tally_line(records));
 }
 
 /// `6 runs: 4 done, 1 failed, 1 running`.
@@ -89,7 +90,7 @@ pub fn wait(args: WaitArgs) -> i32 {
         return report_finished(&outcome.records, single, &args, &selector);
     }
     print_set_brief(&outcome.records, single, args.json);
-    eprintln!(
+    tell!(
         "pitroom: {} run(s) still active; call again: {}",
         outcome.active(),
         wait_again(&selector, &outcome.records)
@@ -114,17 +115,17 @@ fn report_finished(
         _ => {
             for r in &finished {
                 if args.brief {
-                    println!("{}", report::brief(r));
+                    say!("{}", report::brief(r));
                 } else {
-                    print!("{}", report::render(r, output::stdout_color()));
-                    println!();
+                    say_raw!("{}", report::render(r, output::stdout_color()));
+                    say!();
                 }
             }
         }
     }
     let active = records.len() - finished.len();
     if active > 0 {
-        eprintln!(
+        tell!(
             "pitroom: {active} still active: {}",
             wait_again(selector, records)
         );
@@ -138,7 +139,7 @@ fn print_set_brief(records: &[RunRecord], single: bool, json: bool) {
         _ if json => output::json(&records),
         _ => {
             for r in records {
-                println!("{}", report::brief(r));
+                say!("{}", report::brief(r));
             }
         }
     }
@@ -182,7 +183,7 @@ pub fn stop(args: StopArgs) -> i32 {
         }
     } else {
         for r in &records {
-            println!("pitroom: run {} is {}", r.id, r.state.as_str());
+            say!("pitroom: run {} is {}", r.id, r.state.as_str());
         }
     }
     exit::OK

@@ -12,6 +12,7 @@ use pitroom_service::WatchEvent;
 
 use crate::cli::WatchArgs;
 use crate::output;
+use crate::output::{say, tell};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Style {
@@ -49,7 +50,7 @@ pub fn watch(args: WatchArgs) -> i32 {
         let event = match next {
             Next::Event(e) => e,
             Next::TimedOut => {
-                eprintln!(
+                tell!(
                     "pitroom: still running; call again: pitroom watch{}",
                     again(&args)
                 );
@@ -90,14 +91,14 @@ fn print_line(event: &WatchEvent) {
 /// A line per finished run, and the tally at the end.
 fn print_brief(event: &WatchEvent, records: &[RunRecord]) {
     if let WatchEvent::AllDone { .. } = event {
-        println!("{}", super::wait::tally_line(records));
+        say!("{}", super::wait::tally_line(records));
         return;
     }
     if !event.is_terminal() {
         return;
     }
     if let Some(record) = records.iter().find(|r| Some(r.id.as_str()) == event.run()) {
-        println!("{}", report::brief(record));
+        say!("{}", report::brief(record));
     }
 }
 

@@ -14,15 +14,6 @@
 //! - [`real`]: the real CLIs `--worker` drives, and their provider configs;
 //! - [`run`]: running one child command, bounded in time and stopped on Ctrl-C.
 
-/// `println!` that never panics: a reader that went away (`pitroom demo | head`) must not stop
-/// the demo before it cleans up.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 mod model_server;
 mod real;
 mod run;
@@ -37,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use pitroom_core::home::supervisor_alive;
 use pitroom_core::{exit, Home};
+
+use crate::output::say;
 
 use crate::cli::DemoArgs;
 use crate::output;

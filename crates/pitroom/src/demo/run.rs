@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{Demo, INTERRUPTED};
+use crate::output::say;
 
 impl Demo {
     /// Runs `pitroom ARGS` in the sample project with the demo's environment, prints the

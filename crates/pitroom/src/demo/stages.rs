@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::scripts::{self, CREW_TASKS};
 use super::worker::Script;
 use super::{write, Demo, MODEL};
+use crate::output::say;
 
 /// How many stages there are, for the "stage n/N" headers.
 const STAGES: usize = 6;

@@ -11,6 +11,12 @@
 //! "cost": X}}` (a model call's start and finish, with its tokens), and `{"write": {"path":
 //! "rel", "content": "…"}}` (a file edit in the work tree, relative to `--dir`).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a stand-in worker CLI: its stdout is the event stream Pitroom reads"
+)]
+
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

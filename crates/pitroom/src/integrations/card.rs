@@ -12,6 +12,7 @@ use pitroom_service::Service;
 use pitroom_workers::Mode;
 
 use super::skill_commands::{split_unquoted, words};
+use crate::output::tell;
 
 /// More cards than this in one hook is a listing, not news: the rest are summed up in a line.
 const MAX_CARDS: usize = 6;
@@ -192,7 +193,7 @@ fn claim(service: &Service, id: &str, phase: Phase) -> bool {
         Err(e) if e.kind() == ErrorKind::AlreadyExists => false,
         Err(e) => {
             // A card shown twice is better than a card lost: show it, say why.
-            eprintln!(
+            tell!(
                 "pitroom: hook-card: could not write {}: {e}",
                 marker.display()
             );

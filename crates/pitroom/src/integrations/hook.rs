@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::card;
 use super::skills;
+use crate::output::{say, tell};
 
 /// Claude Code, Codex and Gemini CLI cut hook output strings beyond this many characters.
 pub const HOST_CAP: usize = 10_000;
@@ -27,7 +28,7 @@ pub fn read_payload() -> Value {
     }
     let mut raw = String::new();
     if let Err(e) = stdin.lock().take(MAX_INPUT).read_to_string(&mut raw) {
-        eprintln!("pitroom: hook: could not read the host's payload on stdin: {e}");
+        tell!("pitroom: hook: could not read the host's payload on stdin: {e}");
     }
     serde_json::from_str(&raw).unwrap_or_else(|_| Value::Object(Default::default()))
 }
@@ -43,7 +44,7 @@ pub fn session_start() -> i32 {
     if inside_worker() {
         return 0;
     }
-    println!("{}", session_start_output(&payload));
+    say!("{}", session_start_output(&payload));
     0
 }
 
@@ -87,13 +88,13 @@ pub fn hook_card() -> i32 {
     let service = match pitroom_service::Service::from_process() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("pitroom: hook-card: {}", e.message);
+            tell!("pitroom: hook-card: {}", e.message);
             return 0;
         }
     };
     let cards = card::cards_for(&service, &call.command, &call.output);
     if let Some(out) = card_output(&payload, &cards) {
-        println!("{out}");
+        say!("{out}");
     }
     0
 }

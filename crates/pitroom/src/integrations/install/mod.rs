@@ -30,6 +30,7 @@ pub use layout::{Host, Layout};
 pub use manifest::{hash, Entry, Manifest};
 pub use uninstall::uninstall;
 
+use crate::output::tell;
 use apply::apply_steps;
 use manifest::save_manifest;
 use plan::{print_done, print_plan, print_registrations, step_for, wanted, Step, Want};
@@ -100,7 +101,7 @@ pub fn install(args: InstallArgs) -> i32 {
     if !foreign.is_empty() && !args.force {
         output::error("refusing to replace what Pitroom did not write:");
         for w in &foreign {
-            eprintln!("  {}", layout.show(w.path()));
+            tell!("  {}", layout.show(w.path()));
         }
         output::hint(
             "move them away, or re-run with --force (the originals are kept in Pitroom's data dir and `pitroom uninstall` puts them back)",

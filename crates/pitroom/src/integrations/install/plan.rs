@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{hash, Entry, Host, Layout, Manifest};
 use crate::integrations::skills::SKILLS;
+use crate::output::say;
 
 /// What install wants at one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,7 +114,7 @@ pub(super) fn step_for(want: &Want, manifest: &Manifest) -> Step {
 }
 
 pub(super) fn print_plan(layout: &Layout, steps: &[(Want, Step)]) {
-    println!("pitroom install --dry-run: nothing is changed");
+    say!("pitroom install --dry-run: nothing is changed");
     for (want, step) in steps {
         let what = match (want, step) {
             (_, Step::Keep) => continue,
@@ -128,12 +129,12 @@ pub(super) fn print_plan(layout: &Layout, steps: &[(Want, Step)]) {
             ""
         };
         match want {
-            Want::Link { path, target } => println!(
+            Want::Link { path, target } => say!(
                 "  {what} {} → {}{aside}",
                 layout.show(path),
                 layout.show(target)
             ),
-            _ => println!("  {what} {}{aside}", layout.show(want.path())),
+            _ => say!("  {what} {}{aside}", layout.show(want.path())),
         }
     }
 }
@@ -142,14 +143,14 @@ pub(super) fn print_done(layout: &Layout, hosts: &[Host], steps: &[(Want, Step)]
     let made = steps.iter().filter(|(_, s)| *s != Step::Keep).count();
     let names: Vec<&str> = hosts.iter().map(|h| h.name()).collect();
     if made == 0 {
-        println!("pitroom: already installed for {}", names.join(", "));
+        say!("pitroom: already installed for {}", names.join(", "));
     } else {
-        println!("pitroom: installed for {}", names.join(", "));
+        say!("pitroom: installed for {}", names.join(", "));
     }
     let mut dirs: Vec<PathBuf> = hosts.iter().map(|h| layout.skills_dir(*h)).collect();
     dirs.dedup();
     for dir in dirs {
-        println!(
+        say!(
             "  {} skills linked in {} (→ {})",
             SKILLS.len(),
             layout.show(&dir),
@@ -160,25 +161,25 @@ pub(super) fn print_done(layout: &Layout, hosts: &[Host], steps: &[(Want, Step)]
         .iter()
         .any(|(w, s)| matches!(w, Want::Settings { .. }) && *s != Step::Keep)
     {
-        println!("  status line set in {}", layout.show(&layout.settings()));
+        say!("  status line set in {}", layout.show(&layout.settings()));
     }
-    println!("  undo with: pitroom uninstall");
+    say!("  undo with: pitroom uninstall");
 }
 
 /// The MCP registration for each host (Pitroom never edits the hosts' own config files).
 pub(super) fn print_registrations(hosts: &[Host], statusline: bool) {
     for host in hosts {
         if let Ok(snippet) = pitroom_mcp::hosts::config_for(host.name()) {
-            println!(
+            say!(
                 "\nMCP for {} (optional; the skills work without it):",
                 host.name()
             );
             for line in snippet.lines() {
-                println!("  {line}");
+                say!("  {line}");
             }
         }
     }
     if hosts.contains(&Host::Claude) && !statusline {
-        println!("\nStatus line: pitroom install --host claude --statusline");
+        say!("\nStatus line: pitroom install --host claude --statusline");
     }
 }

@@ -8,6 +8,7 @@ use pitroom_core::exit;
 use super::manifest::io_error;
 use super::{hash, refuse, Entry, Layout, Manifest, UninstallArgs};
 use crate::output;
+use crate::output::say;
 
 pub fn uninstall(args: UninstallArgs) -> i32 {
     let layout = match Layout::from_env(&crate::commands::env_lookup) {
@@ -17,7 +18,7 @@ pub fn uninstall(args: UninstallArgs) -> i32 {
     let manifest = match Manifest::load(&layout.manifest()) {
         Ok(Some(m)) => m,
         Ok(None) => {
-            println!(
+            say!(
                 "pitroom: nothing to uninstall (no manifest at {})",
                 layout.show(&layout.manifest())
             );
@@ -26,9 +27,9 @@ pub fn uninstall(args: UninstallArgs) -> i32 {
         Err(e) => return refuse(&e),
     };
     if args.dry_run {
-        println!("pitroom uninstall --dry-run: nothing is changed");
+        say!("pitroom uninstall --dry-run: nothing is changed");
         for entry in manifest.entries.iter().rev() {
-            println!("  {}", describe(&layout, entry));
+            say!("  {}", describe(&layout, entry));
         }
         return exit::OK;
     }
@@ -44,9 +45,9 @@ pub fn uninstall(args: UninstallArgs) -> i32 {
         }
     }
     if left == 0 {
-        println!("pitroom: uninstalled; everything install made is gone");
+        say!("pitroom: uninstalled; everything install made is gone");
     } else {
-        println!(
+        say!(
             "pitroom: uninstalled; {left} path(s) changed since install were left as they are (see above)"
         );
     }
