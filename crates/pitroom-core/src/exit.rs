@@ -16,7 +16,10 @@ pub const STILL_RUNNING: i32 = 75;
 /// table, so what a code means is written once.
 pub const MEANINGS: &[(i32, &str)] = &[
     (OK, "ok"),
-    (FAILED, "the worker failed or was stopped; a revert conflicted"),
+    (
+        FAILED,
+        "the worker failed or was stopped; a revert conflicted",
+    ),
     (USAGE, "usage error"),
     (
         REFUSED,

@@ -29,6 +29,9 @@ pub struct InvocationRequest {
     pub resume_session: Option<String>,
     /// A short title for the CLI's session list.
     pub title: String,
+    /// The file the engine writes the prompt to before the launch (a config-described CLI
+    /// may name it in an argument as `{prompt_file}`).
+    pub prompt_file: PathBuf,
     /// The caller's environment, as (name, value) pairs.
     pub env: Vec<(String, String)>,
 }
@@ -50,6 +53,7 @@ impl InvocationRequest {
             },
             resume_session: None,
             title: "t".into(),
+            prompt_file: "/t/prompt.md".into(),
             env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         }
     }
@@ -62,11 +66,36 @@ impl InvocationRequest {
     }
 }
 
-/// A fully built command: the engine runs it with the prompt on stdin, then closes stdin.
+/// Where a CLI takes the run's prompt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PromptInput {
+    /// On stdin, then end of file: nothing of the task is in argv, which any local user can
+    /// read in `/proc`.
+    #[default]
+    Stdin,
+    /// Whole, as the argument inserted at `index` of `args`, with stdin closed. Only for a CLI
+    /// with no other way: the kernel caps one argument at 128 KiB, and a longer prompt fails
+    /// the launch with "Argument list too long" instead of being cut.
+    Argument { index: usize },
+}
+
+/// A file the engine writes (mode 0600, replacing any earlier one whole) before it launches
+/// the CLI: settings and policies of CLIs that read them only from files. Adapters never touch
+/// the disk themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsFile {
+    pub path: PathBuf,
+    pub content: String,
+}
+
+/// A fully built command and what the engine must do to start it: write `files`, then run
+/// `program args` with the prompt placed as `prompt` says.
 #[derive(Debug, Clone)]
 pub struct Invocation {
     pub program: PathBuf,
     pub args: Vec<OsString>,
+    pub prompt: PromptInput,
+    pub files: Vec<SettingsFile>,
     /// Variables to set on top of the caller's environment.
     pub env: Vec<(OsString, OsString)>,
     /// Variables to remove from the caller's environment.
@@ -89,6 +118,8 @@ impl Invocation {
         Invocation {
             program: PathBuf::from("/bin/sh"),
             args,
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env: Vec::new(),
             env_remove: Vec::new(),
             notes: Vec::new(),

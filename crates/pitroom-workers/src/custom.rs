@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
+    StreamParser,
 };
 use crate::events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 use crate::find_binary;
@@ -212,9 +213,20 @@ impl Adapter for Custom {
                     .map(|a| a.replace("{session}", session).into()),
             );
         }
-        if self.def.prompt == PromptPlacement::Argument {
-            args.push(PROMPT_ARGUMENT.into());
-        }
+        let prompt_file = req.prompt_file.to_string_lossy();
+        let args: Vec<OsString> = args
+            .into_iter()
+            .map(|a| match a.to_str() {
+                Some(text) if text.contains(PROMPT_FILE) => {
+                    text.replace(PROMPT_FILE, &prompt_file).into()
+                }
+                _ => a,
+            })
+            .collect();
+        let prompt = match self.def.prompt {
+            PromptPlacement::Stdin => PromptInput::Stdin,
+            PromptPlacement::Argument => PromptInput::Argument { index: args.len() },
+        };
         let mut env: Vec<(OsString, OsString)> = self
             .def
             .env
@@ -242,6 +254,8 @@ impl Adapter for Custom {
         Ok(Invocation {
             program,
             args,
+            prompt,
+            files: Vec::new(),
             env,
             env_remove: Vec::new(),
             notes,
@@ -370,8 +384,8 @@ impl StreamParser for CustomStream {
     }
 }
 
-/// The argument the engine replaces with the whole prompt text (`prompt = "argument"`).
-pub const PROMPT_ARGUMENT: &str = "{prompt}";
+/// In an argument of a config-described CLI: the path of the file holding the prompt.
+pub const PROMPT_FILE: &str = "{prompt_file}";
 
 #[cfg(test)]
 mod tests {
@@ -413,6 +427,7 @@ mod tests {
             },
             resume_session: Some("s1".into()),
             title: "t".into(),
+            prompt_file: "/t/prompt.md".into(),
             env: vec![],
         }
     }

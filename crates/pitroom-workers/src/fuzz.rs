@@ -678,6 +678,7 @@ fn request_with_user_config(
         },
         resume_session: None,
         title: "fuzz".into(),
+        prompt_file: root.join("prompt.md"),
         env,
     }
 }

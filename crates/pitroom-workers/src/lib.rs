@@ -25,7 +25,7 @@ pub mod secret_files;
 
 pub use adapter::{
     parse_stream, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest,
-    LineByLine, ModelInfo, StateDirs, StreamParser,
+    LineByLine, ModelInfo, PromptInput, SettingsFile, StateDirs, StreamParser,
 };
 pub use binary::{find_binary, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};

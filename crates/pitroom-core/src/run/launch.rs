@@ -11,7 +11,10 @@ use pitroom_proc::{
     ContainmentReport, GitDirState, KeeperSpec, LandlockState, Mechanism, SandboxReport,
     SandboxSpec, TreeAccess,
 };
-use pitroom_workers::{Adapter, AdapterError, InvocationRequest, Mode, StateDirs};
+use pitroom_workers::{
+    Adapter, AdapterError, Invocation, InvocationRequest, Mode, PromptInput, SettingsFile,
+    StateDirs,
+};
 
 use super::stream::{Ending, Stream};
 use super::tree::{prepare_dirs, TreeSetup};
@@ -68,6 +71,7 @@ impl Engine {
                 scratch: scratch.to_path_buf(),
             },
             resume_session: session,
+            prompt_file: prompt_file(scratch),
             title: format!(
                 "pitroom {}: {}",
                 spec.mode.as_str(),
@@ -110,6 +114,7 @@ impl Engine {
             }
         }
         prepare_dirs(&req.dirs, &invocation.links);
+        write_settings(&invocation.files)?;
 
         let (mode, task) = (record.spec.mode, &record.spec.task);
         let mut prompt_text = match (handoff, &record.spec.parent) {
@@ -118,9 +123,9 @@ impl Engine {
             (None, None) => prompt::worker_prompt(mode, task),
         };
         prompt_text.push_str(&prompt::attachments_block(&record.spec.attachments));
-        let prompt_path = run_dir.join("prompt.md");
+        let prompt_path = req.prompt_file.clone();
         std::fs::write(&prompt_path, &prompt_text).map_err(io("writing the prompt"))?;
-        let (args, stdin_file) = place_prompt(&invocation.args, &prompt_text, &prompt_path);
+        let (args, stdin_file) = place_prompt(&invocation, &prompt_text, &prompt_path);
 
         let spec = KeeperSpec {
             program: invocation.program.clone(),
@@ -277,24 +282,56 @@ fn with_worker_cli(
     env
 }
 
-/// Where the prompt goes: on stdin (the file, then EOF), or, for a CLI described in the config
-/// with `prompt = "argument"`, whole in place of the `{prompt}` argument with stdin closed.
-/// `{prompt_file}` in any argument becomes the prompt file's path.
-fn place_prompt(args: &[OsString], prompt: &str, file: &Path) -> (Vec<OsString>, Option<PathBuf>) {
-    let as_argument = args
-        .iter()
-        .any(|a| a == pitroom_workers::custom::PROMPT_ARGUMENT);
-    let placed = args
-        .iter()
-        .map(|a| match a.to_str() {
-            Some(pitroom_workers::custom::PROMPT_ARGUMENT) => OsString::from(prompt),
-            Some(text) if text.contains("{prompt_file}") => {
-                OsString::from(text.replace("{prompt_file}", &file.to_string_lossy()))
-            }
-            _ => a.clone(),
-        })
-        .collect();
-    (placed, (!as_argument).then(|| file.to_path_buf()))
+/// Where the run's prompt is written before the launch: beside the attempt's scratch dir, in
+/// the run directory (`prompt.md`).
+fn prompt_file(scratch: &Path) -> PathBuf {
+    scratch.with_file_name("prompt.md")
+}
+
+/// Writes the files a CLI reads its settings from, each replaced whole (a temp file renamed
+/// over it, so a run starting at the same moment never reads half a file) and private (mode
+/// 0600: settings may hold keys). A file that cannot be written stops the launch: the CLI
+/// would run without its safety settings.
+pub(super) fn write_settings(files: &[SettingsFile]) -> Result<(), EngineError> {
+    for file in files {
+        write_private(&file.path, &file.content).map_err(|e| {
+            EngineError::Refused(format!(
+                "could not write the worker's settings file {}: {e}; check that the state dir \
+                 (PITROOM_HOME) is writable",
+                file.path.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    // `NamedTempFile` creates its file with mode 0600.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(content.as_bytes())?;
+    tmp.as_file().sync_data()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The worker's argv and stdin: the prompt on stdin (the file, then EOF), or, where the
+/// adapter says the CLI reads it nowhere else, whole as one argument with stdin closed.
+pub(super) fn place_prompt(
+    invocation: &Invocation,
+    prompt: &str,
+    file: &Path,
+) -> (Vec<OsString>, Option<PathBuf>) {
+    let mut args = invocation.args.clone();
+    match invocation.prompt {
+        PromptInput::Stdin => (args, Some(file.to_path_buf())),
+        PromptInput::Argument { index } => {
+            args.insert(index.min(args.len()), OsString::from(prompt));
+            (args, None)
+        }
+    }
 }
 
 /// The worker's environment: the caller's, minus what the adapter removes, plus its settings

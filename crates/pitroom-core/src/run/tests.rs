@@ -6,12 +6,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use pitroom_proc::{GitDirState, LandlockState, SandboxReport};
-use pitroom_workers::{adapter_for, Adapter, FailureKind, Mode, ToolOutcome, WorkerEvent};
+use pitroom_workers::{
+    adapter_for, Adapter, FailureKind, Invocation, Mode, PromptInput, SettingsFile, ToolOutcome,
+    WorkerEvent,
+};
 
 use super::changes::unreported;
 use super::fallback::{fallback_chain, fallback_failure};
 use super::judge::{judge, Evidence, Judgement};
-use super::launch::{sandbox_notes, worker_env};
+use super::launch::{place_prompt, sandbox_notes, worker_env, write_settings};
 use super::paths::{project_relative, rewrite_paths};
 use super::stream::{own_usage_of_follow_up, Ending, FileTail, Stream};
 use super::verify::verify_failure;
@@ -193,6 +196,8 @@ fn worker_env_applies_removals_settings_and_floor() {
     let inv = pitroom_workers::Invocation {
         program: "opencode".into(),
         args: vec![],
+        prompt: PromptInput::Stdin,
+        files: vec![],
         env: vec![("A".into(), "1".into())],
         env_remove: vec!["OPENCODE_CONFIG".into()],
         notes: vec![],
@@ -209,6 +214,64 @@ fn worker_env_applies_removals_settings_and_floor() {
     assert_eq!(get("A").as_deref(), Some("1"));
     assert_eq!(get("PAGER").as_deref(), Some("cat"));
     assert_eq!(get("PITROOM_ACTIVE").as_deref(), Some("1"));
+}
+
+#[test]
+fn settings_files_are_written_private_whole_and_in_their_own_folders() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("a/b/settings.json");
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+    std::fs::write(&path, "an older, longer settings file").expect("old file");
+    let files = [SettingsFile {
+        path: path.clone(),
+        content: "{\"k\": \"it's $HOME `x`\"}".into(),
+    }];
+    write_settings(&files).expect("written");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("read"),
+        "{\"k\": \"it's $HOME `x`\"}"
+    );
+    let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+    assert_eq!(mode & 0o077, 0, "settings may hold keys: {mode:o}");
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().expect("parent"))
+        .expect("list")
+        .collect();
+    assert_eq!(leftovers.len(), 1, "no temp file left: {leftovers:?}");
+}
+
+#[test]
+fn a_settings_file_that_cannot_be_written_stops_the_launch_and_names_the_file() {
+    let files = [SettingsFile {
+        path: "/proc/nope/settings.json".into(),
+        content: "{}".into(),
+    }];
+    let e = write_settings(&files).expect_err("refused");
+    assert!(e.to_string().contains("/proc/nope/settings.json"), "{e}");
+}
+
+#[test]
+fn the_prompt_goes_on_stdin_or_whole_into_the_argument_the_adapter_names() {
+    let mut inv = Invocation {
+        program: "cli".into(),
+        args: vec!["--flag".into(), "-p".into()],
+        prompt: PromptInput::Stdin,
+        files: vec![],
+        env: vec![],
+        env_remove: vec![],
+        notes: vec![],
+        links: vec![],
+    };
+    let file = Path::new("/run/prompt.md");
+    let prompt = "-p --force\nsecond line";
+    assert_eq!(
+        place_prompt(&inv, prompt, file),
+        (inv.args.clone(), Some(file.to_path_buf()))
+    );
+    inv.prompt = PromptInput::Argument { index: 2 };
+    let (args, stdin) = place_prompt(&inv, prompt, file);
+    assert_eq!(args, ["--flag", "-p", prompt]);
+    assert_eq!(stdin, None, "stdin closed: the CLI reads the argument");
 }
 
 fn opencode() -> Box<dyn Adapter> {

@@ -22,11 +22,11 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, WorkerEvent};
 use crate::find_binary;
-use crate::qwen::settings::{launch_with_files, SettingsFile};
 pub use parse::AntigravityStream;
 
 /// The Antigravity CLI adapter (each run's stream gets its own [`AntigravityStream`]).
@@ -36,7 +36,6 @@ pub struct Antigravity;
 const PROGRAM: &str = "agy";
 /// The private home inside the shared per-backend state dir (conversations persist there).
 const HOME_DIR: &str = "antigravity-home";
-const SETTINGS_VAR: &str = "PITROOM_AGY_SETTINGS";
 
 /// Texts that name each failure kind beyond the generic ones every adapter shares.
 const AUTH: &[&str] = &[
@@ -59,7 +58,6 @@ impl Antigravity {
     fn settings_file(req: &InvocationRequest) -> SettingsFile {
         SettingsFile {
             path: Self::home(req).join(".gemini/antigravity-cli/settings.json"),
-            var: SETTINGS_VAR,
             content: settings().to_string(),
         }
     }
@@ -121,20 +119,19 @@ impl Adapter for Antigravity {
         if let Some(conversation) = &req.resume_session {
             args.extend(["--conversation".into(), OsString::from(conversation)]);
         }
-        // Last, so nothing after it can be taken for part of the prompt. The prompt is then in
-        // the CLI's argv: one argument is capped by the kernel (128 KiB on Linux), and a longer
-        // one fails the exec with "Argument list too long" instead of being cut.
-        args.extend(["-p".into(), crate::custom::PROMPT_ARGUMENT.into()]);
-        let (program, args, mut env) =
-            launch_with_files(&program, args, vec![Self::settings_file(req)]);
-        env.extend([
-            ("HOME".into(), Self::home(req).into()),
-            ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
-        ]);
+        // `-p` takes the prompt as its argument, and Antigravity reads it nowhere else: last, so
+        // nothing after it can be taken for part of the prompt.
+        args.push("-p".into());
+        let prompt = PromptInput::Argument { index: args.len() };
         Ok(Invocation {
             program,
             args,
-            env,
+            prompt,
+            files: vec![Self::settings_file(req)],
+            env: vec![
+                ("HOME".into(), Self::home(req).into()),
+                ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
+            ],
             env_remove: Vec::new(),
             notes,
             links: Vec::new(),
@@ -186,7 +183,6 @@ mod tests {
     use super::*;
 
     use crate::events::Mode;
-    use std::process::Command;
 
     fn request(mode: Mode, bin: &str) -> InvocationRequest {
         InvocationRequest {
@@ -218,40 +214,37 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_goes_last_as_ps_argument_and_the_settings_are_written_where_agy_reads_them() {
-        // A stand-in CLI that prints its arguments one per line; the placeholder is passed as
-        // is here (the engine replaces it with the prompt).
-        let dir = tempfile::tempdir().unwrap();
-        let fake = dir.path().join("agy");
-        std::fs::write(
-            &fake,
-            "#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n",
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut req = request(Mode::Read, &fake.display().to_string());
-        req.dirs.shared = dir.path().join("shared");
+    fn the_prompt_is_the_argument_after_p_and_the_settings_go_where_agy_reads_them() {
+        let mut req = request(Mode::Read, "/bin/true");
+        req.dirs.shared = "/shared".into();
         let inv = Antigravity.invocation(&req).unwrap();
-        let out = Command::new(&inv.program)
-            .args(&inv.args)
-            .envs(inv.env.iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.ends_with("[-p]\n[{prompt}]\n"), "{text}");
-        assert!(text.contains("[--conversation]\n[conv-1]"), "{text}");
-        assert!(text.contains("[--model]\n[Gemini 3.5 Flash]"), "{text}");
-        let written = std::fs::read_to_string(
-            dir.path()
-                .join("shared/antigravity-home/.gemini/antigravity-cli/settings.json"),
-        )
-        .unwrap();
+        let args: Vec<String> = inv
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args.last().map(String::as_str), Some("-p"));
+        assert_eq!(inv.prompt, PromptInput::Argument { index: args.len() });
+        assert!(args.windows(2).any(|w| w == ["--conversation", "conv-1"]));
+        assert!(args
+            .windows(2)
+            .any(|w| w == ["--model", "Gemini 3.5 Flash"]));
+        assert_eq!(
+            inv.program,
+            PathBuf::from("/bin/true"),
+            "no launcher in between"
+        );
+        let [settings] = inv.files.as_slice() else {
+            panic!("one settings file: {:?}", inv.files)
+        };
+        assert_eq!(
+            settings.path,
+            PathBuf::from("/shared/antigravity-home/.gemini/antigravity-cli/settings.json")
+        );
         assert!(
-            written.contains("\"toolPermission\":\"strict\""),
-            "{written}"
+            settings.content.contains("\"toolPermission\":\"strict\""),
+            "{}",
+            settings.content
         );
     }
 

@@ -16,7 +16,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
+    StreamParser,
 };
 use crate::events::FailureKind;
 use crate::find_binary;
@@ -121,6 +122,8 @@ impl Adapter for Claude {
         Ok(Invocation {
             program,
             args,
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env: Self::env(req),
             env_remove: vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
             notes,
@@ -145,6 +148,8 @@ impl Adapter for Claude {
         Ok(Invocation {
             program: Self::program(req)?,
             args: vec!["--version".into()],
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env: Self::env(req),
             env_remove: Vec::new(),
             notes: Vec::new(),

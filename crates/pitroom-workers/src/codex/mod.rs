@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    StreamParser,
+    PromptInput, StreamParser,
 };
 use crate::events::{FailureKind, ToolOutcome, WorkerEvent};
 use crate::find_binary;
@@ -158,6 +158,8 @@ impl Adapter for Codex {
         Ok(Invocation {
             program,
             args,
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env: Self::env(req),
             env_remove: Vec::new(),
             notes,
@@ -218,6 +220,8 @@ impl Adapter for Codex {
         Ok(Invocation {
             program,
             args,
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env: Self::env(req),
             env_remove: Vec::new(),
             notes: Vec::new(),

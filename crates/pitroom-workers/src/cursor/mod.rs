@@ -18,11 +18,11 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode, WorkerEvent};
 use crate::find_binary;
-use crate::qwen::settings::{launch_with_files, SettingsFile};
 pub use parse::CursorStream;
 
 /// The Cursor CLI adapter (each run's stream gets its own [`CursorStream`]).
@@ -32,7 +32,6 @@ pub struct Cursor;
 const PROGRAM: &str = "cursor-agent";
 /// The private home inside the shared per-backend state dir (sessions persist there).
 const HOME_DIR: &str = "cursor-home";
-const CONFIG_VAR: &str = "PITROOM_CURSOR_CONFIG";
 /// The login Cursor keeps in its config directory, linked into the private one.
 const CREDENTIAL_FILES: &[&str] = &["auth.json"];
 /// Other agent CLIs and Pitroom itself: no recursive delegation.
@@ -104,7 +103,6 @@ impl Cursor {
     fn config_file(req: &InvocationRequest) -> SettingsFile {
         SettingsFile {
             path: Self::config_dir(req).join("cli-config.json"),
-            var: CONFIG_VAR,
             content: cli_config(req.mode, req.web).to_string(),
         }
     }
@@ -198,9 +196,7 @@ impl Adapter for Cursor {
         if let Some(session) = &req.resume_session {
             args.extend(["--resume".into(), OsString::from(session)]);
         }
-        let (program, args, mut env) =
-            launch_with_files(&program, args, vec![Self::config_file(req)]);
-        env.extend([
+        let env = vec![
             ("HOME".into(), Self::home(req).into()),
             (
                 "XDG_CONFIG_HOME".into(),
@@ -209,10 +205,12 @@ impl Adapter for Cursor {
             ("CURSOR_CONFIG_DIR".into(), Self::config_dir(req).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             ("NO_UPDATE_NOTIFIER".into(), "1".into()),
-        ]);
+        ];
         Ok(Invocation {
             program,
             args,
+            prompt: PromptInput::Stdin,
+            files: vec![Self::config_file(req)],
             env,
             env_remove: Vec::new(),
             notes,
@@ -251,6 +249,8 @@ impl Adapter for Cursor {
         Ok(Invocation {
             program: Self::program(req)?,
             args: vec!["--list-models".into()],
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env: Vec::new(),
             env_remove: Vec::new(),
             notes: Vec::new(),
@@ -299,8 +299,6 @@ mod tests {
         }
     }
 
-    use crate::qwen::settings::cli_args;
-
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
         let mut env = env;
         env.push(("PITROOM_CURSOR_BIN", "/bin/true".into()));
@@ -308,7 +306,7 @@ mod tests {
     }
 
     fn args(inv: &Invocation) -> Vec<String> {
-        cli_args(&inv.args)
+        inv.args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
@@ -349,46 +347,28 @@ mod tests {
     }
 
     #[test]
-    fn the_launch_writes_the_config_where_cursor_reads_it_and_passes_stdin_through_whole() {
-        // A stand-in CLI: prints its config (found the way Cursor documents: CURSOR_CONFIG_DIR)
-        // and then its stdin.
-        let dir = tempfile::tempdir().unwrap();
-        let fake = dir.path().join("cursor-agent");
-        std::fs::write(
-            &fake,
-            "#!/bin/sh\ncat \"$CURSOR_CONFIG_DIR/cli-config.json\"; echo; cat\n",
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fn the_config_goes_where_cursor_reads_it_and_the_prompt_on_stdin() {
         let mut req = request(Mode::Read, vec![]);
-        req.env.retain(|(k, _)| k != "PITROOM_CURSOR_BIN");
-        req.env
-            .push(("PITROOM_CURSOR_BIN".into(), fake.display().to_string()));
-        req.dirs.shared = dir.path().join("shared");
+        req.dirs.shared = "/shared".into();
         let inv = Cursor.invocation(&req).unwrap();
-        let mut child = std::process::Command::new(&inv.program)
-            .args(&inv.args)
-            .envs(inv.env.iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        let prompt = "-p --force\nsecond line\n\n";
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(prompt.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let (config, stdin) = text.split_once('\n').unwrap();
-        let config: serde_json::Value = serde_json::from_str(config).unwrap();
-        assert_eq!(config, cli_config(Mode::Read, false));
-        assert_eq!(stdin, prompt, "the prompt reaches the CLI byte for byte");
+        assert_eq!(
+            inv.program,
+            PathBuf::from("/bin/true"),
+            "no launcher in between"
+        );
+        assert_eq!(inv.prompt, PromptInput::Stdin);
+        let config_dir = inv
+            .env
+            .iter()
+            .find(|(k, _)| k == "CURSOR_CONFIG_DIR")
+            .map(|(_, v)| PathBuf::from(v))
+            .expect("CURSOR_CONFIG_DIR");
+        let [config] = inv.files.as_slice() else {
+            panic!("one config file: {:?}", inv.files)
+        };
+        assert_eq!(config.path, config_dir.join("cli-config.json"));
+        let written: serde_json::Value = serde_json::from_str(&config.content).unwrap();
+        assert_eq!(written, cli_config(Mode::Read, false));
     }
 
     #[test]

@@ -18,11 +18,12 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode};
 use crate::find_binary;
-use crate::qwen::settings::{launch_with_files, merge, read_json_object, SettingsFile};
+use crate::qwen::settings::{merge, read_json_object};
 pub use parse::GeminiStream;
 
 /// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).
@@ -31,8 +32,6 @@ pub struct Gemini;
 
 /// `GEMINI_CLI_HOME` inside the shared per-backend state dir (the CLI adds `.gemini/`).
 const HOME_DIR: &str = "gemini-home";
-const SETTINGS_VAR: &str = "PITROOM_GEMINI_SETTINGS";
-const POLICY_VAR: &str = "PITROOM_GEMINI_POLICY";
 /// Files of the user's `~/.gemini` that carry credentials.
 const CREDENTIAL_FILES: &[&str] = &[
     "oauth_creds.json",
@@ -102,7 +101,6 @@ impl Gemini {
         }
         SettingsFile {
             path: Self::config_dir(req).join("settings.json"),
-            var: SETTINGS_VAR,
             content: merged.to_string(),
         }
     }
@@ -114,7 +112,6 @@ impl Gemini {
     fn policy_file(req: &InvocationRequest) -> SettingsFile {
         SettingsFile {
             path: Self::policy_path(req),
-            var: POLICY_VAR,
             content: policy(req.mode, req.web),
         }
     }
@@ -239,19 +236,19 @@ impl Adapter for Gemini {
         if let Some(session) = &req.resume_session {
             args.extend(["--resume".into(), OsString::from(session)]);
         }
-        let files = vec![Self::settings_file(req), Self::policy_file(req)];
-        let (program, args, mut env) = launch_with_files(&program, args, files);
-        env.extend([
+        let env = vec![
             ("GEMINI_CLI_HOME".into(), Self::cli_home(req).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             // The relaunch only raises Node's heap; skipping it saves a second start.
             ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
             ("NO_UPDATE_NOTIFIER".into(), "1".into()),
             ("PWD".into(), req.workdir.clone().into()),
-        ]);
+        ];
         Ok(Invocation {
             program,
             args,
+            prompt: PromptInput::Stdin,
+            files: vec![Self::settings_file(req), Self::policy_file(req)],
             env,
             env_remove: vec![
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(),
@@ -368,11 +365,11 @@ mod tests {
         InvocationRequest::for_test(mode, env)
     }
 
-    fn file_content(inv: &Invocation, var: &str) -> String {
-        inv.env
+    fn file_content(inv: &Invocation, name: &str) -> String {
+        inv.files
             .iter()
-            .find(|(k, _)| k == var)
-            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .find(|f| f.path.ends_with(name))
+            .map(|f| f.content.clone())
             .expect("file content")
     }
 
@@ -404,7 +401,7 @@ mod tests {
         std::fs::write(dir.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
         let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
         let inv = Gemini.invocation(&req).unwrap();
-        let s: Value = serde_json::from_str(&file_content(&inv, SETTINGS_VAR)).unwrap();
+        let s: Value = serde_json::from_str(&file_content(&inv, "settings.json")).unwrap();
         assert_eq!(s["security"]["auth"]["selectedType"], "oauth-personal");
         assert_eq!(s["privacy"]["usageStatisticsEnabled"], false);
         assert_eq!(s["general"]["maxAttempts"], 2);
@@ -428,7 +425,7 @@ mod tests {
             ],
         );
         let inv = Gemini.invocation(&req).unwrap();
-        let s: Value = serde_json::from_str(&file_content(&inv, SETTINGS_VAR)).unwrap();
+        let s: Value = serde_json::from_str(&file_content(&inv, "settings.json")).unwrap();
         assert_eq!(s["security"]["auth"]["selectedType"], "gemini-api-key");
     }
 

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    StreamParser,
+    PromptInput, StreamParser,
 };
 use crate::events::FailureKind;
 use crate::find_binary;
@@ -219,6 +219,8 @@ impl Adapter for Kilo {
         Ok(Invocation {
             program,
             args,
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env,
             env_remove: ENV_REMOVE.iter().map(OsString::from).collect(),
             notes,
@@ -253,6 +255,8 @@ impl Adapter for Kilo {
         Ok(Invocation {
             program,
             args: vec!["models".into()],
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env,
             env_remove: ENV_REMOVE.iter().map(OsString::from).collect(),
             notes: Vec::new(),

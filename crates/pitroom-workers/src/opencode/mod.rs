@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use crate::adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    StreamParser,
+    PromptInput, StreamParser,
 };
 use crate::events::FailureKind;
 use crate::find_binary;
@@ -161,6 +161,8 @@ impl Adapter for OpenCode {
         Ok(Invocation {
             program,
             args,
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env,
             env_remove: vec!["OPENCODE_CONFIG".into(), "OPENCODE_CONFIG_DIR".into()],
             notes,
@@ -199,6 +201,8 @@ impl Adapter for OpenCode {
         Ok(Invocation {
             program,
             args: vec!["models".into()],
+            prompt: PromptInput::Stdin,
+            files: Vec::new(),
             env,
             env_remove: vec!["OPENCODE_CONFIG".into(), "OPENCODE_CONFIG_DIR".into()],
             notes: Vec::new(),

@@ -22,12 +22,13 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode};
 use crate::find_binary;
 pub use parse::QwenStream;
-use settings::{launch_with_files, merge, read_json_object, SettingsFile};
+use settings::{merge, read_json_object};
 
 /// The Qwen Code adapter (each run's stream gets its own [`QwenStream`]).
 #[derive(Debug, Default)]
@@ -35,8 +36,6 @@ pub struct Qwen;
 
 /// Qwen's home (settings, sessions) inside the shared per-backend state dir.
 const HOME_DIR: &str = "qwen-home";
-/// The variable that carries the settings to the launcher.
-const SETTINGS_VAR: &str = "PITROOM_QWEN_SETTINGS";
 /// Qwen's own bound on a run. The engine's timeout is the real limit; this one ends a Qwen
 /// whose supervisor is gone, instead of letting it retry for an hour.
 const MAX_WALL_TIME: &str = "2h";
@@ -107,7 +106,6 @@ impl Qwen {
         merge(&mut merged, overlay(req.mode, req.web));
         SettingsFile {
             path: Self::home(req).join("settings.json"),
-            var: SETTINGS_VAR,
             content: merged.to_string(),
         }
     }
@@ -226,13 +224,12 @@ impl Adapter for Qwen {
             &program,
             args,
         );
-        let (program, args, mut env) =
-            launch_with_files(&program, args, vec![Self::settings_file(req)]);
-        env.extend(Self::env(req));
         Ok(Invocation {
             program,
             args,
-            env,
+            prompt: PromptInput::Stdin,
+            files: vec![Self::settings_file(req)],
+            env: Self::env(req),
             env_remove: vec![
                 "QWEN_CODE_SYSTEM_SETTINGS_PATH".into(),
                 "QWEN_CODE_SYSTEM_DEFAULTS_PATH".into(),
@@ -331,19 +328,19 @@ mod tests {
     }
 
     fn cli(inv: &Invocation) -> Vec<String> {
-        settings::cli_args(&inv.args)
+        inv.args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
     }
 
     fn settings_of(inv: &Invocation) -> Value {
-        let (_, content) = inv
-            .env
+        let file = inv
+            .files
             .iter()
-            .find(|(k, _)| k == SETTINGS_VAR)
+            .find(|f| f.path.ends_with("settings.json"))
             .expect("settings");
-        serde_json::from_str(&content.to_string_lossy()).expect("json")
+        serde_json::from_str(&file.content).expect("json")
     }
 
     #[test]
@@ -407,12 +404,10 @@ mod tests {
             .env
             .iter()
             .any(|(k, v)| k == "QWEN_HOME" && v == "/s/qwen-home"));
-        let launcher: Vec<String> = inv
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        assert!(launcher.contains(&"/s/qwen-home/settings.json".to_string()));
+        assert_eq!(
+            inv.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+            [PathBuf::from("/s/qwen-home/settings.json")]
+        );
         assert_eq!(
             inv.links,
             vec![(

@@ -158,6 +158,7 @@ fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
         },
         resume_session: None,
         title: "t".into(),
+        prompt_file: "/t/prompt.md".into(),
         env: vec![
             ("PITROOM_CLAUDE_BIN".into(), "/bin/sh".into()),
             ("HOME".into(), dir.path().display().to_string()),

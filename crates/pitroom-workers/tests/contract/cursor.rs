@@ -108,6 +108,7 @@ fn request(mode: Mode, root: &std::path::Path) -> InvocationRequest {
         },
         resume_session: Some("2f6c9a8e".into()),
         title: "t".into(),
+        prompt_file: "/t/prompt.md".into(),
         env: vec![("PITROOM_CURSOR_BIN".into(), "/bin/true".into())],
     }
 }
@@ -117,12 +118,11 @@ fn the_launch_resumes_the_session_drops_effort_and_never_forces() {
     let root = tempfile::tempdir().unwrap();
     for mode in [Mode::Read, Mode::Write, Mode::Isolate] {
         let inv = Cursor.invocation(&request(mode, root.path())).unwrap();
-        let args: Vec<String> = inv
+        let cli: Vec<String> = inv
             .args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        let cli = &args[args.iter().position(|a| a == "--").unwrap() + 1..];
         assert!(
             cli.windows(2).any(|w| w == ["--resume", "2f6c9a8e"]),
             "{cli:?}"

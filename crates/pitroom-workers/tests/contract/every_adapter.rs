@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use pitroom_workers::{
-    adapter_for, Adapter, AdapterError, Invocation, InvocationRequest, Mode, StateDirs,
-    KNOWN_BACKENDS,
+    adapter_for, Adapter, AdapterError, Invocation, InvocationRequest, Mode, PromptInput,
+    StateDirs, KNOWN_BACKENDS,
 };
 
 /// Flags and settings that switch a CLI's own permission checks or sandbox off.
@@ -44,6 +44,7 @@ fn request(backend: &str, mode: Mode, root: &Path) -> InvocationRequest {
         },
         resume_session: None,
         title: "pitroom read: a task title".into(),
+        prompt_file: root.join("state/scratch/prompt.md"),
         env: vec![
             (
                 format!("PITROOM_{}_BIN", backend.to_ascii_uppercase()),
@@ -163,6 +164,36 @@ fn every_adapter_keeps_the_worker_out_of_the_users_home() {
                     adapter.id(),
                     link.display()
                 );
+            }
+            // The settings files the engine writes for the CLI, too.
+            for file in &inv.files {
+                assert!(
+                    file.path.starts_with(&state),
+                    "{}: settings file {} outside the state dirs",
+                    adapter.id(),
+                    file.path.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_prompt_goes_on_stdin_except_for_a_cli_that_reads_it_nowhere_else() {
+    // Antigravity takes its prompt only as `-p`'s argument; every other CLI reads stdin.
+    const ARGUMENT_ONLY: &[&str] = &["antigravity"];
+    let root = tempfile::tempdir().unwrap();
+    for adapter in adapters() {
+        for mode in [Mode::Read, Mode::Write] {
+            let Some(inv) = invocation(adapter.as_ref(), mode, root.path()) else {
+                continue;
+            };
+            match inv.prompt {
+                PromptInput::Stdin => assert!(!ARGUMENT_ONLY.contains(&adapter.id())),
+                PromptInput::Argument { index } => {
+                    assert!(ARGUMENT_ONLY.contains(&adapter.id()), "{}", adapter.id());
+                    assert!(index <= inv.args.len(), "{}: {index}", adapter.id());
+                }
             }
         }
     }
