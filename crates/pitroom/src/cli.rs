@@ -97,22 +97,25 @@ pub enum Command {
     Supervise(SuperviseArgs),
 }
 
+/// How a run works on the tree: `run` and `crew` take the same flags.
 #[derive(Debug, Args)]
-pub struct RunArgs {
-    /// The task. `-` reads it from stdin (stdin is read only then).
-    pub task: Vec<String>,
-    /// Read the task from a file.
-    #[arg(long, value_name = "FILE", conflicts_with = "task")]
-    pub task_file: Option<PathBuf>,
+pub struct ModeFlags {
     /// Read-only research (the default): the tree must be unchanged afterwards.
     #[arg(short = 'r', long, group = "mode")]
     pub read: bool,
-    /// Edit in place; `pitroom revert` undoes exactly the worker's edits.
+    /// Edit in place; `pitroom revert` undoes exactly the worker's edits (a crew: one task
+    /// only, one writer per repository).
     #[arg(short = 'w', long, group = "mode")]
     pub write: bool,
-    /// Edit a private copy of the current state; `pitroom apply` lands the patch.
+    /// Edit a private copy of the current state; `pitroom apply` (`-g NAME` for a crew) lands
+    /// the patch.
     #[arg(short = 'i', long, group = "mode")]
     pub isolate: bool,
+}
+
+/// Which worker runs, where, and within what limits: `run` and `crew` take the same flags.
+#[derive(Debug, Args)]
+pub struct WorkerOptions {
     /// Worker target: backend[:model][#effort], e.g. opencode or opencode:provider/model.
     #[arg(short = 'W', long = "worker", value_name = "TARGET")]
     pub worker: Option<String>,
@@ -129,24 +132,15 @@ pub struct RunArgs {
     /// Directory to work in (default: the current one).
     #[arg(short = 'd', long = "dir", value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Time limit: seconds or 90s, 20m, 1h (default 30m).
+    /// Time limit (per run): seconds or 90s, 20m, 1h (default 30m).
     #[arg(short = 't', long, value_name = "DURATION")]
     pub timeout: Option<String>,
     /// Allow the worker's web tools.
     #[arg(long)]
     pub web: bool,
-    /// Run in the background: print the run id at once; follow with status/wait.
-    #[arg(long)]
-    pub bg: bool,
-    /// Follow up in the same worker session (a run id, a prefix, or `last`).
-    #[arg(long = "continue", value_name = "RUN")]
-    pub continue_run: Option<String>,
     /// Allow a write run outside a git repository (no patch, no revert).
     #[arg(long)]
     pub allow_non_git: bool,
-    /// Put the run in a group (for watch/wait/status/stop/apply -g).
-    #[arg(short = 'g', long = "group", value_name = "NAME")]
-    pub group: Option<String>,
     /// Isolate: make ignored paths (node_modules, target, …) available in the copy, as copies
     /// the worker cannot write through. Comma-separated.
     #[arg(long, value_name = "PATHS", value_delimiter = ',')]
@@ -158,6 +152,28 @@ pub struct RunArgs {
     /// Do not move to the configured fallback targets when a worker is unavailable.
     #[arg(long)]
     pub no_fallback: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task. `-` reads it from stdin (stdin is read only then).
+    pub task: Vec<String>,
+    /// Read the task from a file.
+    #[arg(long, value_name = "FILE", conflicts_with = "task")]
+    pub task_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub mode: ModeFlags,
+    #[command(flatten)]
+    pub worker: WorkerOptions,
+    /// Run in the background: print the run id at once; follow with status/wait.
+    #[arg(long)]
+    pub bg: bool,
+    /// Follow up in the same worker session (a run id, a prefix, or `last`).
+    #[arg(long = "continue", value_name = "RUN")]
+    pub continue_run: Option<String>,
+    /// Put the run in a group (for watch/wait/status/stop/apply -g).
+    #[arg(short = 'g', long = "group", value_name = "NAME")]
+    pub group: Option<String>,
     /// Attach a file to the task: its path and (up to 64 KiB) its contents go into the
     /// worker's prompt. Repeatable; secret-looking files are refused.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
@@ -181,45 +197,14 @@ pub struct CrewArgs {
     /// Read the tasks from a file; tasks are separated by lines of `---`.
     #[arg(long, value_name = "FILE", conflicts_with = "tasks")]
     pub task_file: Option<PathBuf>,
-    /// Read-only research (the default).
-    #[arg(short = 'r', long, group = "mode")]
-    pub read: bool,
-    /// Edit in place (only with a single task: one write run per repository).
-    #[arg(short = 'w', long, group = "mode")]
-    pub write: bool,
-    /// Each run edits its own private copy; `pitroom apply -g NAME` lands the patches.
-    #[arg(short = 'i', long, group = "mode")]
-    pub isolate: bool,
+    #[command(flatten)]
+    pub mode: ModeFlags,
     /// The group's name (default: crew-<date>-<time>).
     #[expect(rustdoc::invalid_html_tags, reason = "--help shows it verbatim")]
     #[arg(short = 'g', long = "group", value_name = "NAME")]
     pub group: Option<String>,
-    /// Worker target: backend[:model][#effort].
-    #[arg(short = 'W', long = "worker", value_name = "TARGET")]
-    pub worker: Option<String>,
-    #[arg(short = 'm', long, value_name = "MODEL")]
-    pub model: Option<String>,
-    /// Use the target configured for this tier (`[tiers]` in the config).
-    #[arg(long, value_name = "NAME")]
-    pub tier: Option<String>,
-    #[arg(long, value_name = "LEVEL")]
-    pub effort: Option<String>,
-    #[arg(short = 'd', long = "dir", value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Time limit per run: seconds or 90s, 20m, 1h (default 30m).
-    #[arg(short = 't', long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    #[arg(long)]
-    pub web: bool,
-    /// Do not move to the configured fallback targets when a worker is unavailable.
-    #[arg(long)]
-    pub no_fallback: bool,
-    #[arg(long, value_name = "PATHS", value_delimiter = ',')]
-    pub link: Vec<String>,
-    #[arg(long, value_name = "CMD")]
-    pub verify: Option<String>,
-    #[arg(long)]
-    pub allow_non_git: bool,
+    #[command(flatten)]
+    pub worker: WorkerOptions,
     /// Print the group and its runs as JSON.
     #[arg(long)]
     pub json: bool,
@@ -550,7 +535,7 @@ mod tests {
 
     #[test]
     fn bare_flags_mean_run_too() {
-        assert!(matches!(parse(&["-w", "fix it"]).command, Command::Run(r) if r.write));
+        assert!(matches!(parse(&["-w", "fix it"]).command, Command::Run(r) if r.mode.write));
     }
 
     #[test]

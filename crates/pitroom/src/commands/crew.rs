@@ -3,7 +3,6 @@
 use pitroom_core::exit;
 use pitroom_service::runs::split_tasks;
 use pitroom_service::{CrewOutcome, RunRequest};
-use pitroom_workers::Mode;
 use serde_json::json;
 
 use crate::cli::CrewArgs;
@@ -59,30 +58,9 @@ fn read_tasks(args: &CrewArgs) -> Result<Vec<String>, i32> {
 
 /// What every run of the crew shares, as `pitroom run --bg -g GROUP` would be given it.
 fn template(args: &CrewArgs) -> RunRequest {
-    let mode = if args.write {
-        Some(Mode::Write)
-    } else if args.isolate {
-        Some(Mode::Isolate)
-    } else if args.read {
-        Some(Mode::Read)
-    } else {
-        None
-    };
     RunRequest {
-        mode,
-        worker: args.worker.clone(),
-        model: args.model.clone(),
-        tier: args.tier.clone(),
-        effort: args.effort.clone(),
-        dir: args.dir.clone(),
-        timeout: args.timeout.clone(),
-        web: args.web,
         background: true,
-        allow_non_git: args.allow_non_git,
-        link: args.link.clone(),
-        verify: args.verify.clone(),
-        no_fallback: args.no_fallback,
-        ..RunRequest::default()
+        ..super::run::options(&args.mode, &args.worker)
     }
 }
 

@@ -8,7 +8,7 @@ use pitroom_core::{exit, report, RunRecord};
 use pitroom_service::RunRequest;
 use pitroom_workers::Mode;
 
-use crate::cli::{ModelsArgs, RunArgs, SuperviseArgs};
+use crate::cli::{ModeFlags, ModelsArgs, RunArgs, SuperviseArgs, WorkerOptions};
 use crate::output::{self, Progress};
 use crate::output::{say, say_raw, tell};
 
@@ -89,32 +89,11 @@ fn print_started(record: &RunRecord, json: bool) {
 
 /// The run library's request for these flags (the task read from argv, a file or stdin).
 pub(super) fn request(args: &RunArgs) -> Result<RunRequest, i32> {
-    let mode = if args.write {
-        Some(Mode::Write)
-    } else if args.isolate {
-        Some(Mode::Isolate)
-    } else if args.read {
-        Some(Mode::Read)
-    } else {
-        None
-    };
     Ok(RunRequest {
         task: read_task(args)?,
-        mode,
-        worker: args.worker.clone(),
-        model: args.model.clone(),
-        tier: args.tier.clone(),
-        effort: args.effort.clone(),
-        dir: args.dir.clone(),
-        timeout: args.timeout.clone(),
-        web: args.web,
         background: args.bg,
         continue_run: args.continue_run.clone(),
-        allow_non_git: args.allow_non_git,
         group: args.group.clone(),
-        link: args.link.clone(),
-        verify: args.verify.clone(),
-        no_fallback: args.no_fallback,
         // On the command line a relative path is the shell's, whatever -d says.
         files: args
             .files
@@ -125,7 +104,36 @@ pub(super) fn request(args: &RunArgs) -> Result<RunRequest, i32> {
             })
             .collect(),
         plan: args.plan.clone().zip(args.step),
+        ..options(&args.mode, &args.worker)
     })
+}
+
+/// What the flags `run` and `crew` share say about a run.
+pub(super) fn options(mode: &ModeFlags, worker: &WorkerOptions) -> RunRequest {
+    let mode = if mode.write {
+        Some(Mode::Write)
+    } else if mode.isolate {
+        Some(Mode::Isolate)
+    } else if mode.read {
+        Some(Mode::Read)
+    } else {
+        None
+    };
+    RunRequest {
+        mode,
+        worker: worker.worker.clone(),
+        model: worker.model.clone(),
+        tier: worker.tier.clone(),
+        effort: worker.effort.clone(),
+        dir: worker.dir.clone(),
+        timeout: worker.timeout.clone(),
+        web: worker.web,
+        allow_non_git: worker.allow_non_git,
+        link: worker.link.clone(),
+        verify: worker.verify.clone(),
+        no_fallback: worker.no_fallback,
+        ..RunRequest::default()
+    }
 }
 
 /// The task from argv, `--task-file`, or stdin when it is exactly `-`.
