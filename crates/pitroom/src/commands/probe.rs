@@ -12,7 +12,6 @@ use pitroom_git::Git;
 use pitroom_service::{RunRequest, Service, ServiceError};
 use pitroom_workers::Mode;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::output::say;
 use crate::output::{self, Progress};
@@ -23,8 +22,6 @@ pub const WORD: &str = "PITROOM-PROBE-OK";
 pub const TASK: &str = "Reply with exactly the word PITROOM-PROBE-OK";
 /// A cold CLI (first start, a slow provider) may take a while; a probe must still end.
 const TIMEOUT: &str = "180s";
-/// How much of the event stream is searched for the model the CLI reported.
-const EVENTS_SCANNED: usize = 4 << 20;
 
 /// What one worker's round trip showed.
 #[derive(Debug, Clone, Serialize)]
@@ -156,7 +153,7 @@ fn round_trip(service: &Service, spec: RunSpec, show_progress: bool) -> Probe {
             return probe;
         }
     };
-    let (model, model_from) = model_used(service, &record);
+    let (model, model_from) = model_used(&record);
     let error = judge(
         record.state,
         record.error.as_deref(),
@@ -206,43 +203,16 @@ fn judge(state: RunState, error: Option<&str>, answer: Option<&str>) -> Result<(
     }
 }
 
-/// The model the CLI reported in its events, else the one the run asked for, else its default.
-fn model_used(service: &Service, record: &RunRecord) -> (String, &'static str) {
+/// The model the CLI reported (in its events or its session data, as the run recorded it),
+/// else the one the run asked for, else its default.
+fn model_used(record: &RunRecord) -> (String, &'static str) {
     if let Some(model) = &record.reported_model {
         return (model.clone(), "events");
-    }
-    let events = service.home().run_dir(&record.id).join("events.jsonl");
-    if let Some(model) = reported_model(&events) {
-        return (model, "events");
     }
     match &record.spec.model {
         Some(model) => (model.clone(), "requested"),
         None => ("the CLI's default".into(), "default"),
     }
-}
-
-/// The first model name the raw event stream carries: `model` at the top (Claude Code's, Qwen
-/// Code's and Gemini CLI's init events), in `message` (their assistant messages), or a
-/// `modelID` (OpenCode-style parts). Best-effort: an unreadable stream says nothing.
-fn reported_model(events: &Path) -> Option<String> {
-    let raw = std::fs::read(events).ok()?;
-    let text = String::from_utf8_lossy(&raw[..raw.len().min(EVENTS_SCANNED)]);
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find_map(|event| {
-            [
-                "/model",
-                "/message/model",
-                "/modelID",
-                "/part/modelID",
-                "/info/modelID",
-            ]
-            .iter()
-            .find_map(|at| event.pointer(at).and_then(Value::as_str))
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .map(str::to_string)
-        })
 }
 
 /// `backend[:model][#effort]` of a resolved run.
@@ -404,36 +374,19 @@ fn fresh_dir() -> Result<PathBuf, String> {
 mod tests {
     use super::*;
 
-    /// The model `reported_model` finds in an event stream of these lines.
-    fn reported(lines: &[&str]) -> Option<String> {
-        let dir = fresh_dir().expect("temp dir");
-        let path = dir.join("events.jsonl");
-        std::fs::write(&path, lines.join("\n")).expect("events");
-        let model = reported_model(&path);
-        let _ = std::fs::remove_dir_all(&dir);
-        model
-    }
-
     #[test]
-    fn the_model_a_cli_reports_is_found_at_the_top_or_in_a_message() {
-        assert_eq!(
-            reported(&[
-                "not json",
-                r#"{"type":"step_start","part":{"type":"step-start"}}"#,
-                r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5"}"#,
-            ])
-            .as_deref(),
-            Some("claude-sonnet-4-5")
-        );
-        assert_eq!(
-            reported(&[r#"{"type":"assistant","message":{"model":"qwen3-coder"}}"#]).as_deref(),
-            Some("qwen3-coder")
-        );
-        assert_eq!(
-            reported(&[r#"{"type":"text","part":{"text":"hi"}}"#, r#"{"model":""}"#]),
-            None
-        );
-        assert_eq!(reported_model(Path::new("/nonexistent/events.jsonl")), None);
+    fn the_model_is_the_one_the_run_recorded_as_reported_else_the_one_asked_for() {
+        let spec = pitroom_core::RunSpec {
+            model: Some("asked/model".into()),
+            ..pitroom_core::RunSpec::new("t", pitroom_workers::Mode::Read, "opencode", "/r")
+        };
+        let mut record = RunRecord::new("r1".into(), spec, "now".into());
+        assert_eq!(model_used(&record), ("asked/model".into(), "requested"));
+        record.reported_model = Some("ran-model".into());
+        assert_eq!(model_used(&record), ("ran-model".into(), "events"));
+        record.reported_model = None;
+        record.spec.model = None;
+        assert_eq!(model_used(&record), ("the CLI's default".into(), "default"));
     }
 
     #[test]
