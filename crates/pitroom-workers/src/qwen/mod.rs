@@ -28,7 +28,7 @@ use crate::adapter::{
 use crate::events::{FailureKind, Mode};
 use crate::find_binary;
 pub use parse::QwenStream;
-use settings::{merge, read_json_object};
+use settings::read_json_object;
 
 /// The Qwen Code adapter (each run's stream gets its own [`QwenStream`]).
 #[derive(Debug, Default)]
@@ -36,6 +36,8 @@ pub struct Qwen;
 
 /// Qwen's home (settings, sessions) inside the shared per-backend state dir.
 const HOME_DIR: &str = "qwen-home";
+/// Where Qwen reads its system settings (the highest-precedence file).
+const SYSTEM_SETTINGS_VAR: &str = "QWEN_CODE_SYSTEM_SETTINGS_PATH";
 /// Qwen's own bound on a run. The engine's timeout is the real limit; this one ends a Qwen
 /// whose supervisor is gone, instead of letting it retry for an hour.
 const MAX_WALL_TIME: &str = "2h";
@@ -82,11 +84,30 @@ impl Qwen {
             ("NO_UPDATE_NOTIFIER".into(), "1".into()),
             ("PWD".into(), req.workdir.clone().into()),
             (retries::DEBUG_LOG_VAR.into(), "1".into()),
+            (
+                SYSTEM_SETTINGS_VAR.into(),
+                Self::mode_settings_path(req).into(),
+            ),
         ]
     }
 
-    /// The settings file: the user's settings (their providers and auth) with Pitroom's
-    /// overlay on top; the user's own permission rules are dropped, so none can loosen a mode.
+    /// The mode's settings, in the run's own scratch dir: runs of different modes that start
+    /// together each read their own. Qwen's system settings override the user's and the
+    /// project's, so no `.qwen/settings.json` in the tree can loosen them.
+    fn mode_settings_path(req: &InvocationRequest) -> PathBuf {
+        req.dirs.scratch.join("qwen-system-settings.json")
+    }
+
+    fn mode_settings_file(req: &InvocationRequest) -> SettingsFile {
+        SettingsFile {
+            path: Self::mode_settings_path(req),
+            content: overlay(req.mode, req.web).to_string(),
+        }
+    }
+
+    /// The user-level settings file in the private home: the user's settings (their providers
+    /// and auth) without their permission rules, hooks, MCP servers and tool lists, so none can
+    /// loosen a mode. The same for every run of the user, whatever its mode.
     fn settings_file(req: &InvocationRequest) -> SettingsFile {
         let mut merged = Value::Object(
             Self::user_home(req)
@@ -103,7 +124,6 @@ impl Qwen {
                 }
             }
         }
-        merge(&mut merged, overlay(req.mode, req.web));
         SettingsFile {
             path: Self::home(req).join("settings.json"),
             content: merged.to_string(),
@@ -228,10 +248,10 @@ impl Adapter for Qwen {
             program,
             args,
             prompt: PromptInput::Stdin,
-            files: vec![Self::settings_file(req)],
+            files: vec![Self::settings_file(req), Self::mode_settings_file(req)],
             env: Self::env(req),
             env_remove: vec![
-                "QWEN_CODE_SYSTEM_SETTINGS_PATH".into(),
+                SYSTEM_SETTINGS_VAR.into(),
                 "QWEN_CODE_SYSTEM_DEFAULTS_PATH".into(),
             ],
             notes,
@@ -334,11 +354,12 @@ mod tests {
             .collect()
     }
 
-    fn settings_of(inv: &Invocation) -> Value {
+    /// The JSON of the settings file named `name` that the invocation has the engine write.
+    fn file_of(inv: &Invocation, name: &str) -> Value {
         let file = inv
             .files
             .iter()
-            .find(|f| f.path.ends_with("settings.json"))
+            .find(|f| f.path.file_name().is_some_and(|n| n == name))
             .expect("settings");
         serde_json::from_str(&file.content).expect("json")
     }
@@ -373,11 +394,19 @@ mod tests {
             Mode::Write,
             vec![("QWEN_HOME", dir.path().display().to_string())],
         );
-        let s = settings_of(&Qwen.invocation(&req).unwrap());
-        assert_eq!(s["security"]["auth"]["selectedType"], "openai");
-        assert_eq!(s["modelProviders"]["openai"][0]["id"], "m1");
+        let inv = Qwen.invocation(&req).unwrap();
+        let user = file_of(&inv, "settings.json");
+        assert_eq!(user["security"]["auth"]["selectedType"], "openai");
+        assert_eq!(user["modelProviders"]["openai"][0]["id"], "m1");
+        assert!(user.get("permissions").is_none(), "{user}");
+        // The mode's settings are Qwen's system settings, which override the user's.
+        let s = file_of(&inv, "qwen-system-settings.json");
         assert_eq!(s["privacy"]["usageStatisticsEnabled"], false);
         assert!(s["permissions"].get("allow").is_none(), "{s}");
+        assert!(inv
+            .env
+            .iter()
+            .any(|(k, v)| k == SYSTEM_SETTINGS_VAR && *v == *"/t/qwen-system-settings.json"));
         let deny: Vec<&str> = s["permissions"]["deny"]
             .as_array()
             .unwrap()
@@ -406,7 +435,10 @@ mod tests {
             .any(|(k, v)| k == "QWEN_HOME" && v == "/s/qwen-home"));
         assert_eq!(
             inv.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
-            [PathBuf::from("/s/qwen-home/settings.json")]
+            [
+                PathBuf::from("/s/qwen-home/settings.json"),
+                PathBuf::from("/t/qwen-system-settings.json")
+            ]
         );
         assert_eq!(
             inv.links,
