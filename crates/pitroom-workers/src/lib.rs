@@ -25,7 +25,7 @@ pub mod secret_files;
 pub use adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StateDirs,
 };
-pub use binary::{find_binary, BinaryNotFound};
+pub use binary::{find_binary, override_var, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};
 pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 
