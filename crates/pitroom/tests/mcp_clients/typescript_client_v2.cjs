@@ -21,6 +21,15 @@ function check(name, condition, detail) {
   console.log(`ok ${name}`);
 }
 
+async function until(condition, ms) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (condition()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return condition();
+}
+
 const text = (r) => r.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
 
 /** A stdio transport to `pitroom mcp` that keeps every message the client sends on it. */
@@ -76,6 +85,8 @@ async function modern() {
   check("structured_run_done", result.structuredContent?.runs?.[0]?.state === "done", result.structuredContent);
   check("progress_in_the_modern_era", progress.length > 0, progress);
 
+  await listenedRunsPushUpdates(client);
+
   const initialize = sent.filter((m) => m.method === "initialize");
   check("no_initialize_sent", initialize.length === 0, sent.map((m) => m.method));
   const requests = sent.filter((m) => m.method && m.id !== undefined);
@@ -84,6 +95,34 @@ async function modern() {
     requests.map((m) => [m.method, m.params?._meta]));
   console.log(`modern requests: ${requests.map((m) => m.method).join(", ")}`);
   await client.close();
+}
+
+/** 2026-07-28 resource notifications: `subscriptions/listen` streams, not `resources/subscribe`. */
+async function listenedRunsPushUpdates(client) {
+  const notifications = [];
+  client.setNotificationHandler("notifications/resources/list_changed", (n) => notifications.push(n));
+  client.setNotificationHandler("notifications/resources/updated", (n) => notifications.push(n));
+  const lists = await client.listen({ resourcesListChanged: true });
+  check("listen_acknowledged_list_changes", lists.honoredFilter.resourcesListChanged === true, lists.honoredFilter);
+  const started = await client.callTool(
+    { name: "pitroom_run", arguments: { task: "slow research", model: "fake/slow", dir: PROJECT, wait_seconds: 1 } },
+  );
+  const run = started.structuredContent.runs[0].run;
+  const uri = `pitroom://run/${run}`;
+  const listChanged = () => notifications.some((n) => n.method === "notifications/resources/list_changed");
+  check("listened_new_run_changes_the_list", await until(listChanged, 30000), notifications);
+  const updates = await client.listen({ resourceSubscriptions: [uri, "file:///etc/passwd"] });
+  check("listen_honors_only_pitroom_uris",
+    JSON.stringify(updates.honoredFilter.resourceSubscriptions) === JSON.stringify([uri]), updates.honoredFilter);
+  await client.callTool(
+    { name: "pitroom_wait", arguments: { runs: [run], wait_seconds: 60 } },
+    { timeout: 120000 },
+  );
+  const updated = () => notifications.some((n) => n.method === "notifications/resources/updated" && n.params.uri === uri);
+  check("listened_run_pushes_updates", await until(updated, 30000), notifications);
+  await updates.close();
+  await lists.close();
+  check("closed_streams_end_locally", (await updates.closed) === "local" && (await lists.closed) === "local", "");
 }
 
 async function legacy() {

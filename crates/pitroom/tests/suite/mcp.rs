@@ -101,7 +101,8 @@ fn the_official_typescript_sdk_gets_progress_cancels_the_node_way_and_runs_a_cre
 }
 
 /// The v2 TypeScript client in its `auto` mode: it probes `server/discover`, gets a modern
-/// answer, and then speaks the 2026-07-28 revision — no `initialize`, `_meta` on every request.
+/// answer, and then speaks the 2026-07-28 revision — no `initialize`, `_meta` on every request,
+/// resource notifications on `subscriptions/listen` streams.
 /// The script prints the era and version each connection negotiated.
 #[test]
 fn the_typescript_client_v2_speaks_the_2026_07_28_revision_without_initialize() {
@@ -133,6 +134,9 @@ fn the_typescript_client_v2_speaks_the_2026_07_28_revision_without_initialize() 
         "ok discover_answers_in_session",
         "ok read_run_refs_verified",
         "ok progress_in_the_modern_era",
+        "ok listened_new_run_changes_the_list",
+        "ok listen_honors_only_pitroom_uris",
+        "ok listened_run_pushes_updates",
         "ok no_initialize_sent",
         "ok every_request_carries_its_meta",
         "ok legacy_mode_uses_initialize",
