@@ -2,24 +2,51 @@
 //! one needs so the workers still get their keys (Codex and Gemini CLI start MCP servers with
 //! a cleared environment) and so long calls are not cut (Codex's tool timeout).
 
-/// Variables a worker may need from the host's environment: provider keys and Pitroom's own.
-pub const PASS_THROUGH: &[&str] = &[
+/// Provider keys the workers' CLIs read.
+const PROVIDER_KEYS: &[&str] = &[
     "OPENROUTER_API_KEY",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "GEMINI_API_KEY",
     "DASHSCOPE_API_KEY",
-    "PITROOM_HOME",
-    "PITROOM_CONFIG",
-    "PITROOM_WORKER",
 ];
+
+/// Pitroom's own settings.
+const PITROOM_VARS: &[&str] = &["PITROOM_HOME", "PITROOM_CONFIG", "PITROOM_WORKER"];
+
+/// Where worker CLIs keep their config and logins when the user moved them (OpenCode and Kilo
+/// read `$XDG_CONFIG_HOME/opencode`, `$XDG_DATA_HOME/opencode/auth.json`): without these a
+/// worker started under Codex looks in `~/.config` and finds no provider.
+const XDG_DIRS: &[&str] = &["XDG_CONFIG_HOME", "XDG_DATA_HOME"];
+
+/// Variables a worker may need from the host's environment, for hosts that clear it (Codex,
+/// Gemini CLI): provider keys, Pitroom's own settings, each worker's `PITROOM_<CLI>_BIN` and
+/// the XDG directories. A host forwards only those that are set.
+pub fn pass_through() -> Vec<String> {
+    let binaries = pitroom_workers::KNOWN_BACKENDS
+        .iter()
+        .map(|backend| pitroom_workers::override_var(backend));
+    PROVIDER_KEYS
+        .iter()
+        .chain(PITROOM_VARS)
+        .map(|v| v.to_string())
+        .chain(binaries)
+        .chain(XDG_DIRS.iter().map(|v| v.to_string()))
+        .collect()
+}
+
+/// The tools Codex may call without asking: the ones that start or review runs. Codex asks
+/// before any MCP tool that is not read-only, and `codex exec` (approval policy `never`) refuses
+/// such a call outright; the destructive tools (apply, discard, revert, stop) keep that default.
+pub const CODEX_APPROVED_TOOLS: &[&str] = &["pitroom_run", "pitroom_review"];
 
 /// The hosts `--print-config` knows.
 pub const HOSTS: &[&str] = &["claude", "codex", "gemini", "cursor"];
 
 /// The snippet for `host`, or why there is none.
 pub fn config_for(host: &str) -> Result<String, String> {
-    let quoted: Vec<String> = PASS_THROUGH.iter().map(|v| format!("\"{v}\"")).collect();
+    let vars = pass_through();
+    let quoted: Vec<String> = vars.iter().map(|v| format!("\"{v}\"")).collect();
     match host {
         "claude" => Ok(
             r#"# Claude Code passes its environment to MCP servers. Register for every project:
@@ -30,26 +57,14 @@ claude mcp add --transport stdio --scope user pitroom -- pitroom mcp
 "#
             .to_string(),
         ),
-        "codex" => Ok(format!(
-            r#"# ~/.codex/config.toml. Codex clears the environment of MCP servers: env_vars forwards the
-# workers' keys by name. tool_timeout_sec covers the longest wait (540 s) of a call.
-[mcp_servers.pitroom]
-command = "pitroom"
-args = ["mcp"]
-env_vars = [{}]
-startup_timeout_sec = 20
-tool_timeout_sec = 600
-"#,
-            quoted.join(", ")
-        )),
+        "codex" => Ok(codex_config(&quoted)),
         "gemini" => Ok(format!(
             r#"# ~/.gemini/settings.json (or the project's .gemini/settings.json). Gemini CLI passes MCP servers
 # only safe variables: list the workers' keys in env. timeout is in ms.
 {{"mcpServers": {{"pitroom": {{"command": "pitroom", "args": ["mcp"], "timeout": 600000,
   "env": {{{}}}}}}}}}
 "#,
-            PASS_THROUGH
-                .iter()
+            vars.iter()
                 // `${VAR:-}`: an unset variable becomes empty (Pitroom ignores empty ones), where
                 // `$VAR` would reach the worker as that literal text.
                 .map(|v| format!("\"{v}\": \"${{{v}:-}}\""))
@@ -65,6 +80,27 @@ tool_timeout_sec = 600
             HOSTS.join(", ")
         )),
     }
+}
+
+fn codex_config(quoted_vars: &[String]) -> String {
+    let approvals: String = CODEX_APPROVED_TOOLS
+        .iter()
+        .map(|tool| format!("\n[mcp_servers.pitroom.tools.{tool}]\napproval_mode = \"approve\"\n"))
+        .collect();
+    format!(
+        r#"# ~/.codex/config.toml. Codex clears the environment of MCP servers: env_vars forwards the
+# workers' keys by name. tool_timeout_sec covers the longest wait (540 s) of a call. Codex asks
+# before a tool that is not read-only (codex exec refuses it): starting and reviewing runs is
+# approved here; apply, discard, revert and stop still ask.
+[mcp_servers.pitroom]
+command = "pitroom"
+args = ["mcp"]
+env_vars = [{}]
+startup_timeout_sec = 20
+tool_timeout_sec = 600
+{approvals}"#,
+        quoted_vars.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -83,13 +119,16 @@ mod tests {
     }
 
     #[test]
-    fn codex_and_gemini_snippets_forward_the_worker_keys_and_codex_sets_a_tool_timeout() {
+    fn codex_and_gemini_snippets_forward_the_worker_env_and_codex_approves_only_starting_runs() {
         let codex = config_for("codex").expect("codex");
         assert!(
             codex.contains("env_vars = [\"OPENROUTER_API_KEY\""),
             "{codex}"
         );
         assert!(codex.contains("tool_timeout_sec = 600"), "{codex}");
+        // A worker found through PITROOM_<CLI>_BIN or configured under XDG dirs still is.
+        assert!(codex.contains("\"PITROOM_OPENCODE_BIN\""), "{codex}");
+        assert!(codex.contains("\"XDG_CONFIG_HOME\""), "{codex}");
         let gemini = config_for("gemini").expect("gemini");
         assert!(
             gemini.contains("\"OPENROUTER_API_KEY\": \"${OPENROUTER_API_KEY:-}\""),
@@ -102,7 +141,12 @@ mod tests {
             .join("\n")
             .parse()
             .expect("the codex snippet is TOML");
-        assert!(parsed.contains_key("mcp_servers"));
+        let tools = &parsed["mcp_servers"]["pitroom"]["tools"];
+        assert_eq!(
+            tools["pitroom_run"]["approval_mode"].as_str(),
+            Some("approve")
+        );
+        assert!(tools.get("pitroom_apply").is_none(), "{codex}");
     }
 
     #[test]

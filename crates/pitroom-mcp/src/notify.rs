@@ -2,15 +2,25 @@
 //! dir), not by polling: a new run directory → `notifications/resources/list_changed`; a
 //! subscribed run's record published again (a rename into its directory) →
 //! `notifications/resources/updated` for `pitroom://run/{id}` (and its `/patch`).
+//!
+//! Two ways in, one watcher: a client that used `initialize` subscribes with
+//! `resources/subscribe` and is told through its session; a client of the 2026-07-28 revision
+//! opens a `subscriptions/listen` stream whose accepted filter names the URIs, and is told on
+//! that stream.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
-use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::model::{
+    ResourceListChangedNotification, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+    ServerNotification, SubscriptionFilter,
+};
+use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 
 /// The resource URIs a client subscribed to.
@@ -27,13 +37,67 @@ pub fn run_of(uri: &str) -> Option<&str> {
     (!id.is_empty() && !id.contains('/')).then_some(id)
 }
 
-/// Watches the runs directory until the client goes away. Runs on its own thread; the
-/// notifications go out through the runtime's handle.
+/// Where the watcher's notifications go.
+pub enum Outlet {
+    /// The session of a client that used `initialize` (`resources/subscribe` chose the URIs).
+    Session(Peer<RoleServer>),
+    /// One 2026-07-28 `subscriptions/listen` stream (its accepted filter chose them).
+    Listen(SubscriptionSink),
+}
+
+impl Outlet {
+    /// Tells the client the resource list changed; false once it can be told nothing more.
+    async fn list_changed(&self) -> bool {
+        match self {
+            Outlet::Session(peer) => peer.notify_resource_list_changed().await.is_ok(),
+            // A stream that did not ask for list changes is not sent them (the sink would refuse).
+            Outlet::Listen(sink) if sink.accepted().resources_list_changed != Some(true) => true,
+            Outlet::Listen(sink) => sink
+                .send(ServerNotification::ResourceListChangedNotification(
+                    ResourceListChangedNotification::default(),
+                ))
+                .await
+                .is_ok(),
+        }
+    }
+
+    /// Tells the client `uri` changed; false once it can be told nothing more.
+    async fn updated(&self, uri: String) -> bool {
+        let param = ResourceUpdatedNotificationParam::new(uri);
+        match self {
+            Outlet::Session(peer) => peer.notify_resource_updated(param).await.is_ok(),
+            Outlet::Listen(sink) => sink
+                .send(ServerNotification::ResourceUpdatedNotification(
+                    ResourceUpdatedNotification::new(param),
+                ))
+                .await
+                .is_ok(),
+        }
+    }
+}
+
+/// What a `subscriptions/listen` stream gets: resource list changes if asked, and updates of
+/// the Pitroom resources among the URIs asked for (nothing else exists here).
+pub fn accepted_filter(requested: &SubscriptionFilter) -> SubscriptionFilter {
+    let mut accepted = SubscriptionFilter::default();
+    accepted.resources_list_changed = requested.resources_list_changed.filter(|asked| *asked);
+    accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+        uris.iter()
+            .filter(|uri| run_of(uri).is_some())
+            .cloned()
+            .collect()
+    });
+    accepted
+}
+
+/// Watches the runs directory until the client goes away or `stopped` is set. Runs on its own
+/// thread; the notifications go out through the runtime's handle.
 pub fn watch(
     runs: &Path,
     subscriptions: Subscriptions,
-    peer: Peer<RoleServer>,
+    outlet: Outlet,
     runtime: tokio::runtime::Handle,
+    stopped: &AtomicBool,
 ) {
     let Ok(inotify) = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC) else {
         return;
@@ -47,7 +111,7 @@ pub fn watch(
         return;
     };
     let mut watched: HashMap<WatchDescriptor, String> = HashMap::new();
-    loop {
+    while !stopped.load(Ordering::SeqCst) {
         follow_subscribed(&inotify, runs, &subscriptions, &mut watched);
         let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
         if nix::poll::poll(&mut fds, PollTimeout::from(RESUBSCRIBE_MS)).is_err() {
@@ -67,7 +131,7 @@ pub fn watch(
         }
         let subscribed = subscriptions.lock().map(|s| s.clone()).unwrap_or_default();
         let sent = runtime.block_on(async {
-            if list_changed && peer.notify_resource_list_changed().await.is_err() {
+            if list_changed && !outlet.list_changed().await {
                 return false;
             }
             for id in &updated {
@@ -75,12 +139,7 @@ pub fn watch(
                     format!("pitroom://run/{id}"),
                     format!("pitroom://run/{id}/patch"),
                 ] {
-                    if subscribed.contains(&uri)
-                        && peer
-                            .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                            .await
-                            .is_err()
-                    {
+                    if subscribed.contains(&uri) && !outlet.updated(uri).await {
                         return false;
                     }
                 }
@@ -122,7 +181,30 @@ fn follow_subscribed(
 
 #[cfg(test)]
 mod tests {
-    use super::run_of;
+    use super::{accepted_filter, run_of};
+    use rmcp::model::SubscriptionFilter;
+
+    #[test]
+    fn a_listen_stream_gets_list_changes_if_asked_and_only_pitroom_run_uris() {
+        let mut requested = SubscriptionFilter::default();
+        requested.tools_list_changed = Some(true);
+        requested.resource_subscriptions = Some(vec![
+            "pitroom://run/20261201-000000-001a".into(),
+            "file:///etc/passwd".into(),
+        ]);
+        let accepted = accepted_filter(&requested);
+        assert_eq!(accepted.tools_list_changed, None);
+        assert_eq!(accepted.resources_list_changed, None);
+        assert_eq!(
+            accepted.resource_subscriptions,
+            Some(vec!["pitroom://run/20261201-000000-001a".to_string()])
+        );
+        requested.resources_list_changed = Some(true);
+        assert_eq!(
+            accepted_filter(&requested).resources_list_changed,
+            Some(true)
+        );
+    }
 
     #[test]
     fn a_run_resource_names_its_run() {

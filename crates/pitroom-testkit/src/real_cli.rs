@@ -232,15 +232,50 @@ pub fn python_mcp() -> Result<PathBuf, String> {
     Ok(python)
 }
 
-/// The official MCP TypeScript SDK the MCP tests drive `pitroom mcp` with, pinned.
-pub const TS_MCP_SDK_VERSION: &str = "1.32.2";
+/// An npm library (not a CLI) the MCP tests load with `NODE_PATH`, pinned.
+#[derive(Debug, Clone, Copy)]
+pub struct NpmLibrary {
+    pub package: &'static str,
+    pub version: &'static str,
+    /// The cache directory's name before `-<version>`.
+    pub dir: &'static str,
+}
 
-/// A node_modules prefix holding the pinned `@modelcontextprotocol/sdk` (installed from npm on
-/// first use, under a lock): scripts run with `NODE_PATH=<prefix>/node_modules`. `.ci/run`
-/// installs the same one up front.
+/// The official MCP TypeScript SDK, v1 line (`Client` from `@modelcontextprotocol/sdk`).
+pub const TS_MCP_SDK: NpmLibrary = NpmLibrary {
+    package: "@modelcontextprotocol/sdk",
+    version: "1.32.2",
+    dir: "mcp-sdk",
+};
+
+/// The official MCP TypeScript client, v2 line: it can speak the 2026-07-28 revision
+/// (`server/discover`, per-request `_meta`, no `initialize`).
+pub const TS_MCP_CLIENT_V2: NpmLibrary = NpmLibrary {
+    package: "@modelcontextprotocol/client",
+    version: "2.4.0",
+    dir: "mcp-client",
+};
+
+/// A node_modules prefix holding the pinned `@modelcontextprotocol/sdk`: scripts run with
+/// `NODE_PATH=<prefix>/node_modules`. `.ci/run` installs the same one up front.
 pub fn ts_mcp_sdk() -> Result<PathBuf, String> {
-    let prefix = cache_dir().join(format!("mcp-sdk-{TS_MCP_SDK_VERSION}"));
-    let marker = prefix.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    install_library(&TS_MCP_SDK)
+}
+
+/// A node_modules prefix holding the pinned `@modelcontextprotocol/client` v2. `.ci/run`
+/// installs the same one up front.
+pub fn ts_mcp_client_v2() -> Result<PathBuf, String> {
+    install_library(&TS_MCP_CLIENT_V2)
+}
+
+/// The prefix `<cache>/<dir>-<version>` holding `lib`, installed from npm on first use (under
+/// a lock, so parallel tests install once; its `package.json` is the marker).
+pub fn install_library(lib: &NpmLibrary) -> Result<PathBuf, String> {
+    let prefix = cache_dir().join(format!("{}-{}", lib.dir, lib.version));
+    let marker = prefix
+        .join("node_modules")
+        .join(lib.package)
+        .join("package.json");
     if marker.exists() {
         return Ok(prefix);
     }
@@ -252,12 +287,14 @@ pub fn ts_mcp_sdk() -> Result<PathBuf, String> {
         let status = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
-            .arg(format!("@modelcontextprotocol/sdk@{TS_MCP_SDK_VERSION}"))
+            .arg(format!("{}@{}", lib.package, lib.version))
             .status()
             .map_err(|e| format!("npm: {e}"))?;
         if !status.success() || !marker.exists() {
             return Err(format!(
-                "installing @modelcontextprotocol/sdk@{TS_MCP_SDK_VERSION} into {} failed",
+                "installing {}@{} into {} failed",
+                lib.package,
+                lib.version,
                 prefix.display()
             ));
         }

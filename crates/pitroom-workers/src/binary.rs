@@ -10,6 +10,11 @@ pub struct BinaryNotFound {
     pub env_var: String,
 }
 
+/// The variable that points Pitroom at a backend's executable: `PITROOM_<BACKEND>_BIN`.
+pub fn override_var(backend: &str) -> String {
+    format!("PITROOM_{}_BIN", backend.to_ascii_uppercase())
+}
+
 /// Looks a worker CLI up: `PITROOM_<BACKEND>_BIN` first, then `PATH`.
 ///
 /// `env` is the environment to consult (the caller's, so tests stay hermetic).
@@ -18,7 +23,7 @@ pub fn find_binary(
     program: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<PathBuf, BinaryNotFound> {
-    let env_var = format!("PITROOM_{}_BIN", backend.to_ascii_uppercase());
+    let env_var = override_var(backend);
     let not_found = || BinaryNotFound {
         program: program.to_string(),
         env_var: env_var.clone(),

@@ -27,7 +27,7 @@ pub use adapter::{
     parse_stream, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest,
     LineByLine, ModelInfo, PromptInput, SettingsFile, StateDirs, StreamParser,
 };
-pub use binary::{find_binary, BinaryNotFound};
+pub use binary::{find_binary, override_var, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};
 pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 

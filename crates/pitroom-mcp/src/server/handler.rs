@@ -1,15 +1,19 @@
 //! The `ServerHandler`: the server's info and instructions, the tool calls routed to
-//! [`tools`](super::tools), the resources (`pitroom://run/<id>[/patch]`), and the watcher that
-//! notifies subscribed clients when a run's resource changes.
+//! [`tools`](super::tools), the resources (`pitroom://run/<id>[/patch]`), and the watchers that
+//! notify clients when a run's resource changes: one per session for `resources/subscribe`
+//! (legacy handshake), one per `subscriptions/listen` stream (2026-07-28).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use pitroom_core::report;
 use pitroom_service::ServiceError;
 use rmcp::model::{
     Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{tool_handler, ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::PitroomMcp;
@@ -43,16 +47,40 @@ impl ServerHandler for PitroomMcp {
         if self.watching.swap(true, Ordering::SeqCst) {
             return;
         }
-        let runs = self.service.home().runs();
-        let (subscriptions, peer) = (self.subscriptions.clone(), ctx.peer.clone());
-        let runtime = tokio::runtime::Handle::current();
-        // A plain thread: the watcher sleeps in poll(2), which must not hold a runtime worker.
-        let spawned = std::thread::Builder::new()
-            .name("pitroom-mcp-resources".into())
-            .spawn(move || crate::notify::watch(&runs, subscriptions, peer, runtime));
-        if spawned.is_err() {
+        let outlet = crate::notify::Outlet::Session(ctx.peer.clone());
+        // The session's watcher stops when the client is gone, never before.
+        let never = Arc::new(AtomicBool::new(false));
+        if self
+            .spawn_watcher(self.subscriptions.clone(), outlet, never)
+            .is_err()
+        {
             self.watching.store(false, Ordering::SeqCst);
         }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(crate::notify::accepted_filter(requested))
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` stream: a watcher of its own, for as long as the
+    /// stream is open.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let uris = context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        let subscriptions = Arc::new(Mutex::new(uris.into_iter().collect()));
+        let outlet = crate::notify::Outlet::Listen(context.sink().clone());
+        let stopped = Arc::new(AtomicBool::new(false));
+        self.spawn_watcher(subscriptions, outlet, stopped.clone())
+            .map_err(|e| McpError::internal_error(format!("watching runs: {e}"), None))?;
+        context.cancelled().await;
+        stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
     }
 
     #[allow(deprecated)]
@@ -147,5 +175,23 @@ impl ServerHandler for PitroomMcp {
             .await?
             .map_err(|e| McpError::resource_not_found(e.message, None))?;
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).into())
+    }
+}
+
+impl PitroomMcp {
+    /// Starts a resource watcher on a plain thread: it sleeps in poll(2), which must not hold a
+    /// runtime worker.
+    fn spawn_watcher(
+        &self,
+        subscriptions: crate::notify::Subscriptions,
+        outlet: crate::notify::Outlet,
+        stopped: Arc<AtomicBool>,
+    ) -> std::io::Result<()> {
+        let runs = self.service.home().runs();
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("pitroom-mcp-resources".into())
+            .spawn(move || crate::notify::watch(&runs, subscriptions, outlet, runtime, &stopped))
+            .map(drop)
     }
 }

@@ -39,8 +39,8 @@ fn hook_command(subcommand: &str) -> String {
 
 /// Codex and Gemini CLI start MCP servers with a cleared environment; these are the variables
 /// the workers may need (the same list `pitroom mcp --print-config` uses).
-fn pass_through() -> &'static [&'static str] {
-    pitroom_mcp::hosts::PASS_THROUGH
+fn pass_through() -> Vec<String> {
+    pitroom_mcp::hosts::pass_through()
 }
 
 /// One generated file: its path from the repository root and its contents.
@@ -183,6 +183,16 @@ fn plugin_readme() -> String {
     )
 }
 
+/// Codex asks before a tool that is not read-only, and `codex exec` refuses it: the tools that
+/// start or review runs are approved (the list `pitroom mcp --print-config codex` uses).
+fn codex_tool_approvals() -> Value {
+    pitroom_mcp::hosts::CODEX_APPROVED_TOOLS
+        .iter()
+        .map(|tool| (tool.to_string(), json!({"approval_mode": "approve"})))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 fn codex_plugin() -> Value {
     json!({
         "name": NAME,
@@ -199,7 +209,8 @@ fn codex_plugin() -> Value {
             "env_vars": pass_through(),
             "startup_timeout_sec": 20,
             // Every tool call returns within 540 s (a still-running run comes back as a handle).
-            "tool_timeout_sec": 600
+            "tool_timeout_sec": 600,
+            "tools": codex_tool_approvals()
         }},
         "interface": {
             "displayName": "Pitroom",
@@ -363,6 +374,9 @@ mod tests {
             .is_some_and(|t| t >= 540));
         let vars = server["env_vars"].as_array().expect("env_vars");
         assert!(vars.iter().any(|x| x == "OPENROUTER_API_KEY"));
+        assert!(vars.iter().any(|x| x == "PITROOM_OPENCODE_BIN"));
+        assert_eq!(server["tools"]["pitroom_run"]["approval_mode"], "approve");
+        assert!(server["tools"].get("pitroom_apply").is_none());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use pitroom_testkit::real_cli::{python_mcp, ts_mcp_sdk};
+use pitroom_testkit::real_cli::{python_mcp, ts_mcp_client_v2, ts_mcp_sdk};
 use pitroom_testkit::repo::dirty_repo;
 use serde_json::json;
 
@@ -94,6 +94,52 @@ fn the_official_typescript_sdk_gets_progress_cancels_the_node_way_and_runs_a_cre
         "ok abort_leaves_no_worker_process",
         "ok aborted_run_is_stopped",
         "ok crew_of_three_done",
+        "all checks passed",
+    ] {
+        assert!(printed.contains(check), "missing `{check}`:\n{printed}");
+    }
+}
+
+/// The v2 TypeScript client in its `auto` mode: it probes `server/discover`, gets a modern
+/// answer, and then speaks the 2026-07-28 revision — no `initialize`, `_meta` on every request,
+/// resource notifications on `subscriptions/listen` streams.
+/// The script prints the era and version each connection negotiated.
+#[test]
+fn the_typescript_client_v2_speaks_the_2026_07_28_revision_without_initialize() {
+    let client = ts_mcp_client_v2().expect("the MCP TypeScript client v2 installs from npm");
+    let env = fake_env(scripts());
+    let project = dirty_repo(&env, "project");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/typescript_client_v2.cjs");
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).current_dir(&project);
+    env.apply(&mut cmd);
+    cmd.env("NODE_PATH", client.join("node_modules"))
+        .env("PITROOM_BIN", PITROOM)
+        .env("MCP_PROJECT", &project);
+    let out = cmd.output().expect("node runs");
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    let negotiated: Vec<&str> = printed
+        .lines()
+        .filter_map(|l| l.strip_prefix("negotiated "))
+        .collect();
+    assert_eq!(
+        negotiated,
+        ["modern 2026-07-28", "legacy 2025-11-25"],
+        "{printed}"
+    );
+    for check in [
+        "ok discover_offers_both_eras",
+        "ok discover_answers_in_session",
+        "ok read_run_refs_verified",
+        "ok progress_in_the_modern_era",
+        "ok listened_new_run_changes_the_list",
+        "ok listen_honors_only_pitroom_uris",
+        "ok listened_run_pushes_updates",
+        "ok no_initialize_sent",
+        "ok every_request_carries_its_meta",
+        "ok legacy_mode_uses_initialize",
         "all checks passed",
     ] {
         assert!(printed.contains(check), "missing `{check}`:\n{printed}");

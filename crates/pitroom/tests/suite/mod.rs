@@ -20,6 +20,7 @@ mod kilo_e2e;
 mod landlock;
 mod mcp;
 mod mcp_chain_e2e;
+mod mcp_codex_chain_e2e;
 mod opencode_e2e;
 mod plan;
 mod plugins;
