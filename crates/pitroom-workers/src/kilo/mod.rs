@@ -20,7 +20,7 @@ use crate::adapter::{
 use crate::events::FailureKind;
 use crate::find_binary;
 use crate::opencode::config::{
-    agent_name, merge, parse_jsonc, permission_profile, read_jsonc_file,
+    agent_name, merge, permission_profile, user_config_sources, ConfigPlaces,
 };
 use crate::opencode::OpenCode;
 
@@ -71,36 +71,18 @@ impl Kilo {
     }
 }
 
-/// The user's Kilo configuration, lowest precedence first; unreadable files are skipped.
-fn user_config_sources(req: &InvocationRequest) -> Vec<Value> {
-    let mut sources = Vec::new();
-    let config_home = req
-        .env_var("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            req.env_var("HOME")
-                .map(|h| PathBuf::from(h).join(".config"))
-        });
-    if let Some(home) = config_home {
-        for name in [
-            "config.json",
-            "kilo.json",
-            "kilo.jsonc",
-            "opencode.json",
-            "opencode.jsonc",
-        ] {
-            sources.extend(read_jsonc_file(&home.join("kilo").join(name)));
-        }
-    }
-    if let Some(path) = req.env_var("KILO_CONFIG").filter(|v| !v.is_empty()) {
-        sources.extend(read_jsonc_file(&PathBuf::from(path)));
-    }
-    if let Some(content) = req.env_var("KILO_CONFIG_CONTENT") {
-        sources.extend(parse_jsonc(&content));
-    }
-    sources
-}
+/// Where the user's Kilo configuration lives (Kilo also reads OpenCode's file names there).
+const KILO_CONFIG: ConfigPlaces = ConfigPlaces {
+    dir: "kilo",
+    files: &[
+        "config.json",
+        "kilo.json",
+        "kilo.jsonc",
+        "opencode.json",
+        "opencode.jsonc",
+    ],
+    env_prefix: "KILO",
+};
 
 /// OpenCode's permission profile plus Kilo's extra tools denied.
 pub fn kilo_permission_profile(req: &InvocationRequest) -> Value {
@@ -117,7 +99,7 @@ pub fn kilo_permission_profile(req: &InvocationRequest) -> Value {
 /// profile, and Pitroom's agent for the mode.
 pub fn worker_config(req: &InvocationRequest) -> Value {
     let mut merged = Value::Object(Map::new());
-    for source in user_config_sources(req) {
+    for source in user_config_sources(req, &KILO_CONFIG) {
         merge(&mut merged, source);
     }
     let permission = kilo_permission_profile(req);
@@ -196,26 +178,7 @@ impl Adapter for Kilo {
             "KILO_PERMISSION".into(),
             kilo_permission_profile(req).to_string().into(),
         ));
-        let mut args: Vec<OsString> = ["run", "--format", "json", "--agent"]
-            .map(OsString::from)
-            .to_vec();
-        args.push(agent_name(req.mode).into());
-        args.extend(["--title".into(), OsString::from(&req.title)]);
-        args.extend(["--print-logs", "--log-level", "WARN"].map(OsString::from));
-        args.extend(["--dir".into(), req.workdir.clone().into_os_string()]);
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        match (&req.effort, &req.model) {
-            (Some(effort), Some(_)) => args.extend(["--variant".into(), OsString::from(effort)]),
-            (Some(effort), None) => notes.push(format!(
-                "--effort {effort} dropped: Kilo sets effort per model variant, and no model is pinned"
-            )),
-            _ => {}
-        }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--session".into(), OsString::from(session)]);
-        }
+        let args = crate::opencode::run_args("Kilo", req, &mut notes);
         Ok(Invocation {
             program,
             args,

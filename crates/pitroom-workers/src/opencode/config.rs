@@ -114,7 +114,7 @@ pub fn permission_profile(mode: Mode, web: bool) -> Value {
 /// the environment, deep-merged, then Pitroom's settings on top.
 pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
     let mut merged = Value::Object(Map::new());
-    for source in user_config_sources(req) {
+    for source in user_config_sources(req, &OPENCODE_CONFIG) {
         merge(&mut merged, source);
     }
     let permission = permission_profile(req.mode, req.web);
@@ -142,9 +142,25 @@ pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
     Ok(merged)
 }
 
-/// The user's OpenCode configuration, lowest precedence first. A file that cannot be read or
-/// parsed is skipped: OpenCode itself would refuse it, and Pitroom must not pass it on.
-fn user_config_sources(req: &InvocationRequest) -> Vec<Value> {
+/// Where a CLI of the OpenCode family keeps its user configuration: the folder under
+/// `$XDG_CONFIG_HOME` (else `~/.config`), the file names there (lowest precedence first) and the
+/// variables naming one more file and the content itself (`<PREFIX>_CONFIG`,
+/// `<PREFIX>_CONFIG_CONTENT`).
+pub(crate) struct ConfigPlaces {
+    pub dir: &'static str,
+    pub files: &'static [&'static str],
+    pub env_prefix: &'static str,
+}
+
+pub(crate) const OPENCODE_CONFIG: ConfigPlaces = ConfigPlaces {
+    dir: "opencode",
+    files: &["config.json", "opencode.json", "opencode.jsonc"],
+    env_prefix: "OPENCODE",
+};
+
+/// The user's configuration, lowest precedence first. A file that cannot be read or parsed is
+/// skipped: the CLI itself would refuse it, and Pitroom must not pass it on.
+pub(crate) fn user_config_sources(req: &InvocationRequest, places: &ConfigPlaces) -> Vec<Value> {
     let mut sources = Vec::new();
     let config_home = req
         .env_var("XDG_CONFIG_HOME")
@@ -155,21 +171,16 @@ fn user_config_sources(req: &InvocationRequest) -> Vec<Value> {
                 .map(|h| PathBuf::from(h).join(".config"))
         });
     if let Some(home) = config_home {
-        for name in ["config.json", "opencode.json", "opencode.jsonc"] {
-            if let Some(v) = read_jsonc_file(&home.join("opencode").join(name)) {
-                sources.push(v);
-            }
+        for name in places.files {
+            sources.extend(read_jsonc_file(&home.join(places.dir).join(name)));
         }
     }
-    if let Some(path) = req.env_var("OPENCODE_CONFIG").filter(|v| !v.is_empty()) {
-        if let Some(v) = read_jsonc_file(&PathBuf::from(path)) {
-            sources.push(v);
-        }
+    let var = |suffix: &str| req.env_var(&format!("{}_{suffix}", places.env_prefix));
+    if let Some(path) = var("CONFIG").filter(|v| !v.is_empty()) {
+        sources.extend(read_jsonc_file(&PathBuf::from(path)));
     }
-    if let Some(content) = req.env_var("OPENCODE_CONFIG_CONTENT") {
-        if let Some(v) = parse_jsonc(&content) {
-            sources.push(v);
-        }
+    if let Some(content) = var("CONFIG_CONTENT") {
+        sources.extend(parse_jsonc(&content));
     }
     sources
 }

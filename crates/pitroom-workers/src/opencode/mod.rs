@@ -112,6 +112,39 @@ fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
     vec![(link, auth)]
 }
 
+/// `run` and its flags, the same for every CLI of the OpenCode family (OpenCode, Kilo): the
+/// mode's agent, a title, logs on stderr, the work dir, the model and its effort variant, the
+/// session to resume. `cli` names the CLI in notes.
+pub(crate) fn run_args(
+    cli: &str,
+    req: &InvocationRequest,
+    notes: &mut Vec<String>,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["run", "--format", "json", "--agent"]
+        .map(OsString::from)
+        .to_vec();
+    args.push(config::agent_name(req.mode).into());
+    // A title skips the CLI's extra title-generation model call.
+    args.extend(["--title".into(), OsString::from(&req.title)]);
+    // Logs on stderr: the real cause of "Unexpected server error" is only there.
+    args.extend(["--print-logs", "--log-level", "WARN"].map(OsString::from));
+    args.extend(["--dir".into(), req.workdir.clone().into_os_string()]);
+    if let Some(model) = &req.model {
+        args.extend(["--model".into(), OsString::from(model)]);
+    }
+    match (&req.effort, &req.model) {
+        (Some(effort), Some(_)) => args.extend(["--variant".into(), OsString::from(effort)]),
+        (Some(effort), None) => notes.push(format!(
+            "--effort {effort} dropped: {cli} sets effort per model variant, and no model is pinned"
+        )),
+        _ => {}
+    }
+    if let Some(session) = &req.resume_session {
+        args.extend(["--session".into(), OsString::from(session)]);
+    }
+    args
+}
+
 impl Adapter for OpenCode {
     fn id(&self) -> &'static str {
         "opencode"
@@ -135,29 +168,7 @@ impl Adapter for OpenCode {
         let permission = permission_profile(req.mode, req.web);
         env.push(("OPENCODE_PERMISSION".into(), permission.to_string().into()));
 
-        let mut args: Vec<OsString> = ["run", "--format", "json", "--agent"]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        args.push(config::agent_name(req.mode).into());
-        // A title skips OpenCode's extra title-generation model call.
-        args.extend(["--title".into(), OsString::from(&req.title)]);
-        // Logs on stderr: the real cause of "Unexpected server error" is only there.
-        args.extend(["--print-logs", "--log-level", "WARN"].map(OsString::from));
-        args.extend(["--dir".into(), req.workdir.clone().into_os_string()]);
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        match (&req.effort, &req.model) {
-            (Some(effort), Some(_)) => args.extend(["--variant".into(), OsString::from(effort)]),
-            (Some(effort), None) => notes.push(format!(
-                "--effort {effort} dropped: OpenCode sets effort per model variant, and no model is pinned"
-            )),
-            _ => {}
-        }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--session".into(), OsString::from(session)]);
-        }
+        let args = run_args("OpenCode", req, &mut notes);
         Ok(Invocation {
             program,
             args,
