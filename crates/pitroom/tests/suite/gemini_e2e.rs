@@ -2,7 +2,6 @@
 //! npm by the test kit) against the scripted fake Gemini API of the test kit.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use pitroom_testkit::{real_cli, FakeGemini, TestEnv};
@@ -210,11 +209,10 @@ fn gemini_write_attempt_in_read_mode_is_refused_and_the_tree_is_unchanged() {
 #[test]
 fn gemini_rate_limit_fails_fast_and_is_classified() {
     let w = World::new();
-    let started = Instant::now();
-    let out = w.run(&["anything scenario:err429", "-t", "120s"]);
-    let took = started.elapsed();
+    let out = w.run(&["anything scenario:err429", "-t", "600s"]);
     assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(took < Duration::from_secs(45), "took {took:?}");
+    let calls = w.server.model_requests().len();
+    assert!((1..=2).contains(&calls), "{calls} model calls");
     let r = record(&w.env, &w.repo);
     assert_eq!(r["failure"], "rate_limited", "{r:#}");
 }
@@ -265,7 +263,7 @@ fn gemini_every_failure_shape_fails_classified_within_the_retry_cap() {
     failfast::walk(
         "gemini",
         shapes,
-        |task| w.run(&[task, "-t", "60s"]),
+        |args| w.run(args),
         || w.server.model_requests().len(),
         || record(&w.env, &w.repo),
     );

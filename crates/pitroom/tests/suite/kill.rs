@@ -139,12 +139,18 @@ fn sigkill_of_every_pitroom_process_of_a_crew_leaves_no_worker_process_and_no_ru
     for pid in &doomed {
         let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
+    // Measured within 1 s on an idle machine (README); asserted only eventually.
+    let killed = std::time::Instant::now();
     let clean = eventually(Duration::from_secs(1), || {
         processes_with_env(&state).is_empty()
     });
+    eprintln!(
+        "every worker process gone {:?} after the kill",
+        killed.elapsed()
+    );
     assert!(
         clean,
-        "survivors 1 s after the kill: {:?}",
+        "survivors after the kill: {:?}",
         processes_with_env(&state)
     );
     for id in ids(&out) {
