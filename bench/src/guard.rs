@@ -1,0 +1,194 @@
+//! The guard loop: what the worker's `git` costs per call. N× `git rev-parse HEAD` and
+//! N× `git status` on a small dirty repository, run by the real git directly and through the
+//! guard's links in the same layout a worker gets (`install_links` + `guard_vars`, the
+//! protected repository included): once through the small `pitroom-guard`, once through
+//! `pitroom` itself (the fallback). Beside it, `pitroom --version` against `/bin/true`.
+//!
+//! Per-call figures are the median over rounds of each batch's mean; the variants take turns
+//! inside every round so that a change in the machine's load hits all of them alike.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pitroom_core::guard_env::{guard_vars, install_links, GuardLinks};
+use pitroom_core::home::Home;
+use pitroom_git::guard::env as guard_env;
+
+/// Calls per batch.
+pub const CALLS: usize = 50;
+/// Batches per variant; the median is reported.
+pub const ROUNDS: usize = 11;
+
+/// One row of the loop: per-call times of each variant of the same command.
+#[derive(Debug, Clone)]
+pub struct GuardRow {
+    /// The git command, as a worker types it.
+    pub command: &'static str,
+    pub direct: Duration,
+    pub small_guard: Duration,
+    pub pitroom_guard: Duration,
+}
+
+/// `pitroom --version` beside a program that does nothing, per call.
+#[derive(Debug, Clone)]
+pub struct VersionRow {
+    pub version: Duration,
+    pub bin_true: Duration,
+}
+
+/// Where a git call goes: the real git by path, or `git` found on the guarded `PATH`.
+struct Variant {
+    program: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+/// The guard loop on a small dirty repository under `tmp`, for the release `pitroom` (with
+/// `pitroom-guard` beside it).
+pub fn guard_loop(pitroom: &Path, tmp: &Path) -> Vec<GuardRow> {
+    let repo = tmp.join("guard-repo");
+    crate::generate_repo(&repo, 200, 10);
+    let small = guarded(
+        &install_links(&home(tmp, "small"), pitroom).expect("links"),
+        &repo,
+    );
+    assert!(
+        small.link_target().ends_with(guard_env::GUARD_EXE),
+        "build pitroom-guard: cargo build --release -p pitroom"
+    );
+    let big = guarded(&links_to(pitroom, &home(tmp, "big")), &repo);
+    let real = small
+        .env
+        .iter()
+        .find(|(k, _)| k == guard_env::REAL_GIT)
+        .map(|(_, v)| PathBuf::from(v))
+        .expect("the real git on PATH");
+    let direct = Variant {
+        program: real,
+        env: small.env.clone(),
+    };
+    [
+        ("git rev-parse HEAD", &["rev-parse", "HEAD"][..]),
+        ("git status", &["status", "--porcelain"][..]),
+    ]
+    .into_iter()
+    .map(|(command, args)| {
+        let [direct, small_guard, pitroom_guard] =
+            per_call([&direct, &small, &big].map(|v| v.command(args, &repo)));
+        GuardRow {
+            command,
+            direct,
+            small_guard,
+            pitroom_guard,
+        }
+    })
+    .collect()
+}
+
+/// `pitroom --version` and `/bin/true`, per call, taking turns.
+pub fn version_loop(pitroom: &Path) -> VersionRow {
+    let mut version = Command::new(pitroom);
+    version.arg("--version");
+    let [version, bin_true] = per_call([version, Command::new("/bin/true")]);
+    VersionRow { version, bin_true }
+}
+
+/// Prints the loop's rows as the README reports them.
+pub fn print_rows(rows: &[GuardRow], version: &VersionRow) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!("the guard loop: {CALLS} calls per batch, median of {ROUNDS} batches, per call");
+    for r in rows {
+        println!(
+            "{:<20} direct {:6.3} ms; pitroom-guard {:6.3} ms (+{:.3} ms); pitroom as the guard {:6.3} ms (+{:.3} ms)",
+            r.command,
+            ms(r.direct),
+            ms(r.small_guard),
+            ms(r.small_guard) - ms(r.direct),
+            ms(r.pitroom_guard),
+            ms(r.pitroom_guard) - ms(r.direct),
+        );
+    }
+    println!(
+        "pitroom --version    {:6.3} ms; /bin/true {:6.3} ms (+{:.3} ms)",
+        ms(version.version),
+        ms(version.bin_true),
+        ms(version.version) - ms(version.bin_true)
+    );
+}
+
+impl Variant {
+    fn command(&self, args: &[&str], repo: &Path) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(args)
+            .current_dir(repo)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        c
+    }
+
+    /// Where this variant's `git` link leads.
+    fn link_target(&self) -> PathBuf {
+        std::fs::read_link(&self.program).expect("the shim is a link")
+    }
+}
+
+fn home(tmp: &Path, name: &str) -> Home {
+    Home {
+        root: tmp.join(format!("guard-home-{name}")),
+    }
+}
+
+/// The worker's layout with every link to `exe` itself (what `install_links` does when no
+/// `pitroom-guard` is beside it).
+fn links_to(exe: &Path, home: &Home) -> GuardLinks {
+    let links = GuardLinks {
+        shim_dir: home.root.join("bin"),
+        hooks_dir: home.root.join("hooks"),
+        target: exe.to_path_buf(),
+    };
+    for dir in [&links.shim_dir, &links.hooks_dir] {
+        std::fs::create_dir_all(dir).expect("link dir");
+    }
+    std::os::unix::fs::symlink(exe, links.shim_dir.join(guard_env::SHIM)).expect("git link");
+    std::os::unix::fs::symlink(exe, links.hooks_dir.join(guard_env::HOOK)).expect("hook link");
+    links
+}
+
+/// `git` through `links`, in the environment a worker guarding `repo` gets.
+fn guarded(links: &GuardLinks, repo: &Path) -> Variant {
+    let mut env: Vec<(String, String)> = ["PATH", "HOME", "LANG"]
+        .iter()
+        .filter_map(|k| Some((k.to_string(), std::env::var(k).ok()?)))
+        .collect();
+    for (k, v) in guard_vars(&env, links, &[repo.join(".git")]) {
+        env.retain(|(existing, _)| *existing != k);
+        env.push((k, v));
+    }
+    Variant {
+        program: links.shim_dir.join(guard_env::SHIM),
+        env,
+    }
+}
+
+/// The per-call time of each command: each takes its turn at a batch of [`CALLS`] in every one
+/// of [`ROUNDS`] rounds (after one warm-up call each), and the median batch counts.
+fn per_call<const N: usize>(mut commands: [Command; N]) -> [Duration; N] {
+    for c in commands.iter_mut() {
+        c.stdout(Stdio::null());
+        crate::run_ok(c);
+    }
+    let mut batches: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(ROUNDS));
+    for _ in 0..ROUNDS {
+        for (c, times) in commands.iter_mut().zip(batches.iter_mut()) {
+            let t = Instant::now();
+            for _ in 0..CALLS {
+                crate::run_ok(c);
+            }
+            times.push(t.elapsed() / CALLS as u32);
+        }
+    }
+    batches.map(|mut times| {
+        times.sort();
+        times[ROUNDS / 2]
+    })
+}
