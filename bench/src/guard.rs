@@ -5,7 +5,10 @@
 //! `pitroom` itself (the fallback). Beside it, `pitroom --version` against `/bin/true`.
 //!
 //! Per-call figures are the median over rounds of each batch's mean; the variants take turns
-//! inside every round so that a change in the machine's load hits all of them alike.
+//! inside every round so that a change in the machine's load hits all of them alike. Each is
+//! given twice: wall time (what a worker waits for, scheduling delays included, so it grows
+//! with the machine's load) and the children's CPU time, user + system (what the call costs the
+//! machine; `getrusage(RUSAGE_CHILDREN)`, much steadier on a shared machine).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -20,21 +23,28 @@ pub const CALLS: usize = 50;
 /// Batches per variant; the median is reported.
 pub const ROUNDS: usize = 11;
 
+/// What one call of a command costs: wall time and the CPU time of its processes.
+#[derive(Debug, Clone, Copy)]
+pub struct PerCall {
+    pub wall: Duration,
+    pub cpu: Duration,
+}
+
 /// One row of the loop: per-call times of each variant of the same command.
 #[derive(Debug, Clone)]
 pub struct GuardRow {
     /// The git command, as a worker types it.
     pub command: &'static str,
-    pub direct: Duration,
-    pub small_guard: Duration,
-    pub pitroom_guard: Duration,
+    pub direct: PerCall,
+    pub small_guard: PerCall,
+    pub pitroom_guard: PerCall,
 }
 
 /// `pitroom --version` beside a program that does nothing, per call.
 #[derive(Debug, Clone)]
 pub struct VersionRow {
-    pub version: Duration,
-    pub bin_true: Duration,
+    pub version: PerCall,
+    pub bin_true: PerCall,
 }
 
 /// Where a git call goes: the real git by path, or `git` found on the guarded `PATH`.
@@ -95,25 +105,37 @@ pub fn version_loop(pitroom: &Path) -> VersionRow {
 
 /// Prints the loop's rows as the README reports them.
 pub fn print_rows(rows: &[GuardRow], version: &VersionRow) {
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!("the guard loop: {CALLS} calls per batch, median of {ROUNDS} batches, per call");
     for r in rows {
+        for (what, pick) in [("wall", wall as fn(&PerCall) -> f64), ("cpu ", cpu)] {
+            println!(
+                "{:<20} {what} direct {:6.3} ms; pitroom-guard {:6.3} ms (+{:.3} ms); pitroom as the guard {:6.3} ms (+{:.3} ms)",
+                r.command,
+                pick(&r.direct),
+                pick(&r.small_guard),
+                pick(&r.small_guard) - pick(&r.direct),
+                pick(&r.pitroom_guard),
+                pick(&r.pitroom_guard) - pick(&r.direct),
+            );
+        }
+    }
+    for (what, pick) in [("wall", wall as fn(&PerCall) -> f64), ("cpu ", cpu)] {
         println!(
-            "{:<20} direct {:6.3} ms; pitroom-guard {:6.3} ms (+{:.3} ms); pitroom as the guard {:6.3} ms (+{:.3} ms)",
-            r.command,
-            ms(r.direct),
-            ms(r.small_guard),
-            ms(r.small_guard) - ms(r.direct),
-            ms(r.pitroom_guard),
-            ms(r.pitroom_guard) - ms(r.direct),
+            "{:<20} {what} {:6.3} ms; /bin/true {:6.3} ms (+{:.3} ms)",
+            "pitroom --version",
+            pick(&version.version),
+            pick(&version.bin_true),
+            pick(&version.version) - pick(&version.bin_true)
         );
     }
-    println!(
-        "pitroom --version    {:6.3} ms; /bin/true {:6.3} ms (+{:.3} ms)",
-        ms(version.version),
-        ms(version.bin_true),
-        ms(version.version) - ms(version.bin_true)
-    );
+}
+
+fn wall(c: &PerCall) -> f64 {
+    c.wall.as_secs_f64() * 1000.0
+}
+
+fn cpu(c: &PerCall) -> f64 {
+    c.cpu.as_secs_f64() * 1000.0
 }
 
 impl Variant {
@@ -170,25 +192,49 @@ fn guarded(links: &GuardLinks, repo: &Path) -> Variant {
     }
 }
 
-/// The per-call time of each command: each takes its turn at a batch of [`CALLS`] in every one
-/// of [`ROUNDS`] rounds (after one warm-up call each), and the median batch counts.
-fn per_call<const N: usize>(mut commands: [Command; N]) -> [Duration; N] {
+/// The per-call cost of each command: each takes its turn at a batch of [`CALLS`] in every one
+/// of [`ROUNDS`] rounds (after one warm-up call each), and the median batch counts (wall and
+/// CPU medians taken apart).
+fn per_call<const N: usize>(mut commands: [Command; N]) -> [PerCall; N] {
     for c in commands.iter_mut() {
         c.stdout(Stdio::null());
         crate::run_ok(c);
     }
-    let mut batches: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(ROUNDS));
+    let mut batches: [Vec<PerCall>; N] = std::array::from_fn(|_| Vec::with_capacity(ROUNDS));
     for _ in 0..ROUNDS {
         for (c, times) in commands.iter_mut().zip(batches.iter_mut()) {
-            let t = Instant::now();
+            let (t, cpu) = (Instant::now(), children_cpu());
             for _ in 0..CALLS {
                 crate::run_ok(c);
             }
-            times.push(t.elapsed() / CALLS as u32);
+            times.push(PerCall {
+                wall: t.elapsed() / CALLS as u32,
+                cpu: children_cpu().saturating_sub(cpu) / CALLS as u32,
+            });
         }
     }
-    batches.map(|mut times| {
-        times.sort();
-        times[ROUNDS / 2]
+    batches.map(|times| {
+        let mut walls: Vec<Duration> = times.iter().map(|t| t.wall).collect();
+        let mut cpus: Vec<Duration> = times.iter().map(|t| t.cpu).collect();
+        walls.sort();
+        cpus.sort();
+        PerCall {
+            wall: walls[ROUNDS / 2],
+            cpu: cpus[ROUNDS / 2],
+        }
     })
+}
+
+/// User + system time of every child this process has waited for so far.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the zeroed struct it is given and keeps no pointer to it.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
