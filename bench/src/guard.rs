@@ -2,7 +2,9 @@
 //! N× `git status` on a small dirty repository, run by the real git directly and through the
 //! guard's links in the same layout a worker gets (`install_links` + `guard_vars`, the
 //! protected repository included): once through the small `pitroom-guard`, once through
-//! `pitroom` itself (the fallback). Beside it, `pitroom --version` against `/bin/true`.
+//! `pitroom` itself (the fallback), and once through each other guard executable asked for
+//! (e.g. a static relink of `pitroom-guard`). Beside it, `pitroom --version` against
+//! `/bin/true`.
 //!
 //! Per-call figures are the median over rounds of each batch's mean; the variants take turns
 //! inside every round so that a change in the machine's load hits all of them alike. Each is
@@ -38,6 +40,8 @@ pub struct GuardRow {
     pub direct: PerCall,
     pub small_guard: PerCall,
     pub pitroom_guard: PerCall,
+    /// Through each extra guard executable, in the order given.
+    pub others: Vec<(PathBuf, PerCall)>,
 }
 
 /// `pitroom --version` beside a program that does nothing, per call.
@@ -54,8 +58,8 @@ struct Variant {
 }
 
 /// The guard loop on a small dirty repository under `tmp`, for the release `pitroom` (with
-/// `pitroom-guard` beside it).
-pub fn guard_loop(pitroom: &Path, tmp: &Path) -> Vec<GuardRow> {
+/// `pitroom-guard` beside it) and the `other` guard executables.
+pub fn guard_loop(pitroom: &Path, other: &[PathBuf], tmp: &Path) -> Vec<GuardRow> {
     let repo = tmp.join("guard-repo");
     crate::generate_repo(&repo, 200, 10);
     let small = guarded(
@@ -67,6 +71,11 @@ pub fn guard_loop(pitroom: &Path, tmp: &Path) -> Vec<GuardRow> {
         "build pitroom-guard: cargo build --release -p pitroom"
     );
     let big = guarded(&links_to(pitroom, &home(tmp, "big")), &repo);
+    let others: Vec<Variant> = other
+        .iter()
+        .enumerate()
+        .map(|(i, exe)| guarded(&links_to(exe, &home(tmp, &format!("other{i}"))), &repo))
+        .collect();
     let real = small
         .env
         .iter()
@@ -83,13 +92,15 @@ pub fn guard_loop(pitroom: &Path, tmp: &Path) -> Vec<GuardRow> {
     ]
     .into_iter()
     .map(|(command, args)| {
-        let [direct, small_guard, pitroom_guard] =
-            per_call([&direct, &small, &big].map(|v| v.command(args, &repo)));
+        let variants = [&direct, &small, &big].into_iter().chain(&others);
+        let mut times = per_call(variants.map(|v| v.command(args, &repo)).collect()).into_iter();
+        let mut next = || times.next().expect("one time per variant");
         GuardRow {
             command,
-            direct,
-            small_guard,
-            pitroom_guard,
+            direct: next(),
+            small_guard: next(),
+            pitroom_guard: next(),
+            others: other.iter().map(|exe| (exe.clone(), next())).collect(),
         }
     })
     .collect()
@@ -99,8 +110,10 @@ pub fn guard_loop(pitroom: &Path, tmp: &Path) -> Vec<GuardRow> {
 pub fn version_loop(pitroom: &Path) -> VersionRow {
     let mut version = Command::new(pitroom);
     version.arg("--version");
-    let [version, bin_true] = per_call([version, Command::new("/bin/true")]);
-    VersionRow { version, bin_true }
+    match per_call(vec![version, Command::new("/bin/true")])[..] {
+        [version, bin_true] => VersionRow { version, bin_true },
+        _ => unreachable!("one time per command"),
+    }
 }
 
 /// Prints the loop's rows as the README reports them.
@@ -117,6 +130,15 @@ pub fn print_rows(rows: &[GuardRow], version: &VersionRow) {
                 pick(&r.pitroom_guard),
                 pick(&r.pitroom_guard) - pick(&r.direct),
             );
+            for (exe, time) in &r.others {
+                println!(
+                    "{:<20} {what} through {}: {:6.3} ms (+{:.3} ms)",
+                    "",
+                    exe.display(),
+                    pick(time),
+                    pick(time) - pick(&r.direct)
+                );
+            }
         }
     }
     for (what, pick) in [("wall", wall as fn(&PerCall) -> f64), ("cpu ", cpu)] {
@@ -195,12 +217,12 @@ fn guarded(links: &GuardLinks, repo: &Path) -> Variant {
 /// The per-call cost of each command: each takes its turn at a batch of [`CALLS`] in every one
 /// of [`ROUNDS`] rounds (after one warm-up call each), and the median batch counts (wall and
 /// CPU medians taken apart).
-fn per_call<const N: usize>(mut commands: [Command; N]) -> [PerCall; N] {
+fn per_call(mut commands: Vec<Command>) -> Vec<PerCall> {
     for c in commands.iter_mut() {
         c.stdout(Stdio::null());
         crate::run_ok(c);
     }
-    let mut batches: [Vec<PerCall>; N] = std::array::from_fn(|_| Vec::with_capacity(ROUNDS));
+    let mut batches: Vec<Vec<PerCall>> = commands.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
         for (c, times) in commands.iter_mut().zip(batches.iter_mut()) {
             let (t, cpu) = (Instant::now(), children_cpu());
@@ -213,16 +235,19 @@ fn per_call<const N: usize>(mut commands: [Command; N]) -> [PerCall; N] {
             });
         }
     }
-    batches.map(|times| {
-        let mut walls: Vec<Duration> = times.iter().map(|t| t.wall).collect();
-        let mut cpus: Vec<Duration> = times.iter().map(|t| t.cpu).collect();
-        walls.sort();
-        cpus.sort();
-        PerCall {
-            wall: walls[ROUNDS / 2],
-            cpu: cpus[ROUNDS / 2],
-        }
-    })
+    batches
+        .into_iter()
+        .map(|times| {
+            let mut walls: Vec<Duration> = times.iter().map(|t| t.wall).collect();
+            let mut cpus: Vec<Duration> = times.iter().map(|t| t.cpu).collect();
+            walls.sort();
+            cpus.sort();
+            PerCall {
+                wall: walls[ROUNDS / 2],
+                cpu: cpus[ROUNDS / 2],
+            }
+        })
+        .collect()
 }
 
 /// User + system time of every child this process has waited for so far.

@@ -167,7 +167,7 @@ fn main() {
     }
     println!();
     pitroom_bench::guard::print_rows(
-        &pitroom_bench::guard::guard_loop(&pitroom, tmp.path()),
+        &pitroom_bench::guard::guard_loop(&pitroom, &[], tmp.path()),
         &pitroom_bench::guard::version_loop(&pitroom),
     );
     isolated_copy_vs_worktree(30_000);

@@ -3,6 +3,10 @@
 //! working on the guard's start. N× `git rev-parse HEAD` and N× `git status` direct, through
 //! `pitroom-guard` and through `pitroom` as the guard, per call; `pitroom --version` beside
 //! `/bin/true`. Asserts nothing.
+//!
+//! Arguments are more guard executables to compare, each behind links of its own, e.g. a
+//! static relink: `cargo rustc --release -p pitroom --bin pitroom-guard -- -C
+//! target-feature=+crt-static`, copied aside before `cargo build` relinks the usual one.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,7 +17,8 @@
 fn main() {
     let pitroom = pitroom_bench::release_pitroom();
     let tmp = tempfile::tempdir().expect("temp dir");
-    let rows = pitroom_bench::guard::guard_loop(&pitroom, tmp.path());
+    let others: Vec<std::path::PathBuf> = std::env::args_os().skip(1).map(Into::into).collect();
+    let rows = pitroom_bench::guard::guard_loop(&pitroom, &others, tmp.path());
     let version = pitroom_bench::guard::version_loop(&pitroom);
     pitroom_bench::guard::print_rows(&rows, &version);
 }
