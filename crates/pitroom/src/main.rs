@@ -8,7 +8,6 @@ mod integrations;
 mod output;
 
 use std::ffi::OsString;
-
 use std::io::Write;
 
 use clap::Parser;
