@@ -1,11 +1,13 @@
 //! What the benchmark programs share: the release binaries they measure, a generated dirty
-//! repository, running a command, and medians.
+//! repository, running a command, medians, and the guard loop ([`guard`]).
 
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "test support: a failed expectation is the test or benchmark failing, with its message"
 )]
+
+pub mod guard;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,23 +22,49 @@ pub const TARGET_DIR_ENV: &str = "PITROOM_BENCH_TARGET_DIR";
 /// workspace's `target/` or `$PITROOM_BENCH_TARGET_DIR`; exits with what to build when they are
 /// missing.
 pub fn release_binaries() -> (PathBuf, PathBuf) {
-    let profile = std::env::var("PITROOM_BENCH_PROFILE").unwrap_or_else(|_| "release".into());
-    let target = std::env::var_os(TARGET_DIR_ENV)
+    let target = profile_dir();
+    (
+        built(&target, "pitroom"),
+        built(&target, "pitroom-fake-worker"),
+    )
+}
+
+/// The release `pitroom` with `pitroom-guard` beside it (both binaries of the `pitroom`
+/// package), from the same place as [`release_binaries`].
+pub fn release_pitroom() -> PathBuf {
+    let target = profile_dir();
+    built(&target, pitroom_git::guard::env::GUARD_EXE);
+    built(&target, "pitroom")
+}
+
+/// `target/<profile>`, where the measured binaries are.
+fn profile_dir() -> PathBuf {
+    std::env::var_os(TARGET_DIR_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
-        .join(&profile);
-    let pitroom = target.join("pitroom");
-    let worker = target.join("pitroom-fake-worker");
-    if !pitroom.is_file() || !worker.is_file() {
-        let flag = if profile == "release" {
+        .join(profile())
+}
+
+fn profile() -> String {
+    std::env::var("PITROOM_BENCH_PROFILE").unwrap_or_else(|_| "release".into())
+}
+
+/// `name` in `target`; exits with what to build when it is missing.
+fn built(target: &Path, name: &str) -> PathBuf {
+    let path = target.join(name);
+    if !path.is_file() {
+        let flag = if profile() == "release" {
             " --release"
         } else {
             ""
         };
-        eprintln!("build first: cargo build{flag} -p pitroom -p pitroom-testkit");
+        eprintln!(
+            "{} is missing; build first: cargo build{flag} -p pitroom -p pitroom-testkit",
+            path.display()
+        );
         std::process::exit(2);
     }
-    (pitroom, worker)
+    path
 }
 
 /// A repository of `files` generated Rust files in 100 folders, committed, then `dirty` of them

@@ -13,7 +13,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use pitroom_bench::{generate_repo, release_binaries, run_ok};
-use pitroom_git::guard::env as guard_env;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 9;
@@ -101,13 +100,6 @@ fn main() {
         t.elapsed()
     });
     let write = median(|| run_ok(&mut pitroom_cmd(&["-w", "change nothing"])));
-    let version = median(|| {
-        run_ok(
-            Command::new(&pitroom)
-                .arg("--version")
-                .stdout(Stdio::null()),
-        )
-    });
     let peak_kb = last_record_peak(&pitroom, &state, tmp.path());
 
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -166,7 +158,6 @@ fn main() {
         ms(over(write)),
         ratio(over(write))
     );
-    println!("pitroom --version                 {:8.1} ms", ms(version));
     match peak_kb {
         Some(kb) => println!(
             "pitroom peak memory during a run  {:8.1} MiB (supervisor VmHWM)",
@@ -174,45 +165,12 @@ fn main() {
         ),
         None => println!("pitroom peak memory during a run  n/a"),
     }
-    guard_overhead(&pitroom, &repo, tmp.path());
-    isolated_copy_vs_worktree(30_000);
-}
-
-/// What the `git` shim adds to one git call: `git rev-parse HEAD` directly and through a link
-/// named `git` to the pitroom binary, guarding the repository (medians of 51).
-fn guard_overhead(pitroom: &Path, repo: &Path, tmp: &Path) {
-    let shim_dir = tmp.join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
-    let _ = std::os::unix::fs::symlink(pitroom, shim_dir.join("git"));
-    let real = Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .expect("git on PATH");
-    let time_of = |program: &Path| {
-        let mut samples: Vec<Duration> = (0..51)
-            .map(|_| {
-                let mut c = Command::new(program);
-                c.args(["rev-parse", "HEAD"])
-                    .current_dir(repo)
-                    .env(guard_env::REAL_GIT, &real)
-                    .env(guard_env::PROTECTED, repo.join(".git"))
-                    .stdout(Stdio::null());
-                run_ok(&mut c)
-            })
-            .collect();
-        samples.sort();
-        samples[25]
-    };
-    let direct = time_of(Path::new(&real));
-    let shimmed = time_of(&shim_dir.join("git"));
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!(
-        "git rev-parse HEAD, direct          {:8.2} ms; through the guard {:8.2} ms (+{:.2} ms)",
-        ms(direct),
-        ms(shimmed),
-        ms(shimmed) - ms(direct)
+    println!();
+    pitroom_bench::guard::print_rows(
+        &pitroom_bench::guard::guard_loop(&pitroom, &[], tmp.path()),
+        &pitroom_bench::guard::version_loop(&pitroom),
     );
+    isolated_copy_vs_worktree(30_000);
 }
 
 /// Creating an isolated copy (its own repository borrowing the user's objects, the snapshot

@@ -1,7 +1,9 @@
-//! The git guard around a worker (PRODUCT.md §7): layer 1, a `git` link to this binary first on
-//! the worker's `PATH`; layer 2, git's own environment config — a `reference-transaction` hook
-//! (this binary again) that refuses every ref update of a protected repository, and push URLs
-//! rewritten to nowhere — which holds even when a worker runs `/usr/bin/git` directly.
+//! The git guard around a worker (PRODUCT.md §7): layer 1, a `git` link to the guard's
+//! executable first on the worker's `PATH`; layer 2, git's own environment config — a
+//! `reference-transaction` hook (the same executable) that refuses every ref update of a
+//! protected repository, and push URLs rewritten to nowhere — which holds even when a worker
+//! runs `/usr/bin/git` directly. The guard's executable is the small `pitroom-guard` next to
+//! the pitroom binary, or the pitroom binary itself when that one is missing.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -13,28 +15,43 @@ use crate::home::Home;
 /// Where the guard's links live.
 #[derive(Debug, Clone)]
 pub struct GuardLinks {
-    /// Holds `git` → the pitroom executable.
+    /// Holds `git` and the floor programs → [`target`](Self::target).
     pub shim_dir: PathBuf,
-    /// Holds `reference-transaction` → the pitroom executable (`core.hooksPath`).
+    /// Holds `reference-transaction` → [`target`](Self::target) (`core.hooksPath`).
     pub hooks_dir: PathBuf,
+    /// The executable every link points at ([`guard_executable`]).
+    pub target: PathBuf,
 }
 
 /// A push URL no push can reach: a path under `/dev/null` cannot exist.
 const NOWHERE: &str = "/dev/null/pitroom-push-blocked/";
 
-/// Makes sure `$PITROOM_HOME/bin/git` and `$PITROOM_HOME/hooks/reference-transaction` link to
-/// `exe` (replaced atomically when they point elsewhere, e.g. after an upgrade).
+/// The executable the guard's links point at for the pitroom binary `exe`: the small
+/// `pitroom-guard` beside it when it is there (`cargo install` and `cargo build` put it there),
+/// which starts in a fraction of the time — workers call git often — else `exe` itself, which
+/// plays the same roles.
+pub fn guard_executable(exe: &Path) -> PathBuf {
+    exe.parent()
+        .map(|dir| dir.join(env::GUARD_EXE))
+        .filter(|small| small.is_file())
+        .unwrap_or_else(|| exe.to_path_buf())
+}
+
+/// Makes sure `$PITROOM_HOME/bin/git`, the floor programs beside it and
+/// `$PITROOM_HOME/hooks/reference-transaction` link to [`guard_executable`] of `exe` (replaced
+/// atomically when they point elsewhere, e.g. after an upgrade).
 pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
     let links = GuardLinks {
         shim_dir: home.root.join("bin"),
         hooks_dir: home.root.join("hooks"),
+        target: guard_executable(exe),
     };
-    link(exe, &links.shim_dir.join(env::SHIM))?;
+    link(&links.target, &links.shim_dir.join(env::SHIM))?;
     // The floor: privilege, publishing and other agent CLIs (see pitroom-git's guard/floor.rs).
     for program in floor::GUARDED_PROGRAMS {
-        link(exe, &links.shim_dir.join(program))?;
+        link(&links.target, &links.shim_dir.join(program))?;
     }
-    link(exe, &links.hooks_dir.join(env::HOOK))?;
+    link(&links.target, &links.hooks_dir.join(env::HOOK))?;
     Ok(links)
 }
 
@@ -107,6 +124,7 @@ mod tests {
         GuardLinks {
             shim_dir: "/h/bin".into(),
             hooks_dir: "/h/hooks".into(),
+            target: "/usr/local/bin/pitroom-guard".into(),
         }
     }
 
@@ -166,5 +184,34 @@ mod tests {
             std::fs::read_link(l.hooks_dir.join("reference-transaction")).unwrap(),
             other
         );
+    }
+
+    #[test]
+    fn links_point_at_the_small_guard_beside_pitroom_else_at_pitroom() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: dir.path().join("home"),
+        };
+        let exe = dir.path().join("pitroom");
+        std::fs::write(&exe, "").unwrap();
+        let alone = install_links(&home, &exe).unwrap();
+        assert_eq!(
+            alone.target, exe,
+            "no pitroom-guard beside it: pitroom itself"
+        );
+        assert_eq!(std::fs::read_link(alone.shim_dir.join("git")).unwrap(), exe);
+
+        let small = dir.path().join(env::GUARD_EXE);
+        std::fs::write(&small, "").unwrap();
+        let l = install_links(&home, &exe).unwrap();
+        assert_eq!(l.target, small);
+        for link in [
+            l.shim_dir.join("git"),
+            l.shim_dir.join("sudo"),
+            l.shim_dir.join("npm"),
+            l.hooks_dir.join("reference-transaction"),
+        ] {
+            assert_eq!(std::fs::read_link(&link).unwrap(), small, "{link:?}");
+        }
     }
 }

@@ -125,8 +125,9 @@ impl Service {
             (Ok(links), true) => (
                 true,
                 format!(
-                    "layer 1 (git shim in {}) and layer 2 (reference-transaction hook, push rewrite) ready",
-                    links.shim_dir.display()
+                    "layer 1 (git shim in {}) and layer 2 (reference-transaction hook, push rewrite) ready; links to {}",
+                    links.shim_dir.display(),
+                    links.target.display()
                 ),
             ),
             (Ok(_), false) => (false, "git 2.31 or newer is needed for layer 2 (GIT_CONFIG_COUNT)".into()),

@@ -14,9 +14,25 @@ fn after_help() -> String {
     )
 }
 
+/// The program's name as clap prints it (`--version`, usage lines).
+const NAME: &str = "pitroom";
+
+/// What `pitroom --version` (or `-V`) on its own prints, without building the command tree:
+/// clap builds the whole tree for it (twice, with [`with_default_command`]), which is most of
+/// the user-space time of that call. Other arguments (`run --version` included) are clap's.
+/// A test holds this line to clap's own.
+pub fn version_only(args: &[OsString]) -> Option<String> {
+    match args {
+        [_, flag] if flag == "--version" || flag == "-V" => {
+            Some(format!("{NAME} {}\n", env!("CARGO_PKG_VERSION")))
+        }
+        _ => None,
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(
-    name = "pitroom",
+    name = NAME,
     version,
     about = "Hand bounded work to cheap worker agent CLIs; get back a verified answer, the exact diff and a receipt.",
     after_help = after_help(),
@@ -561,5 +577,36 @@ mod tests {
     fn clap_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_version_fast_path_prints_exactly_what_clap_prints() {
+        for argv0 in ["pitroom", "/usr/local/bin/pitroom"] {
+            for flag in ["--version", "-V"] {
+                let args: Vec<OsString> = vec![argv0.into(), flag.into()];
+                let clap = Cli::try_parse_from(with_default_command(args.clone()))
+                    .expect_err("--version ends parsing");
+                assert_eq!(clap.kind(), clap::error::ErrorKind::DisplayVersion);
+                assert_eq!(
+                    version_only(&args),
+                    Some(clap.to_string()),
+                    "{argv0} {flag}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_version_fast_path_leaves_everything_else_to_clap() {
+        for words in [
+            &["pitroom"][..],
+            &["pitroom", "run", "--version"],
+            &["pitroom", "--version", "extra"],
+            &["pitroom", "--versions"],
+            &["pitroom", "-v"],
+        ] {
+            let args: Vec<OsString> = words.iter().map(OsString::from).collect();
+            assert_eq!(version_only(&args), None, "{words:?}");
+        }
     }
 }

@@ -7,22 +7,20 @@
 mod cli;
 mod commands;
 mod demo;
-mod guard;
 mod integrations;
 mod output;
 
 use std::ffi::OsString;
+use std::io::Write;
 
 use clap::Parser;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
-    // Inside a worker this binary is also `git` and git's `reference-transaction` hook.
-    match guard::role(args.first()) {
-        Some("git") => std::process::exit(guard::shim_main(&args[1..])),
-        Some("floor") => std::process::exit(guard::floor_main(&args[0], &args[1..])),
-        Some(_) => std::process::exit(guard::hook_main(&args[1..])),
-        None => {}
+    // Inside a worker, `git`, the floor programs and git's `reference-transaction` hook link to
+    // `pitroom-guard`; to this binary when that one is missing (the same roles, one copy).
+    if let Some(code) = pitroom_git::guard::roles::run(&args) {
+        std::process::exit(code);
     }
     // `pitroom demo`'s scripted worker is this binary too, linked as `pitroom-scripted-worker`.
     if demo::worker::is_scripted_worker(args.first()) {
@@ -39,6 +37,9 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    if let Some(line) = cli::version_only(&args) {
+        std::process::exit(print_version(&line));
+    }
     let cli = match cli::Cli::try_parse_from(cli::with_default_command(args)) {
         Ok(cli) => cli,
         Err(e) => {
@@ -52,4 +53,13 @@ fn main() {
         }
     };
     std::process::exit(commands::dispatch(cli));
+}
+
+/// Prints the version line; 1 when stdout cannot take it.
+fn print_version(line: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(line.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
 }

@@ -1,8 +1,9 @@
 //! The names the guard's writer and its reader share, in one place.
 //!
 //! The writer is `pitroom-core` (`guard_env.rs` links the shim and the hook and builds a
-//! worker's guarded environment; the engine names the worker's CLI). The reader is the pitroom
-//! binary started as `git`, as a floor program or as the `reference-transaction` hook, and the
+//! worker's guarded environment; the engine names the worker's CLI). The reader is
+//! `pitroom-guard` (or the pitroom binary) started as `git`, as a floor program or as the
+//! `reference-transaction` hook ([`roles`](super::roles)), and the
 //! guard's own alias model, which reads git's config variables the writer appends to.
 
 use std::ffi::OsStr;
@@ -31,6 +32,9 @@ pub const GIT_CONFIG_SYSTEM: &str = "GIT_CONFIG_SYSTEM";
 pub const SHIM: &str = "git";
 /// The file name of the hook link in `core.hooksPath`.
 pub const HOOK: &str = "reference-transaction";
+/// The file name of the small executable that plays the guard's roles, installed next to
+/// `pitroom` (the `pitroom` package's second binary); the links point at it when it is there.
+pub const GUARD_EXE: &str = "pitroom-guard";
 
 /// `GIT_CONFIG_KEY_<n>`.
 pub fn git_config_key(n: impl std::fmt::Display) -> String {
@@ -78,6 +82,7 @@ mod tests {
         assert_eq!(REAL_GIT, "PITROOM_REAL_GIT");
         assert_eq!(WORKER_CLI, "PITROOM_WORKER_CLI");
         assert_eq!((SHIM, HOOK), ("git", "reference-transaction"));
+        assert_eq!(GUARD_EXE, "pitroom-guard");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The floor every worker stands on, whatever its CLI (PRODUCT.md §7): no `sudo`, no publishing,
 //! no recursive delegation to another agent CLI. Inside a worker these programs are links to
-//! the pitroom binary, first on `PATH` next to the git shim; the binary decides here and hands
-//! everything allowed to the real program untouched.
+//! the guard's executable, first on `PATH` next to the git shim; it decides here and hands
+//! everything allowed to the real program untouched ([`roles`](super::roles)).
 
 /// Programs the floor stands in front of.
 pub const GUARDED_PROGRAMS: &[&str] = &[

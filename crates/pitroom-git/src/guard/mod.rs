@@ -1,13 +1,16 @@
 //! Layer 1 of the worker guard: the decision behind the `git` shim.
 //!
-//! Inside a worker, the pitroom binary is first on `PATH` under the name `git`. It hands its
-//! argv (without argv\[0\]) to [`decide`], passes the call through to the real git on
-//! [`Decision::Allow`] and prints [`refusal_line`] on [`Decision::Block`]. Workers must never
+//! Inside a worker, `pitroom-guard` (or, as the fallback, the pitroom binary) is first on `PATH`
+//! under the name `git`. It hands its argv (without argv\[0\]) to [`decide`], passes the call
+//! through to the real git on [`Decision::Allow`] and prints [`refusal_line`] on
+//! [`Decision::Block`]. Workers must never
 //! change the user's history, refs, index, stash or config, nor throw work away; reading is
 //! always fine.
 //!
-//! This module is pure: it spawns nothing and reads no files. Everything it knows comes from
-//! the argv, the environment and the aliases the caller read from the user's config.
+//! The decision is pure: it spawns nothing and reads no files. Everything it knows comes from
+//! the argv, the environment and the aliases the caller read from the user's config. The
+//! process side — reading the environment and the disk, refusing, `exec`ing the real program —
+//! is [`roles`], shared by the small `pitroom-guard` executable and the `pitroom` binary.
 //!
 //! The model follows git's own `git.c`:
 //!
@@ -42,13 +45,15 @@
 //! Beside the decision: [`shim`], the rest of the shim's argv model (which repository a call
 //! targets, its subcommand, whether the user's aliases are needed, the real git's path);
 //! [`mod@env`], the variable and link names shared by the writer of a worker's environment and the
-//! shim that reads it; and [`floor`], the non-git floor (`sudo`, publishing, other agent CLIs).
+//! shim that reads it; [`floor`], the non-git floor (`sudo`, publishing, other agent CLIs); and
+//! [`roles`], the `git`, hook and floor programs themselves, picked by `argv[0]`.
 
 mod aliases;
 pub mod env;
 mod eval;
 pub mod floor;
 mod globals;
+pub mod roles;
 mod rules;
 mod scan;
 pub mod shim;

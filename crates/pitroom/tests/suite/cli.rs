@@ -570,6 +570,13 @@ fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
             .unwrap_or_else(|| panic!("no {name} check: {v:#}"))
     };
     assert_eq!(check("git guard")["ok"], true, "{v:#}");
+    let small_guard = env!("CARGO_BIN_EXE_pitroom-guard");
+    assert!(
+        check("git guard")["detail"]
+            .as_str()
+            .is_some_and(|d| d.ends_with(&format!("links to {small_guard}"))),
+        "doctor says which executable the links lead to: {v:#}"
+    );
     assert_eq!(check("opencode")["ok"], true, "{v:#}");
     // A worker CLI that is not installed is reported, and is not an essential check.
     assert_eq!(check("codex")["ok"], false, "{v:#}");

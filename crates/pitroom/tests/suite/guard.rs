@@ -7,7 +7,7 @@ use std::path::Path;
 use pitroom_testkit::repo::dirty_repo;
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, text};
+use super::common::{code, fake_env, text, PITROOM};
 
 /// Commands that must succeed through the guard.
 const ALLOWED: &[&str] = &[
@@ -93,6 +93,24 @@ fn state_of(env: &pitroom_testkit::TestEnv, repo: &Path, remote: &Path) -> Vec<S
     ]
 }
 
+/// The shell calls of the last run, from its events: (command, exit status, output).
+fn tool_calls(env: &pitroom_testkit::TestEnv, repo: &Path) -> Vec<(String, i64, String)> {
+    let events = env.run(repo, &["show", "--events"]);
+    String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "tool_use")
+        .map(|v| {
+            let state = &v["part"]["state"];
+            (
+                state["input"]["command"].as_str().unwrap_or("").to_string(),
+                state["metadata"]["exit"].as_i64().unwrap_or(-1),
+                state["output"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn no_git_trick_changes_history_refs_index_stash_or_remote() {
     let mut script: Vec<Value> = ALLOWED
@@ -129,20 +147,7 @@ fn no_git_trick_changes_history_refs_index_stash_or_remote() {
         "clean did not run"
     );
 
-    let events = env.run(&repo, &["show", "--events"]);
-    let calls: Vec<(String, i64, String)> = String::from_utf8_lossy(&events.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "tool_use")
-        .map(|v| {
-            let state = &v["part"]["state"];
-            (
-                state["input"]["command"].as_str().unwrap_or("").to_string(),
-                state["metadata"]["exit"].as_i64().unwrap_or(-1),
-                state["output"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
+    let calls = tool_calls(&env, &repo);
     assert_eq!(calls.len(), ALLOWED.len() + ATTACKS.len());
     for (command, exit, output) in &calls {
         if ALLOWED.contains(&command.as_str()) {
@@ -265,20 +270,7 @@ fn no_worker_raises_privileges_publishes_or_starts_another_agent() {
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["-w", "try to publish"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let events = env.run(&repo, &["show", "--events"]);
-    let calls: Vec<(String, i64, String)> = String::from_utf8_lossy(&events.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "tool_use")
-        .map(|v| {
-            let state = &v["part"]["state"];
-            (
-                state["input"]["command"].as_str().unwrap_or("").to_string(),
-                state["metadata"]["exit"].as_i64().unwrap_or(-1),
-                state["output"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
+    let calls = tool_calls(&env, &repo);
     assert_eq!(calls.len(), refused.len() + allowed.len());
     for (command, exit, output) in &calls {
         if allowed.contains(&command.as_str()) {
@@ -301,4 +293,88 @@ fn no_worker_raises_privileges_publishes_or_starts_another_agent() {
             );
         }
     }
+}
+
+/// What a worker's `git` link points at: the first call of [`GUARD_PROBE`].
+const WHICH_GIT: &str = "readlink \"$(command -v git)\"";
+
+/// A worker asks where its `git` leads, then makes one allowed and two refused calls.
+const GUARD_PROBE: &[&str] = &[
+    WHICH_GIT,
+    "git rev-parse HEAD",
+    "git commit -qam sneaky",
+    "git push -q origin HEAD:refs/heads/pushed",
+];
+
+/// Runs [`GUARD_PROBE`] in a worker of `env` on a dirty repository and returns where the
+/// worker's `git` led, after checking that the guard behind it allowed the read and refused
+/// the commit and the push itself (its refusal line, not git's own failure).
+fn probe_worker_git(env: &mut pitroom_testkit::TestEnv) -> String {
+    let script: Vec<Value> = GUARD_PROBE
+        .iter()
+        .map(|c| json!({"sh": c}))
+        .chain([json!({"text": "SUMMARY: probed"})])
+        .collect();
+    env.set("PITROOM_FAKE_SCRIPT", Value::Array(script).to_string());
+    let repo = dirty_repo(env, "repo");
+    let head = env.git(&repo, &["rev-parse", "HEAD"]);
+    let out = env.run(&repo, &["-w", "probe the guard"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let calls = tool_calls(env, &repo);
+    assert_eq!(calls.len(), GUARD_PROBE.len(), "{calls:?}");
+    let outcome = |command: &str| {
+        calls
+            .iter()
+            .find(|(c, ..)| c == command)
+            .map(|(_, exit, output)| (*exit, output.clone()))
+            .unwrap_or_else(|| panic!("{command} not run: {calls:?}"))
+    };
+    let (exit, output) = outcome("git rev-parse HEAD");
+    assert_eq!(
+        (exit, output.trim()),
+        (0, head.trim()),
+        "reads pass through"
+    );
+    for (command, sub) in [
+        ("git commit -qam sneaky", "git commit"),
+        ("git push -q origin HEAD:refs/heads/pushed", "git push"),
+    ] {
+        let (exit, output) = outcome(command);
+        assert_eq!(exit, 1, "{command} must be refused by the guard: {output}");
+        assert!(
+            output.contains(&format!("{sub} is blocked inside a Pitroom worker")),
+            "{command}: {output}"
+        );
+    }
+    outcome(WHICH_GIT).1.trim().to_string()
+}
+
+/// `cargo build` puts `pitroom-guard` next to `pitroom`: a worker's `git` is that small
+/// executable, and it refuses what the guard refuses.
+#[test]
+fn worker_git_is_the_small_guard_beside_pitroom_and_refuses_commit_and_push() {
+    let guard = Path::new(env!("CARGO_BIN_EXE_pitroom-guard"));
+    assert_eq!(
+        guard.file_name().and_then(|n| n.to_str()),
+        Some(pitroom_git::guard::env::GUARD_EXE),
+        "the binary's name is the one install_links looks for"
+    );
+    assert_eq!(guard.parent(), Path::new(PITROOM).parent());
+    let mut env = fake_env(json!([]));
+    let git = probe_worker_git(&mut env);
+    assert_eq!(Path::new(&git), guard);
+}
+
+/// Without `pitroom-guard` beside it (a copied binary), `pitroom` links the worker's `git` to
+/// itself and plays the guard's roles as before.
+#[test]
+fn without_the_small_guard_pitroom_itself_is_the_workers_git_and_refuses() {
+    let mut env = fake_env(json!([]));
+    let alone = env.dir("alone").join("pitroom");
+    if std::fs::hard_link(PITROOM, &alone).is_err() {
+        std::fs::copy(PITROOM, &alone).expect("copy pitroom");
+    }
+    env.bin = alone.clone();
+    let git = probe_worker_git(&mut env);
+    assert_eq!(Path::new(&git), alone);
 }
