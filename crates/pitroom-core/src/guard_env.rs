@@ -48,7 +48,7 @@ pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
     };
     link(&links.target, &links.shim_dir.join(env::SHIM))?;
     // The floor: privilege, publishing and other agent CLIs (see pitroom-git's guard/floor.rs).
-    for program in floor::GUARDED_PROGRAMS {
+    for program in floor::guarded_programs() {
         link(&links.target, &links.shim_dir.join(program))?;
     }
     link(&links.target, &links.hooks_dir.join(env::HOOK))?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use pitroom_workers::{adapter_for, find_binary, KNOWN_BACKENDS};
+use pitroom_workers::{adapter_for, find_binary, program_of, KNOWN_BACKENDS};
 use serde::Serialize;
 
 use crate::Service;
@@ -267,19 +267,10 @@ fn landlock_check() -> Check {
     }
 }
 
-/// The executable a backend's CLI installs, where it differs from the backend id.
-fn program_of(backend: &str) -> &str {
-    match backend {
-        "cursor" => "cursor-agent",
-        "antigravity" => "agy",
-        other => other,
-    }
-}
-
 /// Adapters no real-CLI test backs (the CLI is not installable where Pitroom is built).
 fn unproven_note(backend: &str) -> &'static str {
-    match backend {
-        "cursor" | "antigravity" => {
+    match pitroom_workers::facts(backend) {
+        Some(cli) if !cli.is_proven() => {
             "; unproven: built from the documented format, no real-CLI test"
         }
         _ => "",

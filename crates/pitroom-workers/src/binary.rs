@@ -1,5 +1,6 @@
 //! Finding a worker CLI's executable.
 
+use crate::facts::program_of;
 use std::path::{Path, PathBuf};
 
 /// The executable could not be found; carries the variable that overrides the lookup.
@@ -41,15 +42,6 @@ pub fn find_binary(
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))
         .ok_or_else(not_found)
-}
-
-/// The executable each known backend's CLI installs, where it differs from the backend id.
-pub fn program_of(backend: &str) -> &str {
-    match backend {
-        "cursor" => "cursor-agent",
-        "antigravity" => "agy",
-        other => other,
-    }
 }
 
 impl BinaryNotFound {

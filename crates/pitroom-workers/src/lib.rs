@@ -15,6 +15,7 @@ pub mod codex;
 pub mod cursor;
 pub mod custom;
 mod events;
+mod facts;
 #[cfg(test)]
 mod fuzz;
 pub mod gemini;
@@ -30,19 +31,7 @@ pub use adapter::{
 pub use binary::{find_binary, override_var, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};
 pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
-
-/// Backend ids Pitroom knows. A target prefix counts as a backend only if it is one of these,
-/// so `ollama/qwen3:8b` stays one model name.
-pub const KNOWN_BACKENDS: &[&str] = &[
-    "opencode",
-    "codex",
-    "claude",
-    "gemini",
-    "qwen",
-    "kilo",
-    "cursor",
-    "antigravity",
-];
+pub use facts::{facts, program_of, CliFacts, CLIS, KNOWN_BACKENDS};
 
 /// The adapter for a backend id, or `None` when Pitroom knows the id but has no adapter yet.
 pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {

@@ -3,40 +3,18 @@
 //! the guard's executable, first on `PATH` next to the git shim; it decides here and hands
 //! everything allowed to the real program untouched ([`roles`](super::roles)).
 
-/// Programs the floor stands in front of.
-pub const GUARDED_PROGRAMS: &[&str] = &[
-    "sudo",
-    "su",
-    "doas",
-    "pkexec",
-    "gh",
-    "npm",
-    "pnpm",
-    "yarn",
-    "cargo",
-    "twine",
-    "gem",
-    "poetry",
-    "uv",
-    "docker",
-    "podman",
-    "opencode",
-    "codex",
-    "claude",
-    "gemini",
-    "qwen",
-    "kilo",
-    // Cursor's CLI, under its old and its new name.
-    "cursor-agent",
-    "agent",
-    // Antigravity's binary is `agy`.
-    "antigravity",
-    "agy",
+/// Programs that raise privileges.
+const PRIVILEGE: &[&str] = &["sudo", "su", "doas", "pkexec"];
+
+/// Programs that publish, or act on a registry or a daemon in the user's name.
+const PUBLISHING: &[&str] = &[
+    "gh", "npm", "pnpm", "yarn", "cargo", "twine", "gem", "poetry", "uv", "docker", "podman",
 ];
 
 /// The agent CLIs a worker may not start (it would delegate on the user's behalf, outside the
-/// run's limits); the worker's own CLI is let through, as it may re-run itself.
-const AGENT_CLIS: &[&str] = &[
+/// run's limits), by every name they install; the worker's own CLI is let through, as it may
+/// re-run itself. `pitroom-workers`' table of CLIs is held equal to this list by its tests.
+pub const AGENT_CLIS: &[&str] = &[
     "opencode",
     "codex",
     "claude",
@@ -47,16 +25,30 @@ const AGENT_CLIS: &[&str] = &[
     "cursor-agent",
     "agent",
     // Antigravity's binary is `agy`.
-    "antigravity",
     "agy",
+    "antigravity",
 ];
+
+/// Every program the floor stands in front of (each gets a link in the worker's shim dir).
+pub fn guarded_programs() -> impl Iterator<Item = &'static str> {
+    PRIVILEGE
+        .iter()
+        .chain(PUBLISHING)
+        .chain(AGENT_CLIS)
+        .copied()
+}
+
+/// Whether the floor stands in front of `program`.
+pub fn is_guarded(program: &str) -> bool {
+    guarded_programs().any(|p| p == program)
+}
 
 /// Whether `program args` may run inside a worker; `Err` carries the one-line reason.
 /// `own_cli` is the file name of the worker's own CLI.
 pub fn decide(program: &str, args: &[String], own_cli: Option<&str>) -> Result<(), String> {
     let first = first_word(args);
     match program {
-        "sudo" | "su" | "doas" | "pkexec" => Err(format!(
+        _ if PRIVILEGE.contains(&program) => Err(format!(
             "{program} refused inside a Pitroom worker: workers never raise their privileges"
         )),
         "gh" => Err(

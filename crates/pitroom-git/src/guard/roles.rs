@@ -28,7 +28,7 @@ pub enum Role {
     Git,
     /// The `reference-transaction` hook in `core.hooksPath`.
     Hook,
-    /// One of [`floor::GUARDED_PROGRAMS`].
+    /// One of [`floor::guarded_programs`].
     Floor,
 }
 
@@ -38,7 +38,7 @@ pub fn role(argv0: &OsStr) -> Option<Role> {
     match name {
         env::SHIM => Some(Role::Git),
         env::HOOK => Some(Role::Hook),
-        _ if floor::GUARDED_PROGRAMS.contains(&name) => Some(Role::Floor),
+        _ if floor::is_guarded(name) => Some(Role::Floor),
         _ => None,
     }
 }

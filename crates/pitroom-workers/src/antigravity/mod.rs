@@ -26,14 +26,13 @@ use crate::adapter::{
     SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, WorkerEvent};
-use crate::find_binary;
+use crate::{find_binary, program_of};
 pub use parse::AntigravityStream;
 
 /// The Antigravity CLI adapter (each run's stream gets its own [`AntigravityStream`]).
 #[derive(Debug, Default)]
 pub struct Antigravity;
 
-const PROGRAM: &str = "agy";
 /// The private home inside the shared per-backend state dir (conversations persist there).
 const HOME_DIR: &str = "antigravity-home";
 
@@ -48,7 +47,11 @@ const AUTH: &[&str] = &[
 impl Antigravity {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("antigravity", PROGRAM, &lookup)?)
+        Ok(find_binary(
+            "antigravity",
+            program_of("antigravity"),
+            &lookup,
+        )?)
     }
 
     fn home(req: &InvocationRequest) -> PathBuf {

@@ -20,7 +20,7 @@ use crate::adapter::{
     StreamParser,
 };
 use crate::events::FailureKind;
-use crate::find_binary;
+use crate::{find_binary, program_of};
 
 pub use profile::{permissions, tools};
 
@@ -42,7 +42,7 @@ const CONFIG: &str = "config";
 impl Claude {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("claude", "claude", &lookup)?)
+        Ok(find_binary("claude", program_of("claude"), &lookup)?)
     }
 
     fn config_dir(req: &InvocationRequest) -> PathBuf {

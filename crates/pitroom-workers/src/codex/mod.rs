@@ -20,7 +20,7 @@ use crate::adapter::{
     PromptInput, StreamParser,
 };
 use crate::events::{FailureKind, ToolOutcome, WorkerEvent};
-use crate::find_binary;
+use crate::{find_binary, program_of};
 
 pub use config::EFFORTS;
 
@@ -41,7 +41,7 @@ const RUST_LOG: &str = "error,codex_sandboxing=warn";
 impl Codex {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("codex", "codex", &lookup)?)
+        Ok(find_binary("codex", program_of("codex"), &lookup)?)
     }
 
     fn home(req: &InvocationRequest) -> PathBuf {

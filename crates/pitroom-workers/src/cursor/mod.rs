@@ -22,14 +22,13 @@ use crate::adapter::{
     SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode, WorkerEvent};
-use crate::find_binary;
+use crate::{find_binary, program_of};
 pub use parse::CursorStream;
 
 /// The Cursor CLI adapter (each run's stream gets its own [`CursorStream`]).
 #[derive(Debug, Default)]
 pub struct Cursor;
 
-const PROGRAM: &str = "cursor-agent";
 /// The private home inside the shared per-backend state dir (sessions persist there).
 const HOME_DIR: &str = "cursor-home";
 /// The login Cursor keeps in its config directory, linked into the private one.
@@ -61,7 +60,7 @@ const AUTH: &[&str] = &[
 impl Cursor {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("cursor", PROGRAM, &lookup)?)
+        Ok(find_binary("cursor", program_of("cursor"), &lookup)?)
     }
 
     fn home(req: &InvocationRequest) -> PathBuf {

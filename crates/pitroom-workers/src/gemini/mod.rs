@@ -22,8 +22,8 @@ use crate::adapter::{
     SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode};
-use crate::find_binary;
 use crate::qwen::settings::{merge, read_json_object};
+use crate::{find_binary, program_of};
 pub use parse::GeminiStream;
 
 /// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).
@@ -52,7 +52,7 @@ const EDIT_TOOLS: &[&str] = &["write_file", "replace"];
 impl Gemini {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("gemini", "gemini", &lookup)?)
+        Ok(find_binary("gemini", program_of("gemini"), &lookup)?)
     }
 
     fn cli_home(req: &InvocationRequest) -> PathBuf {

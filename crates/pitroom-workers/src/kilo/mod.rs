@@ -18,11 +18,11 @@ use crate::adapter::{
     PromptInput, StreamParser,
 };
 use crate::events::FailureKind;
-use crate::find_binary;
 use crate::opencode::config::{
     agent_name, merge, permission_profile, user_config_sources, ConfigPlaces,
 };
 use crate::opencode::OpenCode;
+use crate::{find_binary, program_of};
 
 /// The Kilo Code adapter.
 pub struct Kilo;
@@ -43,7 +43,7 @@ const DENIED_KILO_TOOLS: &[&str] = &[
 impl Kilo {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("kilo", "kilo", &lookup)?)
+        Ok(find_binary("kilo", program_of("kilo"), &lookup)?)
     }
 
     fn base_env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {

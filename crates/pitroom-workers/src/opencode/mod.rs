@@ -17,7 +17,7 @@ use crate::adapter::{
     PromptInput, StreamParser,
 };
 use crate::events::FailureKind;
-use crate::find_binary;
+use crate::{find_binary, program_of};
 
 pub use config::{permission_profile, worker_config};
 
@@ -57,7 +57,7 @@ const CACHE: &str = "cache";
 impl OpenCode {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("opencode", "opencode", &lookup)?)
+        Ok(find_binary("opencode", program_of("opencode"), &lookup)?)
     }
 
     /// Environment shared by runs and model listings: private state dirs, no outbound traffic

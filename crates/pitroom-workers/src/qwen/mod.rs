@@ -26,7 +26,7 @@ use crate::adapter::{
     SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode};
-use crate::find_binary;
+use crate::{find_binary, program_of};
 pub use parse::QwenStream;
 use settings::read_json_object;
 
@@ -60,7 +60,7 @@ const EDIT_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
 impl Qwen {
     fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("qwen", "qwen", &lookup)?)
+        Ok(find_binary("qwen", program_of("qwen"), &lookup)?)
     }
 
     fn home(req: &InvocationRequest) -> PathBuf {

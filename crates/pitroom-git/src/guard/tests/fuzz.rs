@@ -364,9 +364,9 @@ proptest! {
 
     #[test]
     fn the_floor_never_panics_and_refuses_in_one_line(
-        program in prop::sample::select(floor::GUARDED_PROGRAMS),
+        program in prop::sample::select(floor::guarded_programs().collect::<Vec<_>>()),
         args in args(),
-        own in prop::option::of(prop::sample::select(floor::GUARDED_PROGRAMS)),
+        own in prop::option::of(prop::sample::select(floor::guarded_programs().collect::<Vec<_>>())),
     ) {
         if let Err(why) = floor::decide(program, &args, own) {
             prop_assert!(why.contains(program), "{}", why);
