@@ -7,6 +7,7 @@ mod crew;
 mod custom_worker;
 mod dash;
 mod demo;
+mod facts;
 mod failfast;
 mod full_disk;
 mod gemini_e2e;
