@@ -21,7 +21,7 @@ const NAME: &str = "pitroom";
 /// clap builds the whole tree for it (twice, with [`with_default_command`]), which is most of
 /// the user-space time of that call. Other arguments (`run --version` included) are clap's.
 /// A test holds this line to clap's own.
-pub fn version_only(args: &[OsString]) -> Option<String> {
+pub(crate) fn version_only(args: &[OsString]) -> Option<String> {
     match args {
         [_, flag] if flag == "--version" || flag == "-V" => {
             Some(format!("{NAME} {}\n", env!("CARGO_PKG_VERSION")))
@@ -38,13 +38,13 @@ pub fn version_only(args: &[OsString]) -> Option<String> {
     after_help = after_help(),
     propagate_version = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Start one worker on a task and print its report (foreground unless --bg).
     Run(Box<RunArgs>),
     /// Start several background runs as one group (one per task); follow with watch/wait -g.
@@ -115,7 +115,7 @@ pub enum Command {
 
 /// How a run works on the tree: `run` and `crew` take the same flags.
 #[derive(Debug, Args)]
-pub struct ModeFlags {
+pub(crate) struct ModeFlags {
     /// Read-only research (the default): the tree must be unchanged afterwards.
     #[arg(short = 'r', long, group = "mode")]
     pub read: bool,
@@ -131,7 +131,7 @@ pub struct ModeFlags {
 
 /// Which worker runs, where, and within what limits: `run` and `crew` take the same flags.
 #[derive(Debug, Args)]
-pub struct WorkerOptions {
+pub(crate) struct WorkerOptions {
     /// Worker target: backend[:model][#effort], e.g. opencode or opencode:provider/model.
     #[arg(short = 'W', long = "worker", value_name = "TARGET")]
     pub worker: Option<String>,
@@ -171,7 +171,7 @@ pub struct WorkerOptions {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The task. `-` reads it from stdin (stdin is read only then).
     pub task: Vec<String>,
     /// Read the task from a file.
@@ -207,7 +207,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CrewArgs {
+pub(crate) struct CrewArgs {
     /// The tasks, one per argument.
     pub tasks: Vec<String>,
     /// Read the tasks from a file; tasks are separated by lines of `---`.
@@ -227,7 +227,7 @@ pub struct CrewArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     /// Runs to follow (ids, prefixes or `last`; default: the latest run's group, else the
     /// runs still active).
     #[arg(conflicts_with = "group")]
@@ -246,7 +246,7 @@ pub struct WatchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// Run id, unique prefix, or `last` (default: the latest run).
     pub run: Option<String>,
     /// The record as JSON.
@@ -264,7 +264,7 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct LsArgs {
+pub(crate) struct LsArgs {
     /// Only runs still queued or running.
     #[arg(long)]
     pub running: bool,
@@ -279,7 +279,7 @@ pub struct LsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// Runs (ids, prefixes or `last`; default: the latest run).
     #[arg(conflicts_with = "group")]
     pub runs: Vec<String>,
@@ -291,7 +291,7 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct WaitArgs {
+pub(crate) struct WaitArgs {
     /// Runs (ids, prefixes or `last`; default: the latest run).
     #[arg(conflicts_with = "group")]
     pub runs: Vec<String>,
@@ -312,14 +312,14 @@ pub struct WaitArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RevertArgs {
+pub(crate) struct RevertArgs {
     pub run: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct ApplyArgs {
+pub(crate) struct ApplyArgs {
     /// Run id, unique prefix, or `last` (default: the latest run).
     #[arg(conflicts_with = "group")]
     pub run: Option<String>,
@@ -334,14 +334,14 @@ pub struct ApplyArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DiscardArgs {
+pub(crate) struct DiscardArgs {
     pub run: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct StopArgs {
+pub(crate) struct StopArgs {
     #[arg(conflicts_with = "group")]
     pub run: Option<String>,
     /// Stop every running and queued run of this group.
@@ -352,7 +352,7 @@ pub struct StopArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CooldownArgs {
+pub(crate) struct CooldownArgs {
     /// Forget every cooldown (the targets are tried again at once).
     #[arg(long)]
     pub clear: bool,
@@ -361,7 +361,7 @@ pub struct CooldownArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
     /// Also send each worker a real read-only task in a temporary repository (it must answer
@@ -376,7 +376,7 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ModelsArgs {
+pub(crate) struct ModelsArgs {
     /// The worker backend (default: every backend Pitroom has an adapter for).
     #[arg(conflicts_with = "all")]
     pub worker: Option<String>,
@@ -388,13 +388,13 @@ pub struct ModelsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Keep the demo's sample project and state dir (their paths are printed), to look at the
     /// runs afterwards with PITROOM_HOME=<state dir> pitroom ls.
     #[expect(rustdoc::invalid_html_tags, reason = "--help shows it verbatim")]
@@ -412,7 +412,7 @@ pub struct DemoArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ReviewArgs {
+pub(crate) struct ReviewArgs {
     /// The run whose change to review (id, prefix or `last`; default: the latest run).
     #[arg(conflicts_with = "range")]
     pub run: Option<String>,
@@ -441,7 +441,7 @@ pub struct ReviewArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DashArgs {
+pub(crate) struct DashArgs {
     /// Start the server in the background and return once it answers (it stops itself after
     /// an hour without a request and without an open page).
     #[arg(long, conflicts_with = "stop")]
@@ -467,13 +467,13 @@ pub struct DashArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     #[command(subcommand)]
     pub command: PlanCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum PlanCommand {
+pub(crate) enum PlanCommand {
     /// Each step of the plan: its runs, the last state, the worker's STATUS line, the last
     /// review verdict, rounds, applied or not, and the latest note.
     Status {
@@ -497,7 +497,7 @@ pub enum PlanCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// Print the registration snippet for a host instead of serving: claude, codex, gemini or
     /// cursor (with what each needs to pass the workers' keys through).
     #[arg(long, value_name = "HOST")]
@@ -505,7 +505,7 @@ pub struct McpArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SuperviseArgs {
+pub(crate) struct SuperviseArgs {
     pub id: String,
     #[arg(long)]
     pub lock_fd: Option<i32>,
@@ -514,7 +514,7 @@ pub struct SuperviseArgs {
 }
 
 /// A first word that is not a command means `run`: `pitroom "task"`, `pitroom -w "task"`.
-pub fn with_default_command(mut args: Vec<OsString>) -> Vec<OsString> {
+pub(crate) fn with_default_command(mut args: Vec<OsString>) -> Vec<OsString> {
     use clap::CommandFactory;
     let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
     let is_command = first == "help"

@@ -3,6 +3,8 @@
 
 // The printer (`output`) owns stdout and stderr; the few other writers say why they may.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
+// A binary exports nothing: `pub` inside it would only mislead about who may call what.
+#![warn(unreachable_pub)]
 
 mod cli;
 mod commands;

@@ -12,7 +12,7 @@ use pitroom_core::{Observer, RunRecord};
 /// Writes `text` to stdout as is: the one place results reach stdout. A reader that went away
 /// (`pitroom history | head`) is no error to report: there is no one left to read it, and the
 /// command ends as it would have.
-pub fn print_out(text: std::fmt::Arguments<'_>) {
+pub(crate) fn print_out(text: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
     let written = out.write_fmt(text).and_then(|()| out.flush());
     if let Err(e) = written {
@@ -24,7 +24,7 @@ pub fn print_out(text: std::fmt::Arguments<'_>) {
 
 /// Writes one line to stderr: the one place notes for the person reach stderr. When stderr
 /// itself is gone there is nowhere left to say so.
-pub fn print_err(text: std::fmt::Arguments<'_>) {
+pub(crate) fn print_err(text: std::fmt::Arguments<'_>) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
 }
@@ -55,21 +55,21 @@ macro_rules! tell {
 
 pub(crate) use {say, say_raw, tell};
 
-pub fn stdout_color() -> bool {
+pub(crate) fn stdout_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 /// Prints a user-facing error: what happened and what to do.
-pub fn error(message: impl std::fmt::Display) {
+pub(crate) fn error(message: impl std::fmt::Display) {
     print_err(format_args!("pitroom: {message}"));
 }
 
-pub fn warning(message: impl std::fmt::Display) {
+pub(crate) fn warning(message: impl std::fmt::Display) {
     print_err(format_args!("pitroom: warning: {message}"));
 }
 
 /// Prints a value as pretty JSON on stdout.
-pub fn json(value: &impl serde::Serialize) {
+pub(crate) fn json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => say!("{text}"),
         Err(e) => error(format!("could not encode JSON: {e}")),
@@ -77,14 +77,14 @@ pub fn json(value: &impl serde::Serialize) {
 }
 
 /// The one-line live progress display on a terminal's stderr.
-pub struct Progress {
+pub(crate) struct Progress {
     enabled: bool,
     started: Instant,
     drawn: bool,
 }
 
 impl Progress {
-    pub fn new(enabled: bool) -> Progress {
+    pub(crate) fn new(enabled: bool) -> Progress {
         Progress {
             enabled: enabled && std::io::stderr().is_terminal(),
             started: Instant::now(),
@@ -93,7 +93,7 @@ impl Progress {
     }
 
     /// Clears the line before the report is printed.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.drawn {
             let mut err = std::io::stderr();
             let _ = write!(err, "\r\x1b[2K");
@@ -131,6 +131,6 @@ impl Observer for Progress {
 }
 
 /// What to do next, after an error.
-pub fn hint(message: impl std::fmt::Display) {
+pub(crate) fn hint(message: impl std::fmt::Display) {
     print_err(format_args!("pitroom: hint: {message}"));
 }

@@ -6,7 +6,7 @@ use crate::cli::{ApplyArgs, DiscardArgs};
 use crate::output;
 use crate::output::say;
 
-pub fn apply(args: ApplyArgs) -> i32 {
+pub(super) fn apply(args: ApplyArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,
@@ -61,7 +61,7 @@ fn apply_group(
     outcome.exit_code()
 }
 
-pub fn discard(args: DiscardArgs) -> i32 {
+pub(super) fn discard(args: DiscardArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,

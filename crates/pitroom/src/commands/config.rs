@@ -7,7 +7,7 @@ use crate::cli::ConfigArgs;
 use crate::output;
 use crate::output::say;
 
-pub fn config(args: ConfigArgs) -> i32 {
+pub(super) fn config(args: ConfigArgs) -> i32 {
     let config = match Config::load(&super::env_lookup, &FlagValues::default()) {
         Ok(c) => c,
         Err(e) => {

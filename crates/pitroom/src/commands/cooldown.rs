@@ -7,7 +7,7 @@ use crate::cli::CooldownArgs;
 use crate::output;
 use crate::output::say;
 
-pub fn cooldown(args: CooldownArgs) -> i32 {
+pub(super) fn cooldown(args: CooldownArgs) -> i32 {
     let home = super::home();
     if args.clear {
         return match Cooldowns::clear(&home) {

@@ -9,7 +9,7 @@ use crate::cli::CrewArgs;
 use crate::output;
 use crate::output::{say, tell};
 
-pub fn crew(args: CrewArgs) -> i32 {
+pub(super) fn crew(args: CrewArgs) -> i32 {
     let tasks = match read_tasks(&args) {
         Ok(t) => t,
         Err(code) => return code,

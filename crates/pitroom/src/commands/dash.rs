@@ -19,7 +19,7 @@ const DETACH_WAIT: Duration = Duration::from_secs(20);
 /// How long `--stop` waits for the server to exit.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
-pub fn dash(args: DashArgs) -> i32 {
+pub(super) fn dash(args: DashArgs) -> i32 {
     let home = super::home();
     if args.stop {
         return stop(&home, args.json);

@@ -9,7 +9,7 @@ use crate::cli::DoctorArgs;
 use crate::output;
 use crate::output::say;
 
-pub fn doctor(args: DoctorArgs) -> i32 {
+pub(super) fn doctor(args: DoctorArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,

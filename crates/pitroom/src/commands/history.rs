@@ -21,7 +21,7 @@ use crate::output::say;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     #[command(subcommand)]
     pub command: Option<HistoryCommand>,
     /// Words to find in tasks, answers and steps (each a prefix; all must match).
@@ -43,7 +43,7 @@ pub struct HistoryArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum HistoryCommand {
+pub(crate) enum HistoryCommand {
     /// Per worker and model: runs, success rate, median time, tokens, cost and saving.
     Stats(StatsArgs),
     /// Rebuild the history from the run directories.
@@ -51,7 +51,7 @@ pub enum HistoryCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct StatsArgs {
+pub(crate) struct StatsArgs {
     /// 7d, 30d, 12h, 2w, all (default), or a date.
     #[arg(long, value_name = "PERIOD")]
     pub since: Option<String>,
@@ -60,13 +60,13 @@ pub struct StatsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ImportArgs {
+pub(crate) struct ImportArgs {
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct SavingsArgs {
+pub(crate) struct SavingsArgs {
     /// One period (7d, 30d, all, a date); without it: the last 7 days, 30 days and all time.
     #[arg(long, value_name = "PERIOD")]
     pub since: Option<String>,
@@ -81,7 +81,7 @@ pub struct SavingsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CleanArgs {
+pub(crate) struct CleanArgs {
     /// Remove runs that ended more than this many days ago.
     #[arg(long, default_value_t = 30)]
     pub days: u32,
@@ -120,7 +120,7 @@ fn since(given: Option<&str>, default: Since) -> Result<Since, i32> {
     }
 }
 
-pub fn history(args: HistoryArgs) -> i32 {
+pub(crate) fn history(args: HistoryArgs) -> i32 {
     match args.command {
         Some(HistoryCommand::Stats(a)) => stats(a),
         Some(HistoryCommand::Import(a)) => import(a),
@@ -330,7 +330,7 @@ fn import(args: ImportArgs) -> i32 {
     }
 }
 
-pub fn savings(args: SavingsArgs) -> i32 {
+pub(crate) fn savings(args: SavingsArgs) -> i32 {
     let now = jiff::Timestamp::now();
     let periods = match &args.since {
         Some(text) => match since(Some(text), Since::all()) {
@@ -465,7 +465,7 @@ fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
     }
 }
 
-pub fn clean(args: CleanArgs) -> i32 {
+pub(crate) fn clean(args: CleanArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,
@@ -547,7 +547,7 @@ fn print_clean(
 }
 
 /// The ledger's figures per model of `backend`, for `models`; empty when there is no history.
-pub fn model_usage(backend: &str) -> BTreeMap<Option<String>, WorkerStats> {
+pub(crate) fn model_usage(backend: &str) -> BTreeMap<Option<String>, WorkerStats> {
     let home = super::home();
     if !pitroom_store::db_path(&home).exists() && home.run_ids().is_empty() {
         return BTreeMap::new();
@@ -565,7 +565,7 @@ pub fn model_usage(backend: &str) -> BTreeMap<Option<String>, WorkerStats> {
 }
 
 /// Prints `models` with the ledger's usage columns (runs, success, tokens, cost).
-pub fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
+pub(crate) fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
     if as_json {
         output::json(&models_value(backend, models));
         return;
@@ -599,7 +599,7 @@ pub fn print_models(backend: &str, models: &[ModelInfo], as_json: bool) {
 }
 
 /// One backend's models with each one's usage from the ledger, as `models --json` prints it.
-pub fn models_value(backend: &str, models: &[ModelInfo]) -> serde_json::Value {
+pub(crate) fn models_value(backend: &str, models: &[ModelInfo]) -> serde_json::Value {
     let usage = model_usage(backend);
     let rows: Vec<serde_json::Value> = models
         .iter()

@@ -6,7 +6,7 @@ use crate::cli::McpArgs;
 use crate::output;
 use crate::output::say_raw;
 
-pub fn mcp(args: McpArgs) -> i32 {
+pub(super) fn mcp(args: McpArgs) -> i32 {
     if let Some(host) = &args.print_config {
         return match pitroom_mcp::hosts::config_for(host) {
             Ok(text) => {

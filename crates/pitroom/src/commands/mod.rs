@@ -25,7 +25,7 @@ use crate::output;
 use crate::cli::{Cli, Command};
 
 /// Runs the parsed command and returns the process exit code.
-pub fn dispatch(cli: Cli) -> i32 {
+pub(crate) fn dispatch(cli: Cli) -> i32 {
     match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Crew(args) => crew::crew(*args),
@@ -61,21 +61,21 @@ pub fn dispatch(cli: Cli) -> i32 {
 }
 
 /// The caller's environment as a lookup function.
-pub fn env_lookup(name: &str) -> Option<String> {
+pub(crate) fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-pub fn home() -> Home {
+pub(crate) fn home() -> Home {
     Home::locate(&env_lookup)
 }
 
 /// The run library for this process; on failure, prints one line and returns the exit code.
-pub fn service() -> Result<Service, i32> {
+pub(crate) fn service() -> Result<Service, i32> {
     Service::from_process().map_err(|e| fail(&e))
 }
 
 /// Prints a run-library error (what happened, then what to do) and returns its exit code.
-pub fn fail(e: &ServiceError) -> i32 {
+pub(crate) fn fail(e: &ServiceError) -> i32 {
     output::error(&e.message);
     if let Some(hint) = &e.hint {
         output::hint(hint);
@@ -85,17 +85,21 @@ pub fn fail(e: &ServiceError) -> i32 {
 
 /// Resolves a run reference (id, prefix, `last`, or the latest) and loads its settled record;
 /// on failure, prints one line and returns the exit code.
-pub fn load_run(service: &Service, given: Option<&str>) -> Result<RunRecord, i32> {
+pub(crate) fn load_run(service: &Service, given: Option<&str>) -> Result<RunRecord, i32> {
     service.load(given).map_err(|e| fail(&e))
 }
 
 /// The runs a command works on: the given ones, a group's, or the latest run.
-pub fn select(service: &Service, runs: &[String], group: Option<&str>) -> Result<Selector, i32> {
+pub(crate) fn select(
+    service: &Service,
+    runs: &[String],
+    group: Option<&str>,
+) -> Result<Selector, i32> {
     service.select(runs, group).map_err(|e| fail(&e))
 }
 
 /// The selected runs' records; a record that cannot be read is reported and skipped.
-pub fn load_selected(service: &Service, selector: &Selector) -> Vec<RunRecord> {
+pub(crate) fn load_selected(service: &Service, selector: &Selector) -> Vec<RunRecord> {
     let (records, problems) = service.status(selector);
     for p in problems {
         output::warning(p);

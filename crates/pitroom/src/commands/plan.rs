@@ -7,7 +7,7 @@ use crate::cli::{PlanArgs, PlanCommand};
 use crate::output;
 use crate::output::{say, say_raw};
 
-pub fn plan(args: PlanArgs) -> i32 {
+pub(super) fn plan(args: PlanArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,

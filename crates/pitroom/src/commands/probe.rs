@@ -17,15 +17,15 @@ use crate::output::say;
 use crate::output::{self, Progress};
 
 /// The word a worker must answer with.
-pub const WORD: &str = "PITROOM-PROBE-OK";
+pub(super) const WORD: &str = "PITROOM-PROBE-OK";
 /// The probe's task: nothing to read, one word to say, so a failure is the worker's set-up.
-pub const TASK: &str = "Reply with exactly the word PITROOM-PROBE-OK";
+pub(super) const TASK: &str = "Reply with exactly the word PITROOM-PROBE-OK";
 /// A cold CLI (first start, a slow provider) may take a while; a probe must still end.
 const TIMEOUT: &str = "180s";
 
 /// What one worker's round trip showed.
 #[derive(Debug, Clone, Serialize)]
-pub struct Probe {
+pub(super) struct Probe {
     /// `backend[:model][#effort]`, as probed.
     pub worker: String,
     /// The configured default worker.
@@ -48,7 +48,7 @@ pub struct Probe {
 
 /// Probes each named worker, or else the configured worker and its fallback targets, in turn.
 /// `Err` is a probe that could not start at all (no temporary repository, no run library).
-pub fn probe(named: &[String], show_progress: bool) -> Result<Vec<Probe>, String> {
+pub(super) fn probe(named: &[String], show_progress: bool) -> Result<Vec<Probe>, String> {
     let service = Service::from_process().map_err(|e| e.message)?;
     let repo = ProbeRepo::create()?;
     let configured = configured_targets(&service, repo.path());
@@ -247,7 +247,7 @@ fn first_line(text: &str) -> String {
 }
 
 /// One line per probe, in doctor's style: ✔ ok, ✘ a failure that counts, · one that does not.
-pub fn print(probes: &[Probe]) {
+pub(super) fn print(probes: &[Probe]) {
     say!();
     say!("probe: a read run per worker in a temporary repository: \"{TASK}\"");
     for p in probes {

@@ -6,7 +6,7 @@ use crate::cli::RevertArgs;
 use crate::output;
 use crate::output::say;
 
-pub fn revert(args: RevertArgs) -> i32 {
+pub(super) fn revert(args: RevertArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,

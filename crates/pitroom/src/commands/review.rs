@@ -4,7 +4,7 @@ use pitroom_service::ReviewRequest;
 
 use crate::cli::ReviewArgs;
 
-pub fn review(args: ReviewArgs) -> i32 {
+pub(super) fn review(args: ReviewArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,

@@ -12,7 +12,7 @@ use crate::cli::{ModeFlags, ModelsArgs, RunArgs, SuperviseArgs, WorkerOptions};
 use crate::output::{self, Progress};
 use crate::output::{say, say_raw, tell};
 
-pub fn run(args: RunArgs) -> i32 {
+pub(super) fn run(args: RunArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,
@@ -156,7 +156,7 @@ fn read_task(args: &RunArgs) -> Result<String, i32> {
 }
 
 /// `pitroom __supervise ID`: carries out a run prepared by `run --bg`.
-pub fn supervise(args: SuperviseArgs) -> i32 {
+pub(super) fn supervise(args: SuperviseArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,
@@ -174,7 +174,7 @@ pub fn supervise(args: SuperviseArgs) -> i32 {
 }
 
 /// `pitroom models [worker]`: what the worker's CLI offers; without a worker, every one.
-pub fn models(args: ModelsArgs) -> i32 {
+pub(super) fn models(args: ModelsArgs) -> i32 {
     // Without a name: what every worker offers (the same as --all).
     let Some(worker) = args.worker.filter(|_| !args.all) else {
         return all_models(args.json);

@@ -9,7 +9,7 @@ use crate::cli::{LsArgs, ShowArgs};
 use crate::output;
 use crate::output::{say, say_raw, tell};
 
-pub fn show(args: ShowArgs) -> i32 {
+pub(super) fn show(args: ShowArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,
@@ -59,7 +59,7 @@ fn write_stdout(bytes: &[u8]) {
     }
 }
 
-pub fn ls(args: LsArgs) -> i32 {
+pub(super) fn ls(args: LsArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,

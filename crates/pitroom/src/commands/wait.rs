@@ -37,7 +37,7 @@ fn print_table(records: &[RunRecord], json: bool) {
 }
 
 /// `6 runs: 4 done, 1 failed, 1 running`.
-pub fn tally_line(records: &[RunRecord]) -> String {
+pub(super) fn tally_line(records: &[RunRecord]) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for r in records {
         let state = r.state.as_str();
@@ -50,7 +50,7 @@ pub fn tally_line(records: &[RunRecord]) -> String {
     format!("{} runs: {}", records.len(), parts.join(", "))
 }
 
-pub fn status(args: StatusArgs) -> i32 {
+pub(super) fn status(args: StatusArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,
@@ -68,7 +68,7 @@ pub fn status(args: StatusArgs) -> i32 {
     set_exit_code(&records)
 }
 
-pub fn wait(args: WaitArgs) -> i32 {
+pub(super) fn wait(args: WaitArgs) -> i32 {
     let limit = match parse_duration(&args.timeout) {
         Ok(d) => d,
         Err(why) => {
@@ -162,7 +162,7 @@ fn wait_again(selector: &Selector, records: &[RunRecord]) -> String {
 
 /// `pitroom stop [run | -g NAME]`: asks each active run's supervisor to stop (it ends the
 /// worker's whole tree, or leaves the queue, and records `stopped`), then waits up to 15 s.
-pub fn stop(args: StopArgs) -> i32 {
+pub(super) fn stop(args: StopArgs) -> i32 {
     let service = match super::service() {
         Ok(s) => s,
         Err(code) => return code,

@@ -21,7 +21,7 @@ enum Style {
     Table,
 }
 
-pub fn watch(args: WatchArgs) -> i32 {
+pub(super) fn watch(args: WatchArgs) -> i32 {
     let limit = match args.timeout.as_deref().map(parse_duration).transpose() {
         Ok(l) => l,
         Err(why) => {

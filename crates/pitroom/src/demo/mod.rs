@@ -19,7 +19,7 @@ mod real;
 mod run;
 mod scripts;
 mod stages;
-pub mod worker;
+pub(crate) mod worker;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,7 +62,7 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-pub fn demo(args: DemoArgs) -> i32 {
+pub(crate) fn demo(args: DemoArgs) -> i32 {
     let started = Instant::now();
     // SAFETY: installed at start-up; the handler only stores to an atomic (async-signal-safe).
     // Child processes start with default dispositions (the standard library resets SIGPIPE).

@@ -25,12 +25,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// The file name that makes this binary the scripted worker.
-pub const WORKER_NAME: &str = "pitroom-scripted-worker";
+pub(crate) const WORKER_NAME: &str = "pitroom-scripted-worker";
 /// The variable that names the script file.
-pub const SCRIPT_ENV: &str = "PITROOM_DEMO_SCRIPT";
+pub(crate) const SCRIPT_ENV: &str = "PITROOM_DEMO_SCRIPT";
 
 /// Whether `argv[0]` asks for the scripted worker.
-pub fn is_scripted_worker(argv0: Option<&OsString>) -> bool {
+pub(crate) fn is_scripted_worker(argv0: Option<&OsString>) -> bool {
     argv0
         .and_then(|a| Path::new(a).file_name())
         .is_some_and(|n| n == WORKER_NAME)
@@ -39,21 +39,21 @@ pub fn is_scripted_worker(argv0: Option<&OsString>) -> bool {
 /// A script: actions, or actions chosen by the prompt.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum Script {
+pub(crate) enum Script {
     Actions(Vec<Action>),
     ByPrompt { by_prompt: Vec<Case> },
 }
 
 /// The actions for prompts that contain `contains`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Case {
+pub(crate) struct Case {
     pub contains: String,
     pub actions: Vec<Action>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Action {
+pub(crate) enum Action {
     Text(String),
     Tool(Tool),
     Step(Step),
@@ -61,7 +61,7 @@ pub enum Action {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub name: String,
     #[serde(default)]
     pub input: Value,
@@ -76,7 +76,7 @@ fn completed() -> String {
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct Step {
+pub(crate) struct Step {
     #[serde(default)]
     pub input: u64,
     #[serde(default)]
@@ -86,13 +86,13 @@ pub struct Step {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WriteFile {
+pub(crate) struct WriteFile {
     pub path: String,
     pub content: String,
 }
 
 /// The worker's entry point: `args` are everything after `argv[0]` (OpenCode's flags).
-pub fn main(args: &[OsString]) -> i32 {
+pub(crate) fn main(args: &[OsString]) -> i32 {
     // Like OpenCode: the prompt comes on stdin, read to the end before anything else.
     let mut prompt = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut prompt) {
@@ -143,7 +143,7 @@ fn load(prompt: &str) -> Result<Vec<Action>, String> {
 }
 
 /// The actions of a script for a prompt.
-pub fn select(script: Script, prompt: &str) -> Result<Vec<Action>, String> {
+pub(crate) fn select(script: Script, prompt: &str) -> Result<Vec<Action>, String> {
     match script {
         Script::Actions(actions) => Ok(actions),
         Script::ByPrompt { by_prompt } => by_prompt
@@ -155,7 +155,7 @@ pub fn select(script: Script, prompt: &str) -> Result<Vec<Action>, String> {
 }
 
 /// Performs the actions, writing OpenCode's JSON lines to `out`; files go under `dir`.
-pub fn run(
+pub(crate) fn run(
     actions: &[Action],
     dir: &Path,
     session: &str,

@@ -29,7 +29,7 @@ const PREFIXES: &[&str] = &["env", "time", "command", "exec", "nohup", "sudo"];
 
 /// A run's phase, as a card announces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Started,
     Ended,
     Applied,
@@ -57,13 +57,13 @@ impl Phase {
 
 /// One card: what the person sees, and the next step the agent is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Card {
+pub(crate) struct Card {
     pub text: String,
     pub next: String,
 }
 
 /// The `pitroom` invocations in a shell command line: each one's arguments after `pitroom`.
-pub fn pitroom_invocations(command: &str) -> Vec<Vec<String>> {
+pub(crate) fn pitroom_invocations(command: &str) -> Vec<Vec<String>> {
     split_unquoted(command)
         .iter()
         .filter_map(|segment| words(segment).ok())
@@ -79,7 +79,7 @@ pub fn pitroom_invocations(command: &str) -> Vec<Vec<String>> {
 }
 
 /// Whether the command runs `pitroom` (as a program, not as a word in an argument).
-pub fn invokes_pitroom(command: &str) -> bool {
+pub(crate) fn invokes_pitroom(command: &str) -> bool {
     !pitroom_invocations(command).is_empty()
 }
 
@@ -112,7 +112,7 @@ fn carded(command: &str) -> bool {
 }
 
 /// Run ids (`YYYYMMDD-HHMMSS-mmmX`) in a text, in order of first appearance.
-pub fn run_ids(text: &str) -> Vec<String> {
+pub(crate) fn run_ids(text: &str) -> Vec<String> {
     const SHAPE: &[u8] = b"dddddddd-dddddd-dddx";
     let bytes = text.as_bytes();
     let mut found: Vec<String> = Vec::new();
@@ -143,7 +143,7 @@ pub fn run_ids(text: &str) -> Vec<String> {
 }
 
 /// The new cards for the runs a `pitroom` command and its output mention.
-pub fn cards_for(service: &Service, command: &str, output: &str) -> Vec<Card> {
+pub(crate) fn cards_for(service: &Service, command: &str, output: &str) -> Vec<Card> {
     if !carded(command) {
         return Vec::new();
     }
@@ -203,7 +203,7 @@ fn claim(service: &Service, id: &str, phase: Phase) -> bool {
 }
 
 /// One run's card.
-pub fn card(record: &RunRecord, phase: Phase) -> Card {
+pub(crate) fn card(record: &RunRecord, phase: Phase) -> Card {
     let id = &record.id;
     let worker = record.worker_target();
     match phase {
@@ -322,7 +322,7 @@ fn quote_task(task: &str) -> String {
 }
 
 /// At most `max` characters of `text`, with `…` when cut.
-pub fn truncate_chars(text: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }

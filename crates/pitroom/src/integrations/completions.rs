@@ -6,14 +6,14 @@ use clap::{Args, CommandFactory, ValueEnum};
 use crate::cli::Cli;
 
 #[derive(Debug, Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub shell: Shell,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Shell {
+pub(crate) enum Shell {
     Bash,
     Zsh,
     Fish,
@@ -47,7 +47,7 @@ fn visible_command() -> clap::Command {
     command
 }
 
-pub fn completions(args: CompletionsArgs) -> i32 {
+pub(crate) fn completions(args: CompletionsArgs) -> i32 {
     let mut command = visible_command();
     clap_complete::generate(
         args.shell.generator(),

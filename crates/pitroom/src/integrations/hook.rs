@@ -14,14 +14,14 @@ use super::skills;
 use crate::output::{say, tell};
 
 /// Claude Code, Codex and Gemini CLI cut hook output strings beyond this many characters.
-pub const HOST_CAP: usize = 10_000;
+pub(crate) const HOST_CAP: usize = 10_000;
 
 /// Hook payloads are small; a bounded read keeps a runaway writer from costing memory.
 const MAX_INPUT: u64 = 8 << 20;
 
 /// The host's JSON payload on stdin, or an empty object when stdin is a terminal (someone
 /// trying the command by hand) or holds no JSON.
-pub fn read_payload() -> Value {
+pub(crate) fn read_payload() -> Value {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Value::Object(Default::default());
@@ -39,7 +39,7 @@ fn inside_worker() -> bool {
 }
 
 /// `pitroom hook session-start`.
-pub fn session_start() -> i32 {
+pub(crate) fn session_start() -> i32 {
     let payload = read_payload();
     if inside_worker() {
         return 0;
@@ -50,7 +50,7 @@ pub fn session_start() -> i32 {
 
 /// The SessionStart answer: `hookSpecificOutput.additionalContext` (a top-level
 /// `additionalContext` is ignored by Claude Code).
-pub fn session_start_output(payload: &Value) -> Value {
+pub(crate) fn session_start_output(payload: &Value) -> Value {
     let event = payload["hook_event_name"]
         .as_str()
         .unwrap_or("SessionStart");
@@ -62,7 +62,7 @@ pub fn session_start_output(payload: &Value) -> Value {
 
 /// What the agent learns at session start: written as facts about the environment (context
 /// phrased as orders reads like an injection and may be shown to the user instead).
-pub fn session_context() -> String {
+pub(crate) fn session_context() -> String {
     let intro = skills::find(skills::INTRODUCTION)
         .map(skills::body)
         .unwrap_or("");
@@ -77,7 +77,7 @@ pub fn session_context() -> String {
 }
 
 /// `pitroom hook-card`.
-pub fn hook_card() -> i32 {
+pub(crate) fn hook_card() -> i32 {
     let payload = read_payload();
     if inside_worker() {
         return 0;
@@ -101,7 +101,7 @@ pub fn hook_card() -> i32 {
 
 /// A shell tool call from a PostToolUse (Claude Code, Codex) or AfterTool (Gemini CLI) payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellCall {
+pub(crate) struct ShellCall {
     pub command: String,
     /// Every string in the tool's response (stdout, stderr, llmContent…), joined.
     pub output: String,
@@ -109,7 +109,7 @@ pub struct ShellCall {
 
 impl ShellCall {
     /// The call, if it is a shell command that invokes `pitroom`.
-    pub fn from_payload(payload: &Value) -> Option<ShellCall> {
+    pub(crate) fn from_payload(payload: &Value) -> Option<ShellCall> {
         let tool = payload["tool_name"].as_str()?;
         if !matches!(tool, "Bash" | "run_shell_command" | "shell" | "local_shell") {
             return None;
@@ -151,7 +151,7 @@ fn collect_strings(value: &Value, out: &mut String) {
 
 /// The hook's answer: the cards for the person (`systemMessage`) and for the agent
 /// (`additionalContext`), or nothing when there is no new card.
-pub fn card_output(payload: &Value, cards: &[card::Card]) -> Option<Value> {
+pub(crate) fn card_output(payload: &Value, cards: &[card::Card]) -> Option<Value> {
     if cards.is_empty() {
         return None;
     }

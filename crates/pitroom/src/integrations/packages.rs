@@ -22,14 +22,14 @@ use serde_json::{json, Value};
 
 use super::skills::SKILLS;
 
-pub const NAME: &str = "pitroom";
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub const DESCRIPTION: &str = "Hand bounded work - reading and mapping code, small fixes, reviews - to cheap worker agent CLIs run headless, and get back a verified answer, the exact diff and a receipt.";
+pub(crate) const NAME: &str = "pitroom";
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const DESCRIPTION: &str = "Hand bounded work - reading and mapping code, small fixes, reviews - to cheap worker agent CLIs run headless, and get back a verified answer, the exact diff and a receipt.";
 const AUTHOR: &str = "Pitroom contributors";
 const KEYWORDS: &[&str] = &["delegation", "workers", "subagents", "code-review", "mcp"];
 
 /// The plugin folder (Claude Code and Codex), from the repository root.
-pub const PLUGIN_DIR: &str = "plugins/pitroom";
+pub(crate) const PLUGIN_DIR: &str = "plugins/pitroom";
 
 /// Runs a Pitroom subcommand from a hook only when `pitroom` is on PATH, so a host whose user
 /// removed the binary starts quietly instead of failing every hook.
@@ -45,13 +45,13 @@ fn pass_through() -> Vec<String> {
 
 /// One generated file: its path from the repository root and its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PackageFile {
+pub(crate) struct PackageFile {
     pub path: String,
     pub contents: String,
 }
 
 /// Every generated file.
-pub fn files() -> Vec<PackageFile> {
+pub(crate) fn files() -> Vec<PackageFile> {
     let plugin = |rel: &str| format!("{PLUGIN_DIR}/{rel}");
     let mut files = vec![
         json_file(
@@ -226,7 +226,7 @@ fn codex_plugin() -> Value {
     })
 }
 
-pub const GEMINI_CONTEXT: &str = "gemini-context.md";
+pub(crate) const GEMINI_CONTEXT: &str = "gemini-context.md";
 
 fn gemini_extension() -> Value {
     let env: serde_json::Map<String, Value> = pass_through()

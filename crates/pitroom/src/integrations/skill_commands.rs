@@ -6,7 +6,7 @@
 #[cfg(test)]
 /// The `pitroom` command lines in a Markdown text: lines of ```sh/bash/shell/console blocks and
 /// inline code spans, split at `&&`, `||`, `;` and `|`, cut at redirections and comments.
-pub fn pitroom_commands(markdown: &str) -> Vec<String> {
+pub(crate) fn pitroom_commands(markdown: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut fence: Option<bool> = None; // Some(is_shell) inside a fenced block
     for line in markdown.lines() {
@@ -57,7 +57,7 @@ fn segments(line: &str) -> Vec<String> {
 
 /// Splits at unquoted `&&`, `||`, `;`, `|`, and drops everything from an unquoted `>`, `<` or
 /// a `#` that starts a word.
-pub fn split_unquoted(line: &str) -> Vec<String> {
+pub(crate) fn split_unquoted(line: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut current = String::new();
     let mut quote: Option<char> = None;
@@ -97,7 +97,7 @@ pub fn split_unquoted(line: &str) -> Vec<String> {
 }
 
 /// Shell words of a command (single and double quotes, backslash escapes in double quotes).
-pub fn words(command: &str) -> Result<Vec<String>, String> {
+pub(crate) fn words(command: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

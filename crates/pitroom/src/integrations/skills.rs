@@ -10,7 +10,7 @@ use std::fmt;
 
 /// One shipped skill: its name (= its folder) and its `SKILL.md`.
 #[derive(Debug, Clone, Copy)]
-pub struct Skill {
+pub(crate) struct Skill {
     pub name: &'static str,
     pub text: &'static str,
 }
@@ -30,7 +30,7 @@ macro_rules! skill {
 }
 
 /// Every skill, the introduction first. A test fails when this list and `skills/` differ.
-pub const SKILLS: &[Skill] = &[
+pub(crate) const SKILLS: &[Skill] = &[
     skill!("using-pitroom"),
     skill!("pitroom-research"),
     skill!("pitroom-crew"),
@@ -48,11 +48,11 @@ pub const SKILLS: &[Skill] = &[
 ];
 
 /// The skill the session-start hook injects.
-pub const INTRODUCTION: &str = "using-pitroom";
+pub(crate) const INTRODUCTION: &str = "using-pitroom";
 
 #[cfg(test)]
 /// The spec's front-matter fields; anything else is rejected by strict validators.
-pub const ALLOWED_FIELDS: &[&str] = &[
+pub(crate) const ALLOWED_FIELDS: &[&str] = &[
     "name",
     "description",
     "license",
@@ -62,29 +62,29 @@ pub const ALLOWED_FIELDS: &[&str] = &[
 ];
 
 #[cfg(test)]
-pub const MAX_NAME: usize = 64;
+pub(crate) const MAX_NAME: usize = 64;
 #[cfg(test)]
-pub const MAX_DESCRIPTION: usize = 1024;
+pub(crate) const MAX_DESCRIPTION: usize = 1024;
 #[cfg(test)]
-pub const MAX_COMPATIBILITY: usize = 500;
+pub(crate) const MAX_COMPATIBILITY: usize = 500;
 
 /// A front-matter value: a scalar, or (for `metadata`) a map of strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Value {
+pub(crate) enum Value {
     Scalar(String),
     Map(Vec<(String, String)>),
 }
 
 /// A parsed `SKILL.md`: its fields in order and its Markdown body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parsed<'a> {
+pub(crate) struct Parsed<'a> {
     pub fields: Vec<(String, Value)>,
     pub body: &'a str,
 }
 
 #[cfg(test)]
 impl Parsed<'_> {
-    pub fn scalar(&self, key: &str) -> Option<&str> {
+    pub(crate) fn scalar(&self, key: &str) -> Option<&str> {
         self.fields.iter().find_map(|(k, v)| match v {
             Value::Scalar(s) if k == key => Some(s.as_str()),
             _ => None,
@@ -94,7 +94,7 @@ impl Parsed<'_> {
 
 /// Why a `SKILL.md` is not valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FrontMatterError {
+pub(crate) struct FrontMatterError {
     pub line: usize,
     pub message: String,
 }
@@ -115,7 +115,7 @@ fn error(line: usize, message: impl Into<String>) -> FrontMatterError {
 }
 
 /// Splits a `SKILL.md` into its front matter (between the first two `---` lines) and body.
-pub fn parse(text: &str) -> Result<Parsed<'_>, FrontMatterError> {
+pub(crate) fn parse(text: &str) -> Result<Parsed<'_>, FrontMatterError> {
     let rest = text
         .strip_prefix("---\n")
         .ok_or_else(|| error(1, "SKILL.md must start with a `---` line"))?;
@@ -218,7 +218,7 @@ fn unescape(inner: &str, n: usize) -> Result<String, FrontMatterError> {
 
 #[cfg(test)]
 /// Everything wrong with a skill, by the spec's rules: fields, name format and folder, lengths.
-pub fn problems(folder: &str, text: &str) -> Vec<String> {
+pub(crate) fn problems(folder: &str, text: &str) -> Vec<String> {
     let parsed = match parse(text) {
         Ok(p) => p,
         Err(e) => return vec![e.to_string()],
@@ -284,13 +284,13 @@ fn name_problems(name: &str, folder: &str) -> Vec<String> {
 }
 
 /// The shipped skill called `name`.
-pub fn find(name: &str) -> Option<&'static Skill> {
+pub(crate) fn find(name: &str) -> Option<&'static Skill> {
     SKILLS.iter().find(|s| s.name == name)
 }
 
 #[cfg(test)]
 /// A skill's description, for listings.
-pub fn description(skill: &Skill) -> String {
+pub(crate) fn description(skill: &Skill) -> String {
     parse(skill.text)
         .ok()
         .and_then(|p| p.scalar("description").map(str::to_string))
@@ -298,7 +298,7 @@ pub fn description(skill: &Skill) -> String {
 }
 
 /// A skill's Markdown body, without its front matter.
-pub fn body(skill: &Skill) -> &'static str {
+pub(crate) fn body(skill: &Skill) -> &'static str {
     match parse(skill.text) {
         Ok(p) => p.body,
         Err(_) => skill.text,

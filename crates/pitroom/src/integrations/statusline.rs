@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::StatuslineArgs;
 
 /// The cache's file name in the state dir.
-pub const CACHE_FILE: &str = "statusline.json";
+pub(crate) const CACHE_FILE: &str = "statusline.json";
 
 /// How long a computed saving stands when no run has ended.
 const SAVINGS_TTL_MS: i64 = 10 * 60 * 1000;
@@ -29,7 +29,7 @@ const RECORDLESS_GRACE: Duration = Duration::from_secs(60);
 
 /// What the last call learnt, so the next one reads only what is new.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Cache {
+pub(crate) struct Cache {
     /// Every run up to and including this id has ended ("" before the first).
     pub frontier: String,
     /// Runs newer than the frontier that have ended (a changed count means a run ended).
@@ -42,13 +42,13 @@ pub struct Cache {
 
 /// What the status line reports.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Status {
+pub(crate) struct Status {
     /// The backend of each running (or queued) run, oldest first.
     pub running: Vec<String>,
     pub saved_week: f64,
 }
 
-pub fn statusline(args: StatuslineArgs) -> i32 {
+pub(crate) fn statusline(args: StatuslineArgs) -> i32 {
     let input = read_stdin();
     let home = Home::locate(&crate::commands::env_lookup);
     let ours = status(&home).map(|s| render(&s)).unwrap_or_default();
@@ -73,7 +73,7 @@ fn read_stdin() -> Vec<u8> {
 
 /// The status of `home`, or `None` when Pitroom has never run here (nothing to say, and
 /// nothing is created).
-pub fn status(home: &Home) -> Option<Status> {
+pub(crate) fn status(home: &Home) -> Option<Status> {
     let mut cache = load_cache(home);
     let names = newer_run_ids(&home.runs(), &cache.frontier)?;
     let scan = scan(home, &names, &cache.frontier);
@@ -181,7 +181,7 @@ fn now_ms() -> i64 {
 
 /// `🏁 pitroom · 2 running (opencode ×2, codex) · ~$0.42 saved this week`, or "" when there is
 /// nothing to say.
-pub fn render(status: &Status) -> String {
+pub(crate) fn render(status: &Status) -> String {
     let mut parts = Vec::new();
     if !status.running.is_empty() {
         parts.push(format!(

@@ -9,7 +9,7 @@ use super::{Host, Layout, Manifest};
 use crate::integrations::skills::INTRODUCTION;
 
 /// `doctor`'s skills line: a warning when they would load twice, else where they are.
-pub fn doctor_skills() -> (bool, String) {
+pub(crate) fn doctor_skills() -> (bool, String) {
     let layout = match Layout::from_env(&crate::commands::env_lookup) {
         Ok(l) => l,
         Err(e) => return (false, e),
@@ -38,7 +38,7 @@ pub fn doctor_skills() -> (bool, String) {
 }
 
 /// For `doctor`: places where the skills would load twice, one line each.
-pub fn double_loads(layout: &Layout) -> Vec<String> {
+pub(crate) fn double_loads(layout: &Layout) -> Vec<String> {
     let linked = |dir: &Path| std::fs::symlink_metadata(dir.join(INTRODUCTION)).is_ok();
     let mut out = Vec::new();
     if claude_plugin_installed(layout) && linked(&layout.skills_dir(Host::Claude)) {

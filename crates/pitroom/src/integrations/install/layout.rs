@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// An agent host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Host {
+pub(crate) enum Host {
     Claude,
     Codex,
     Gemini,
@@ -16,9 +16,9 @@ pub enum Host {
 }
 
 impl Host {
-    pub const ALL: [Host; 4] = [Host::Claude, Host::Codex, Host::Gemini, Host::Cursor];
+    pub(crate) const ALL: [Host; 4] = [Host::Claude, Host::Codex, Host::Gemini, Host::Cursor];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Host::Claude => "claude",
             Host::Codex => "codex",
@@ -40,7 +40,7 @@ impl Host {
 
 /// Where things go, from the environment.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub home: PathBuf,
     /// Pitroom's data dir: the skills, the manifest, the backups.
     pub data: PathBuf,
@@ -53,7 +53,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Layout, String> {
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Layout, String> {
         let home = env("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
@@ -75,7 +75,7 @@ impl Layout {
         })
     }
 
-    pub fn manifest(&self) -> PathBuf {
+    pub(crate) fn manifest(&self) -> PathBuf {
         self.data.join("install.json")
     }
 
@@ -84,7 +84,7 @@ impl Layout {
     }
 
     /// Where `host` looks for user skills.
-    pub fn skills_dir(&self, host: Host) -> PathBuf {
+    pub(crate) fn skills_dir(&self, host: Host) -> PathBuf {
         match host {
             Host::Claude => self.claude.join("skills"),
             Host::Codex | Host::Gemini | Host::Cursor => self.agents_skills.clone(),
@@ -96,7 +96,7 @@ impl Layout {
     }
 
     /// A path with the home shown as `~`, for messages.
-    pub fn show(&self, path: &Path) -> String {
+    pub(crate) fn show(&self, path: &Path) -> String {
         match path.strip_prefix(&self.home) {
             Ok(rest) => format!("~/{}", rest.display()),
             Err(_) => path.display().to_string(),

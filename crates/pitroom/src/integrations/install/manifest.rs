@@ -12,7 +12,7 @@ use super::{Host, Layout};
 /// One thing `install` made, as the manifest records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Entry {
+pub(crate) enum Entry {
     /// A directory that did not exist.
     Dir { path: PathBuf },
     /// A file written where there was none; `hash` of what was written.
@@ -43,7 +43,7 @@ impl Entry {
 
 /// The install manifest: what `uninstall` removes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub version: u32,
     pub pitroom: String,
     pub hosts: Vec<Host>,
@@ -51,7 +51,7 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    pub fn load(path: &Path) -> Result<Option<Manifest>, String> {
+    pub(crate) fn load(path: &Path) -> Result<Option<Manifest>, String> {
         match std::fs::read(path) {
             Ok(raw) => serde_json::from_slice(&raw).map(Some).map_err(|e| {
                 format!(
@@ -70,7 +70,7 @@ impl Manifest {
 }
 
 /// A stable content hash (FNV-1a, 64 bits): enough to tell "still what we wrote" from "changed".
-pub fn hash(bytes: &[u8]) -> String {
+pub(crate) fn hash(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);

@@ -25,10 +25,10 @@ use pitroom_core::exit;
 
 use crate::output;
 
-pub use doctor::{doctor_skills, double_loads};
-pub use layout::{Host, Layout};
-pub use manifest::{hash, Entry, Manifest};
-pub use uninstall::uninstall;
+pub(crate) use doctor::{doctor_skills, double_loads};
+pub(crate) use layout::{Host, Layout};
+pub(crate) use manifest::{hash, Entry, Manifest};
+pub(crate) use uninstall::uninstall;
 
 use crate::output::tell;
 use apply::apply_steps;
@@ -36,7 +36,7 @@ use manifest::save_manifest;
 use plan::{print_done, print_plan, print_registrations, step_for, wanted, Step, Want};
 
 #[derive(Debug, Args)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// The agent host: claude, codex, gemini, cursor or all (default: every host found in your
     /// home directory or on PATH).
     #[arg(long, value_enum)]
@@ -53,14 +53,14 @@ pub struct InstallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct UninstallArgs {
+pub(crate) struct UninstallArgs {
     /// Print what would be removed; change nothing.
     #[arg(long)]
     pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HostArg {
+pub(crate) enum HostArg {
     Claude,
     Codex,
     Gemini,
@@ -68,7 +68,7 @@ pub enum HostArg {
     All,
 }
 
-pub fn install(args: InstallArgs) -> i32 {
+pub(crate) fn install(args: InstallArgs) -> i32 {
     let layout = match Layout::from_env(&crate::commands::env_lookup) {
         Ok(l) => l,
         Err(e) => return refuse(&e),
@@ -143,7 +143,7 @@ pub(super) fn refuse(message: &str) -> i32 {
 }
 
 /// The hosts to install for: the one asked, all, or those found.
-pub fn pick_hosts(layout: &Layout, asked: Option<HostArg>) -> Result<Vec<Host>, String> {
+pub(crate) fn pick_hosts(layout: &Layout, asked: Option<HostArg>) -> Result<Vec<Host>, String> {
     let host = |h| Ok(vec![h]);
     match asked {
         Some(HostArg::Claude) => host(Host::Claude),

@@ -10,7 +10,7 @@ use super::manifest::{ensure_dir, io_error, write_atomically};
 use super::{hash, Entry, Layout, Manifest};
 
 /// The status-line setting, and the command it runs (the user's own one kept behind `--then`).
-pub fn statusline_setting(existing: Option<&Value>) -> Value {
+pub(super) fn statusline_setting(existing: Option<&Value>) -> Value {
     let theirs = existing
         .and_then(|s| s["command"].as_str())
         .filter(|c| !c.trim_start().starts_with("pitroom statusline"));

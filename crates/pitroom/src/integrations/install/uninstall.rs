@@ -10,7 +10,7 @@ use super::{hash, refuse, Entry, Layout, Manifest, UninstallArgs};
 use crate::output;
 use crate::output::say;
 
-pub fn uninstall(args: UninstallArgs) -> i32 {
+pub(crate) fn uninstall(args: UninstallArgs) -> i32 {
     let layout = match Layout::from_env(&crate::commands::env_lookup) {
         Ok(l) => l,
         Err(e) => return refuse(&e),
