@@ -288,6 +288,7 @@ impl Engine {
         let options = pitroom_git::SnapshotOptions {
             exclude: &[],
             drop: Some(&is_secret),
+            seed_tree: None,
         };
         let snap = pitroom_git::snapshot_with(
             &repo.git_dir,
