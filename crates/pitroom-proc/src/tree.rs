@@ -150,13 +150,13 @@ pub(crate) fn reap_children() -> Vec<(i32, WaitStatus)> {
 /// (this process is their subreaper). Returns the statuses it reaped.
 pub fn terminate_descendants(grace: Duration) -> Vec<(i32, WaitStatus)> {
     let me = std::process::id() as i32;
-    let mut reaped = reap_children();
     // Every descendant has a parent chain up to us, and an orphan within our tree is handed
     // to us (the subreaper): with no child at all there is no descendant to end, and the scans
     // of every process in `/proc` below (most of a run's end on a busy machine) are skipped.
     if has_no_children() {
-        return reaped;
+        return Vec::new();
     }
+    let mut reaped = Vec::new();
     let mut frozen: Vec<ProcId> = Vec::new();
     for _ in 0..20 {
         let fresh: Vec<ProcId> = descendants(me)
@@ -198,11 +198,12 @@ pub fn terminate_descendants(grace: Duration) -> Vec<(i32, WaitStatus)> {
     reaped
 }
 
-/// Whether this process has no child at all, running or exited and unreaped (`waitpid` says
-/// ECHILD: it knows of none).
+/// Whether this process has no child at all, running or exited and unreaped (`waitid` says
+/// ECHILD: it knows of none). Only looks: an exited child stays to be reaped by its owner.
 pub(crate) fn has_no_children() -> bool {
+    let peek = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
     matches!(
-        waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)),
+        nix::sys::wait::waitid(nix::sys::wait::Id::All, peek),
         Err(nix::errno::Errno::ECHILD)
     )
 }
@@ -223,6 +224,20 @@ mod tests {
         let (ppid, start) = stat(me).expect("own stat");
         assert_eq!(ppid, nix::unistd::getppid().as_raw());
         assert!(start > 0);
+    }
+
+    #[test]
+    fn a_child_that_exited_counts_as_a_child_and_is_left_to_be_reaped() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        // Wait for its exit without reaping it.
+        nix::sys::wait::waitid(
+            nix::sys::wait::Id::Pid(pid),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+        )
+        .unwrap();
+        assert!(!has_no_children(), "an unreaped child is a child");
+        assert!(child.wait().unwrap().success(), "its status is still there");
     }
 
     #[test]
