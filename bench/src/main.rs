@@ -111,6 +111,23 @@ fn main() {
         )
     });
     let peak_kb = last_record_peak(&pitroom, &state, tmp.path());
+    let paired = Paired {
+        snapshot: paired_ratio(&repo, ROUNDS, Duration::ZERO, &mut || {
+            snapshot_once(&repo, tmp.path())
+        }),
+        read: paired_ratio(&repo, ROUNDS, worker_alone, &mut || {
+            run_ok(&mut pitroom_in("auto", &in_place_state, &["read the code"]))
+        }),
+        write: paired_ratio(&repo, ROUNDS, worker_alone, &mut || {
+            run_ok(&mut pitroom_cmd(&["-w", "change nothing"]))
+        }),
+        write_one: paired_ratio(&repo, ROUNDS, worker_alone, &mut || {
+            writes += 1;
+            let mut run = pitroom_cmd(&["-w", "change one file"]);
+            run.env("PITROOM_FAKE_SCRIPT", one_file_script(writes));
+            run_ok(&mut run)
+        }),
+    };
 
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let ratio = |d: Duration| ms(d) / ms(git_status);
@@ -181,6 +198,7 @@ fn main() {
         ),
         None => println!("pitroom peak memory during a run  n/a"),
     }
+    paired.print();
     guard_overhead(&pitroom, &repo, tmp.path());
     if copy_files > 0 {
         isolated_copy_vs_worktree(copy_files);
@@ -240,6 +258,43 @@ fn secrets_walk_once(repo: &Path) -> Duration {
     t.elapsed()
 }
 
+/// The load on a shared machine changes between rows measured one after another; measured
+/// round by round right after a `git status`, the ratio is to a baseline under the same load.
+/// Returns the median of the rounds' ratios (`base` is subtracted first: the worker's own time).
+fn paired_ratio(
+    repo: &Path,
+    rounds: usize,
+    base: Duration,
+    f: &mut dyn FnMut() -> Duration,
+) -> f64 {
+    let _warm = f();
+    let mut ratios: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let status = git_status_once(repo);
+            f().saturating_sub(base).as_secs_f64() / status.as_secs_f64()
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios[rounds / 2]
+}
+
+/// Ratios to `git status` measured round by round (see [`paired_ratio`]).
+struct Paired {
+    snapshot: f64,
+    read: f64,
+    write: f64,
+    write_one: f64,
+}
+
+impl Paired {
+    fn print(&self) {
+        println!(
+            "paired round by round with git status (median ratio): snapshot {:.2}×, read in place warm {:.2}×, write {:.2}×, write one file {:.2}×",
+            self.snapshot, self.read, self.write, self.write_one
+        );
+    }
+}
+
 /// What one tree's rows cost, for the per-file comparison.
 struct TreeCosts {
     files: usize,
@@ -295,6 +350,7 @@ fn large_tree_rows(pitroom: &Path, worker: &Path, script: &str, files: usize) ->
     };
     let cold_read = run_ok(&mut pitroom_run(&["read the code"]));
     let read = rounds(&mut || run_ok(&mut pitroom_run(&["read the code"])));
+    let view = last_record_field(pitroom, &state, tmp.path(), "view");
     let write = rounds(&mut || run_ok(&mut pitroom_run(&["-w", "change nothing"])));
     let mut writes = 0;
     let write_one = rounds(&mut || {
@@ -303,7 +359,23 @@ fn large_tree_rows(pitroom: &Path, worker: &Path, script: &str, files: usize) ->
         run.env("PITROOM_FAKE_SCRIPT", one_file_script(writes));
         run_ok(&mut run)
     });
-    let view = last_record_field(pitroom, &state, tmp.path(), "view");
+    let paired = Paired {
+        snapshot: paired_ratio(&repo, LARGE_ROUNDS, Duration::ZERO, &mut || {
+            snapshot_once(&repo, tmp.path())
+        }),
+        read: paired_ratio(&repo, LARGE_ROUNDS, worker_alone, &mut || {
+            run_ok(&mut pitroom_run(&["read the code"]))
+        }),
+        write: paired_ratio(&repo, LARGE_ROUNDS, worker_alone, &mut || {
+            run_ok(&mut pitroom_run(&["-w", "change nothing"]))
+        }),
+        write_one: paired_ratio(&repo, LARGE_ROUNDS, worker_alone, &mut || {
+            writes += 1;
+            let mut run = pitroom_run(&["-w", "change one file"]);
+            run.env("PITROOM_FAKE_SCRIPT", one_file_script(writes));
+            run_ok(&mut run)
+        }),
+    };
 
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let ratio = |d: Duration| ms(d) / ms(git_status);
@@ -348,6 +420,7 @@ fn large_tree_rows(pitroom: &Path, worker: &Path, script: &str, files: usize) ->
         ms(over(write_one)),
         ratio(over(write_one))
     );
+    paired.print();
     TreeCosts {
         files,
         git_status,
