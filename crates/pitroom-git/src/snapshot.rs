@@ -21,6 +21,10 @@ pub struct SnapshotOptions<'a> {
     pub exclude: &'a [String],
     /// Files dropped after staging when this says so: secret-looking files kept out of read copies.
     pub drop: Option<&'a dyn Fn(&str) -> bool>,
+    /// The tree `seed_index` was written from, when the caller knows it (a write run's "after"
+    /// snapshot, seeded from its "before" one): a snapshot that stages no change is that tree,
+    /// and is not written again.
+    pub seed_tree: Option<&'a str>,
 }
 
 /// Snapshots `work_tree` of the repository at `git_dir`: copies `seed_index` (the real index,
@@ -33,23 +37,40 @@ pub fn snapshot(
     seed_index: &Path,
     out_index: &Path,
 ) -> Result<Snapshot, GitError> {
-    let snap = snapshot_with(
+    let staged = stage(
         git_dir,
         work_tree,
         seed_index,
         out_index,
         &SnapshotOptions::default(),
     )?;
-    let git = Git::for_repo(git_dir, work_tree).with_index(out_index);
-    let note = inexact_note(out_index);
+    // The tree and the revert note both read only what was staged (git replaces the index
+    // file whole when it caches the tree in it), so the two go at once: the note's git calls
+    // no longer add to the snapshot's time.
+    let tree = std::thread::scope(|scope| {
+        let tree = scope.spawn(|| staged.write_tree());
+        write_inexact_note(&staged.git, git_dir, work_tree, out_index);
+        // A panic there is a bug: it goes on as one.
+        tree.join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })?;
+    Ok(Snapshot {
+        tree,
+        index: staged.index,
+        dropped: staged.dropped,
+    })
+}
+
+/// Leaves the note of the files a revert cannot restore exactly beside `index`. Best effort: a
+/// note that cannot be made leaves revert with git's own conversion.
+fn write_inexact_note(git: &Git, git_dir: &Path, work_tree: &Path, index: &Path) {
+    let note = inexact_note(index);
     let _ = std::fs::remove_file(&note);
-    // Best effort: a note that cannot be made leaves revert with git's own conversion.
-    if let Ok(paths) = crate::edges::inexact_paths(&git, git_dir, work_tree) {
+    if let Ok(paths) = crate::edges::inexact_paths(git, git_dir, work_tree) {
         if !paths.is_empty() {
             let _ = std::fs::write(&note, nul_joined_bytes(&paths));
         }
     }
-    Ok(snap)
 }
 
 /// The note [`snapshot`] leaves beside its index: the files whose bytes git's conversion
@@ -85,6 +106,55 @@ pub fn snapshot_with(
     out_index: &Path,
     options: &SnapshotOptions<'_>,
 ) -> Result<Snapshot, GitError> {
+    let staged = stage(git_dir, work_tree, seed_index, out_index, options)?;
+    let tree = match options.seed_tree {
+        Some(seed) if !staged.changed && staged.dropped.is_empty() => seed.to_string(),
+        _ => staged.write_tree()?,
+    };
+    Ok(Snapshot {
+        tree,
+        index: staged.index,
+        dropped: staged.dropped,
+    })
+}
+
+/// A work tree staged into a throwaway index whose tree is not written yet.
+#[derive(Debug)]
+struct Staged {
+    git: Git,
+    /// The throwaway index holding the staged state.
+    index: PathBuf,
+    /// Files the `drop` rule left out.
+    dropped: Vec<String>,
+    /// Whether staging changed any entry of the seed (added, removed, or new content or mode):
+    /// without, the staged index holds the seed's tree.
+    changed: bool,
+}
+
+impl Staged {
+    /// Writes the staged index's tree and returns its id. Reads the index and the object
+    /// store only, never the work tree's contents: whatever changed in the work tree since it
+    /// was staged is not in this tree. (Git rewrites the index with the tree cached in it; an
+    /// entry it finds racily clean it checks against the file and, if the file changed since,
+    /// marks to be re-hashed: the next snapshot seeded from this index sees that change.)
+    fn write_tree(&self) -> Result<String, GitError> {
+        // `add -A` has just written every blob the index names, so the per-blob existence
+        // check of a plain `write-tree` is pure cost (half of its time on a 10k-file tree).
+        let tree = line(&self.git.run(["write-tree", "--missing-ok"])?);
+        let _ = std::fs::remove_file(lock_path(&self.index));
+        Ok(tree)
+    }
+}
+
+/// Stages `work_tree` into a copy of `seed_index` at `out_index`: [`snapshot_with`] without
+/// the tree.
+fn stage(
+    git_dir: &Path,
+    work_tree: &Path,
+    seed_index: &Path,
+    out_index: &Path,
+    options: &SnapshotOptions<'_>,
+) -> Result<Staged, GitError> {
     let _ = std::fs::remove_file(out_index);
     let git = Git::for_repo(git_dir, work_tree).with_index(out_index);
     if seed_index.is_file() {
@@ -93,7 +163,15 @@ pub fn snapshot_with(
     } else {
         git.run(["read-tree", "--empty"])?;
     }
-    let mut add = vec!["add".to_string(), "-A".into(), "--".into(), ":/".into()];
+    // `--verbose` names every path whose entry it adds, replaces (new content or mode) or
+    // removes, and nothing else (a refreshed stat is no change): silence means the seed's tree.
+    let mut add = vec![
+        "add".to_string(),
+        "-A".into(),
+        "--verbose".into(),
+        "--".into(),
+        ":/".into(),
+    ];
     // Naming an ignored path, even to exclude it, makes `add` fail; ignored paths are left out
     // anyway, so only the others need excluding.
     let ignored = ignored_paths(&git, options.exclude)?;
@@ -104,7 +182,7 @@ pub fn snapshot_with(
             .filter(|p| !ignored.contains(p))
             .map(|p| format!(":(top,literal,exclude){p}")),
     );
-    git.run(&add)?;
+    let changed = !git.run(&add)?.is_empty();
     let mut dropped = Vec::new();
     if let Some(drop) = options.drop {
         // Listing the staged index is cheap (no work-tree scan); only matches are removed.
@@ -125,14 +203,11 @@ pub fn snapshot_with(
             }
         }
     }
-    // `add -A` has just written every blob the index names, so the per-blob existence check
-    // of a plain `write-tree` is pure cost (half of its time on a 10k-file tree).
-    let tree = line(&git.run(["write-tree", "--missing-ok"])?);
-    let _ = std::fs::remove_file(lock_path(out_index));
-    Ok(Snapshot {
-        tree,
+    Ok(Staged {
+        git,
         index: out_index.to_path_buf(),
         dropped,
+        changed,
     })
 }
 
@@ -187,6 +262,7 @@ fn lock_path(index: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
     use std::time::{Duration, SystemTime};
 
     fn set_mtime(path: &Path, when: SystemTime) {
@@ -195,6 +271,259 @@ mod tests {
             .open(path)
             .and_then(|f| f.set_modified(when))
             .expect("mtime");
+    }
+
+    /// A repository whose work tree differs from its index (and its index from HEAD) in every
+    /// way a snapshot must see: a modified file, an untracked one, a deleted one, a rename, an
+    /// ignored file, a new symlink, a retargeted symlink and an executable-bit change.
+    fn every_kind_of_change(top: &Path) {
+        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
+        let write = |rel: &str, body: &str| pitroom_testkit::repo::write(top, rel, body);
+        git(&["init", "-q"]);
+        git(&["config", "core.trustctime", "false"]);
+        write(".gitignore", "*.log\n");
+        write("src/lib.rs", "pub fn a() {}\n");
+        write("src/gone.rs", "// deleted\n");
+        write("src/old_name.rs", "// moved\n");
+        write("run.sh", "echo hi\n");
+        write("staged_only.txt", "staged\n");
+        std::os::unix::fs::symlink("src/lib.rs", top.join("link")).expect("link");
+        git(&["add", "-A"]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "base",
+        ]);
+        // The user's work in progress, partly staged: the index is neither HEAD nor the tree.
+        write("staged_only.txt", "staged, then edited again\n");
+        git(&["add", "staged_only.txt"]);
+        write("staged_only.txt", "edited after staging\n");
+        write("src/lib.rs", "pub fn a() { changed() }\n");
+        write("src/new.rs", "// untracked\n");
+        write("debug.log", "ignored\n");
+        std::fs::remove_file(top.join("src/gone.rs")).expect("rm");
+        std::fs::rename(top.join("src/old_name.rs"), top.join("src/new_name.rs")).expect("mv");
+        std::fs::set_permissions(top.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        std::fs::remove_file(top.join("link")).expect("rm link");
+        std::os::unix::fs::symlink("run.sh", top.join("link")).expect("relink");
+        std::os::unix::fs::symlink("src", top.join("dir_link")).expect("dir link");
+    }
+
+    /// The paths and modes a tree holds, recursively.
+    fn listing(top: &Path, tree: &str) -> String {
+        pitroom_testkit::repo::git_ok(top, &["ls-tree", "-r", tree])
+    }
+
+    #[test]
+    fn a_snapshot_seeded_from_the_users_index_equals_one_that_hashes_every_file() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path().join("repo");
+        std::fs::create_dir_all(&top).expect("dir");
+        every_kind_of_change(&top);
+        let git_dir = top.join(".git");
+        let indexes = tempfile::tempdir().expect("tmp");
+        let seeded = snapshot(
+            &git_dir,
+            &top,
+            &git_dir.join("index"),
+            &indexes.path().join("seeded.index"),
+        )
+        .expect("seeded");
+        let unseeded = snapshot(
+            &git_dir,
+            &top,
+            &indexes.path().join("no such index"),
+            &indexes.path().join("unseeded.index"),
+        )
+        .expect("unseeded");
+        assert_eq!(
+            seeded.tree,
+            unseeded.tree,
+            "{}",
+            listing(&top, &seeded.tree)
+        );
+        let files = listing(&top, &seeded.tree);
+        for expected in [
+            "100755 blob",
+            "src/new.rs",
+            "src/new_name.rs",
+            "120000 blob",
+            "dir_link",
+        ] {
+            assert!(
+                files.contains(expected),
+                "{expected} missing from:\n{files}"
+            );
+        }
+        for absent in ["src/gone.rs", "src/old_name.rs", "debug.log"] {
+            assert!(!files.contains(absent), "{absent} in:\n{files}");
+        }
+        let staged = pitroom_testkit::repo::git_ok(
+            &top,
+            &["show", &format!("{}:staged_only.txt", seeded.tree)],
+        );
+        assert_eq!(
+            staged, "edited after staging\n",
+            "the work tree, not the index, is snapshotted"
+        );
+    }
+
+    /// An "after" snapshot told its seed's tree gives that tree back only when staging changed
+    /// nothing; each kind of change still gives the tree a snapshot hashing every file gives.
+    #[test]
+    fn an_after_snapshot_reuses_the_seed_tree_only_when_nothing_changed() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path().join("repo");
+        std::fs::create_dir_all(&top).expect("dir");
+        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(&top, args);
+        let write = |rel: &str, body: &str| pitroom_testkit::repo::write(&top, rel, body);
+        git(&["init", "-q"]);
+        git(&["config", "core.trustctime", "false"]);
+        write(".gitignore", "*.log\n");
+        write("a.txt", "a\n");
+        write("run.sh", "echo hi\n");
+        write("gone.txt", "soon deleted\n");
+        std::os::unix::fs::symlink("a.txt", top.join("link")).expect("link");
+        let git_dir = top.join(".git");
+        let indexes = tempfile::tempdir().expect("tmp");
+        let base_index = indexes.path().join("base.index");
+        let base = snapshot(&git_dir, &top, &git_dir.join("index"), &base_index).expect("base");
+        let after = || {
+            let options = SnapshotOptions {
+                seed_tree: Some(&base.tree),
+                ..SnapshotOptions::default()
+            };
+            let out = indexes.path().join("after.index");
+            snapshot_with(&git_dir, &top, &base_index, &out, &options).expect("after")
+        };
+        let hashed = || {
+            let out = indexes.path().join("hashed.index");
+            let none = indexes.path().join("no such index");
+            snapshot_with(&git_dir, &top, &none, &out, &SnapshotOptions::default())
+                .expect("hashed")
+                .tree
+        };
+        write("ignored.log", "never staged\n");
+        assert_eq!(after().tree, base.tree, "an ignored file changes nothing");
+        let changes: [(&str, &dyn Fn()); 6] = [
+            ("an edit", &|| write("a.txt", "b\n")),
+            ("an untracked file", &|| write("new.txt", "new\n")),
+            ("a deletion", &|| {
+                std::fs::remove_file(top.join("gone.txt")).expect("rm")
+            }),
+            ("an executable bit", &|| {
+                std::fs::set_permissions(top.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+                    .expect("chmod")
+            }),
+            ("a retargeted symlink", &|| {
+                std::fs::remove_file(top.join("link")).expect("rm");
+                std::os::unix::fs::symlink("run.sh", top.join("link")).expect("relink");
+            }),
+            ("a rename", &|| {
+                std::fs::rename(top.join("new.txt"), top.join("moved.txt")).expect("mv")
+            }),
+        ];
+        for (what, change) in changes {
+            change();
+            let tree = after().tree;
+            assert_ne!(tree, base.tree, "{what} is seen");
+            assert_eq!(
+                tree,
+                hashed(),
+                "{what}: the same tree as hashing every file"
+            );
+        }
+    }
+
+    /// The user's index was written in the same second as a file's last change, so its entry
+    /// is racily clean; the file then changes again within that second, keeping its size and
+    /// its mtime (and ctime is not trusted). A snapshot seeded from that index still sees the
+    /// change: the copy keeps the index's own mtime, so git re-reads the racy entry.
+    #[test]
+    fn a_snapshot_seeded_from_a_racy_user_index_sees_a_same_second_same_size_edit() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path();
+        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
+        git(&["init", "-q"]);
+        git(&["config", "core.trustctime", "false"]);
+        let file = top.join("a.txt");
+        let when = SystemTime::now() - Duration::from_secs(100);
+        std::fs::write(&file, "user\n").expect("w");
+        set_mtime(&file, when);
+        git(&["add", "a.txt"]);
+        let git_dir = top.join(".git");
+        let user_index = git_dir.join("index");
+        let staged = git(&["ls-files", "-s", "a.txt"]);
+        // The index and the file's mtime share a second: the entry is racily clean.
+        set_mtime(&user_index, when);
+        std::fs::write(&file, "work\n").expect("w");
+        set_mtime(&file, when);
+        let indexes = tempfile::tempdir().expect("tmp");
+        let snap = snapshot(&git_dir, top, &user_index, &indexes.path().join("s.index"))
+            .expect("snapshot");
+        let content = git(&["show", &format!("{}:a.txt", snap.tree)]);
+        assert_eq!(content, "work\n", "the same-second edit is in the snapshot");
+        assert_eq!(
+            git(&["ls-files", "-s", "a.txt"]),
+            staged,
+            "the user's index is untouched"
+        );
+    }
+
+    /// A tree written after the work tree changed again is the state staged, not the edit, and
+    /// the "after" snapshot seeded from the index `write_tree` rewrote still sees a same-size
+    /// edit made in the staged entry's second (git checks a racily clean entry against the file
+    /// when it rewrites the index).
+    #[test]
+    fn a_tree_written_after_the_work_tree_changed_is_the_staged_state_and_the_change_is_seen() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path();
+        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
+        git(&["init", "-q"]);
+        git(&["config", "core.trustctime", "false"]);
+        let file = top.join("a.txt");
+        let when = SystemTime::now() - Duration::from_secs(100);
+        std::fs::write(&file, "user\n").expect("w");
+        set_mtime(&file, when);
+        let git_dir = top.join(".git");
+        let indexes = tempfile::tempdir().expect("tmp");
+        let base_index = indexes.path().join("base.index");
+        let staged = stage(
+            &git_dir,
+            top,
+            &git_dir.join("index"),
+            &base_index,
+            &SnapshotOptions::default(),
+        )
+        .expect("stage");
+        // Staged in the same second as the file's change: its entry is racily clean.
+        set_mtime(&base_index, when);
+        std::fs::write(&file, "work\n").expect("w");
+        set_mtime(&file, when);
+        let base = staged.write_tree().expect("tree");
+        assert_eq!(
+            git(&["show", &format!("{base}:a.txt")]),
+            "user\n",
+            "the staged state"
+        );
+        let after = snapshot_with(
+            &git_dir,
+            top,
+            &base_index,
+            &indexes.path().join("after.index"),
+            &SnapshotOptions::default(),
+        )
+        .expect("after");
+        assert_eq!(
+            git(&["show", &format!("{}:a.txt", after.tree)]),
+            "work\n",
+            "the edit"
+        );
     }
 
     /// The "after" snapshot is seeded with the "before" one's index. An edit of the same size

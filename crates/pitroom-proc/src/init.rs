@@ -20,7 +20,7 @@ use crate::keeper::{
     confine, parse_sandbox_flag, spawn_in_own_session, status_code, wait_for_signal, waited_signals,
 };
 use crate::landlock::SandboxSpec;
-use crate::tree::reap_children;
+use crate::tree::{has_no_children, reap_children};
 use crate::STOPPED_EXIT;
 
 /// The internal subcommand that runs `init_main`.
@@ -174,21 +174,11 @@ fn end_leftovers(signals: &nix::sys::signal::SigSet) {
     let deadline = Instant::now() + LEFTOVER_GRACE;
     while Instant::now() < deadline {
         reap_children();
-        if no_children_left() {
+        if has_no_children() {
             return;
         }
         wait_for_signal(signals, Duration::from_millis(20));
     }
-}
-
-fn no_children_left() -> bool {
-    matches!(
-        nix::sys::wait::waitpid(
-            Pid::from_raw(-1),
-            Some(nix::sys::wait::WaitPidFlag::WNOHANG)
-        ),
-        Err(nix::errno::Errno::ECHILD)
-    )
 }
 
 /// From PID 1, pid -1 means every other process in this namespace.

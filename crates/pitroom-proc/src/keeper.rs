@@ -15,7 +15,7 @@ use nix::unistd::Pid;
 use crate::contain::{gain_namespace_rights, new_pid_namespace_for_children, ContainmentReport};
 use crate::init::{init_argv, init_main, INIT_SUBCOMMAND};
 use crate::landlock::{enter_sandbox, SandboxSpec};
-use crate::tree::{reap_children, terminate_descendants};
+use crate::tree::{reap_children, sleep_until_exit, terminate_descendants};
 use crate::STOPPED_EXIT;
 
 /// The internal subcommand that runs [`keeper_main`].
@@ -156,14 +156,19 @@ impl KeeperHandle {
         }
     }
 
-    /// Waits at most `limit`; past it the keeper is killed and the caller must sweep.
+    /// Waits at most `limit`; past it the keeper is killed and the caller must sweep. The
+    /// keeper's exit ends the wait at once (no polling interval is added to every run's end).
     pub fn wait_bounded(&mut self, limit: Duration) -> i32 {
         let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
+        loop {
             if let Some(code) = self.try_wait() {
                 return code;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            sleep_until_exit(self.child.id() as i32, left);
         }
         let _ = self.child.kill();
         self.child.wait().map(exit_code).unwrap_or(1)

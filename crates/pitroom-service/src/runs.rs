@@ -212,6 +212,7 @@ impl Service {
                 record,
                 lock,
                 ticket,
+                repo: None,
             },
             &mut Silent,
         );

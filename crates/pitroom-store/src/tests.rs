@@ -96,6 +96,32 @@ fn a_new_database_gets_the_schema_version_and_wal() {
     assert_eq!(s.count().unwrap(), 0);
 }
 
+/// The connection that creates the file skips fsyncs (nothing in it yet that the run
+/// directories cannot rebuild); every connection to an existing database syncs as NORMAL.
+#[test]
+fn only_the_connection_that_creates_the_database_skips_fsyncs() {
+    let (d, s) = store();
+    let sync = |s: &Store| -> i64 {
+        s.conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(sync(&s), 0, "OFF while the file is created");
+    s.upsert(&row(&record(
+        "20261101-000000-000a",
+        "first",
+        None,
+        RunState::Done,
+        "2026-11-01T00:00:00Z",
+        1,
+    )))
+    .unwrap();
+    drop(s);
+    let s = Store::open(&d.path().join(DB_FILE)).unwrap();
+    assert_eq!(sync(&s), 1, "NORMAL once it exists");
+    assert_eq!(s.count().unwrap(), 1, "the first connection's row is kept");
+}
+
 #[test]
 fn a_newer_schema_is_refused_not_misread() {
     let (d, s) = store();

@@ -24,24 +24,35 @@ pub(super) struct After {
 }
 
 /// Takes the "after" snapshot of the tree the patch covers; `None` when there is no repository
-/// to take it in. `links` (`--link`ed folders) are never staged.
+/// to take it in. `links` (`--link`ed folders) are never staged. `base` is the run's "before"
+/// tree: in the user's tree the snapshot is seeded from the index that tree was written from,
+/// so when the worker changed nothing it is that tree, not written again.
 pub(super) fn snapshot_after(
     links: &[String],
     run_dir: &Path,
     tree: &TreeSetup,
+    base: Option<&str>,
 ) -> Result<Option<After>, EngineError> {
-    let (git_dir, work_tree, seed) = match (&tree.copy, &tree.repo) {
-        (Some(copy), _) => (copy.join(".git"), copy.clone(), copy.join(".git/index")),
+    let (git_dir, work_tree, seed, seed_tree) = match (&tree.copy, &tree.repo) {
+        // A copy's own index may hold a later tree than the base (a follow-up's): not known.
+        (Some(copy), _) => (
+            copy.join(".git"),
+            copy.clone(),
+            copy.join(".git/index"),
+            None,
+        ),
         (None, Some(repo)) => (
             repo.git_dir.clone(),
             repo.toplevel.clone(),
             run_dir.join("base.index"),
+            base,
         ),
         (None, None) => return Ok(None),
     };
     let options = pitroom_git::SnapshotOptions {
         exclude: links,
         drop: None,
+        seed_tree,
     };
     let after = pitroom_git::snapshot_with(
         &git_dir,
@@ -86,7 +97,7 @@ pub(super) fn capture_changes(
     let Some(base) = record.base_tree.clone() else {
         return Ok(());
     };
-    let Some(after) = snapshot_after(&record.spec.link, run_dir, tree)? else {
+    let Some(after) = snapshot_after(&record.spec.link, run_dir, tree, Some(&base))? else {
         return Ok(());
     };
     record.after_tree = Some(after.tree.clone());

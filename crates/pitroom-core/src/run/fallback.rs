@@ -258,7 +258,7 @@ fn handoff_account(
 /// keeps it, so the run directory shows the work the next worker continues from.
 fn changes_so_far(record: &RunRecord, run_dir: &Path, tree: &TreeSetup) -> Option<String> {
     let base = record.base_tree.as_deref()?;
-    let after = snapshot_after(&record.spec.link, run_dir, tree).ok()??;
+    let after = snapshot_after(&record.spec.link, run_dir, tree, Some(base)).ok()??;
     let changes = after.diff_from(base, tree).ok()?;
     if changes.is_empty() {
         return None;

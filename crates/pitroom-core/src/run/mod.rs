@@ -106,6 +106,9 @@ pub struct Prepared {
     /// Its place in the slot queue, taken when the run was created (so a crew's runs queue in
     /// the order they were given). `None` makes the supervisor queue on its own.
     pub ticket: Option<Ticket>,
+    /// The repository found when the run was prepared, so the foreground run asks git once;
+    /// `None` makes the tree's preparation look for it again (a background supervisor).
+    pub repo: Option<Repo>,
 }
 
 /// The file `pitroom stop` leaves in a run's directory: a stop that races the run's start (before
@@ -219,7 +222,7 @@ impl Engine {
         // Kept for the hint that re-runs the task (apply conflicts, timeouts).
         let _ = std::fs::write(self.home.run_dir(&id).join("task.md"), &spec.task);
         let mut record = RunRecord::new(id, spec, jiff::Timestamp::now().to_string());
-        record.repo = repo.map(|r| r.toplevel);
+        record.repo = repo.as_ref().map(|r| r.toplevel.clone());
         if record.repo.is_none() {
             record.warnings.push(match record.spec.mode {
                 Mode::Read => "not a git repository: the worker reads the directory in place, and Pitroom cannot prove it changed nothing".into(),
@@ -238,6 +241,7 @@ impl Engine {
             record,
             lock,
             ticket: Some(ticket),
+            repo,
         })
     }
 
@@ -262,9 +266,10 @@ impl Engine {
             mut record,
             lock,
             ticket,
+            repo,
         } = prepared;
         let run_dir = self.home.run_dir(&record.id);
-        let outcome = self.execute_inner(&mut record, &run_dir, ticket, observer);
+        let outcome = self.execute_inner(&mut record, &run_dir, ticket, repo, observer);
         if let Err(e) = outcome {
             record.state = RunState::Failed;
             record.error = Some(e.to_string());
@@ -281,6 +286,7 @@ impl Engine {
         record: &mut RunRecord,
         run_dir: &Path,
         ticket: Option<Ticket>,
+        repo: Option<Repo>,
         observer: &mut dyn Observer,
     ) -> Result<(), EngineError> {
         // The chain depends on the spec alone; the attempts below walk it.
@@ -317,7 +323,7 @@ impl Engine {
             Some(id) => Some(self.home.load(id)?),
             None => None,
         };
-        let tree = self.prepare_tree(record, run_dir, parent.as_ref())?;
+        let tree = self.prepare_tree(record, run_dir, parent.as_ref(), repo)?;
         if record.spec.mode.may_edit() {
             let reachable = crate::secrets::secret_files_in(&tree.workdir);
             if !reachable.is_empty() {

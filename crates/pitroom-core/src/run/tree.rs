@@ -124,15 +124,21 @@ impl TreeSetup {
 }
 
 impl Engine {
-    /// Picks the directory the worker runs in and takes the "before" snapshot.
+    /// Picks the directory the worker runs in and takes the "before" snapshot. `known` is the
+    /// repository found when the run was prepared, if this process found it.
     pub(super) fn prepare_tree(
         &self,
         record: &mut RunRecord,
         run_dir: &Path,
         parent: Option<&RunRecord>,
+        known: Option<Repo>,
     ) -> Result<TreeSetup, EngineError> {
         let dir = record.spec.dir.clone();
-        let Some(repo) = Repo::discover(&dir)? else {
+        let repo = match known {
+            Some(repo) => Some(repo),
+            None => Repo::discover(&dir)?,
+        };
+        let Some(repo) = repo else {
             record.workdir = Some(dir.clone());
             if record.spec.mode == Mode::Read {
                 record.view = Some(ReadView::InPlace);
@@ -282,6 +288,7 @@ impl Engine {
         let options = pitroom_git::SnapshotOptions {
             exclude: &[],
             drop: Some(&is_secret),
+            seed_tree: None,
         };
         let snap = pitroom_git::snapshot_with(
             &repo.git_dir,
