@@ -29,3 +29,4 @@ mod read_view;
 mod review;
 mod review_e2e;
 mod skills;
+mod stop_phases;
