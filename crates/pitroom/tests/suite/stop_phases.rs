@@ -257,6 +257,42 @@ fn a_stop_while_the_worker_runs_ends_it_stopped_in_the_worker_phase() {
 }
 
 #[test]
+fn the_worker_starts_with_no_signal_blocked_so_a_stop_reaches_it() {
+    // The keeper and the init block the signals they wait for; a worker that inherited that
+    // mask ignored the sweep's SIGTERM, and only the SIGKILL after the grace period ended it.
+    let mut env = TestEnv::new(Path::new(super::common::PITROOM));
+    let marks = env.state.join("workers").join("opencode");
+    std::fs::create_dir_all(&marks).expect("dir");
+    let worker = env.dir("bin").join("mask-reporting-worker");
+    std::fs::write(
+        &worker,
+        format!(
+            "#!/bin/sh
+sed -n 's/^SigBlk:[[:space:]]*//p' /proc/$$/status > {m}/mask.tmp
+mv {m}/mask.tmp {m}/mask
+exec sleep 299.7
+",
+            m = marks.display()
+        ),
+    )
+    .expect("worker");
+    std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    env.set("PITROOM_OPENCODE_BIN", worker.display().to_string());
+    let dir = env.dir("plain");
+    let id = start(&env, &dir, &["hang"]);
+    wait_for("the worker's report", || marks.join("mask").exists());
+    let mask = std::fs::read_to_string(marks.join("mask")).expect("mask");
+    stop(&env, &dir, &id);
+    assert_eq!(
+        mask.trim(),
+        "0000000000000000",
+        "signals blocked in the worker"
+    );
+    assert_ended_in(&env, &dir, &id, "stopped", "worker");
+}
+
+#[test]
 fn a_stop_during_verify_kills_its_command_and_keeps_the_workers_work() {
     let env = fake_env(json!([
         {"write": {"path": "new.txt", "content": "made by the worker\n"}},
