@@ -62,7 +62,7 @@ pub enum EngineError {
     /// path, the error, the free space and what to do, in one line.
     #[error("{0}")]
     Storage(String),
-    /// A stop or the run's deadline cut a step short ([`interrupt`]); the run ends `stopped`
+    /// A stop or the run's deadline cut a step short (`run/interrupt.rs`); the run ends `stopped`
     /// or `timeout`, never `failed`.
     #[error("interrupted")]
     Interrupted,
