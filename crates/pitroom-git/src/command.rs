@@ -221,8 +221,8 @@ impl Git {
 }
 
 /// Runs a helper program (git, `cp`) in its own process group with `input` on stdin, waiting
-/// for it with the interrupt flags watched: a stop, or the time limit of one call, kills the whole group
-/// at once. `shown` names the call in errors.
+/// for it with the interrupt flags watched: a stop, or the time limit of one call, kills the
+/// whole group at once. `shown` names the call in errors.
 pub fn output_of(cmd: &mut Command, shown: &str, input: Option<&[u8]>) -> Result<Output, GitError> {
     if interrupted() {
         return Err(GitError::Interrupted {
