@@ -196,7 +196,7 @@ fn main() {
         &pitroom_bench::guard::version_loop(&pitroom),
     );
     if copy_files > 0 {
-        isolated_copy_vs_worktree(copy_files);
+        pitroom_bench::isolated_copy_vs_worktree(copy_files, 7);
     }
     let small = TreeCosts {
         files,
@@ -445,84 +445,6 @@ fn per_file_costs(trees: &[TreeCosts]) {
             us(t.write_one, t.files)
         );
     }
-}
-
-/// Creating an isolated copy (its own repository borrowing the user's objects, the snapshot
-/// tree checked out) against `git worktree add` of the same commit, on a clean repository.
-fn isolated_copy_vs_worktree(files: usize) {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let repo_dir = tmp.path().join("repo");
-    generate_repo(&repo_dir, files, 50);
-    run_ok(
-        Command::new("git")
-            .args(["checkout", "-q", "--", "."])
-            .current_dir(&repo_dir),
-    );
-    run_ok(
-        Command::new("git")
-            .args(["clean", "-qfd"])
-            .current_dir(&repo_dir),
-    );
-    let repo = pitroom_git::Repo::discover(&repo_dir)
-        .expect("git")
-        .expect("a repository");
-    let out = Command::new("git")
-        .args(["rev-parse", "HEAD^{tree}"])
-        .current_dir(&repo_dir)
-        .output()
-        .expect("git");
-    let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    // File creation dominates both and this machine's file system is noisy: alternate which
-    // goes first and take medians.
-    let rounds = 7;
-    let mut copies = Vec::new();
-    let mut worktrees = Vec::new();
-    for round in 0..rounds {
-        let dest = tmp.path().join(format!("copy{round}"));
-        let wt = tmp.path().join(format!("wt{round}"));
-        let copy_once = |copies: &mut Vec<Duration>| {
-            let t = Instant::now();
-            pitroom_git::build_copy(&repo, &tree, &dest).expect("copy");
-            copies.push(t.elapsed());
-        };
-        let worktree_once = |worktrees: &mut Vec<Duration>| {
-            let mut add = Command::new("git");
-            add.args(["worktree", "add", "-q", "--detach"])
-                .arg(&wt)
-                .arg("HEAD")
-                .current_dir(&repo_dir);
-            worktrees.push(run_ok(&mut add));
-        };
-        if round % 2 == 0 {
-            copy_once(&mut copies);
-            worktree_once(&mut worktrees);
-        } else {
-            worktree_once(&mut worktrees);
-            copy_once(&mut copies);
-        }
-        let mut remove = Command::new("git");
-        remove
-            .args(["worktree", "remove", "--force"])
-            .arg(&wt)
-            .current_dir(&repo_dir);
-        run_ok(&mut remove);
-        let _ = std::fs::remove_dir_all(&dest);
-    }
-    copies.sort();
-    worktrees.sort();
-    let (copy, wt) = (copies[rounds / 2], worktrees[rounds / 2]);
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!();
-    println!("isolated copy vs git worktree add, {files} files; medians of {rounds}");
-    println!(
-        "git worktree add --detach         {:8.1} ms   (baseline 1.00×)",
-        ms(wt)
-    );
-    println!(
-        "pitroom isolated copy             {:8.1} ms   {:5.2}× git worktree add",
-        ms(copy),
-        ms(copy) / ms(wt)
-    );
 }
 
 fn time(cmd: &mut Command) -> Duration {

@@ -33,7 +33,7 @@ pub mod verdict;
 pub use pitroom_git::guard::floor;
 
 pub use run::{
-    Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,
+    Checked, Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,
 };
 
 /// The run engine's former path: `pitroom_core::engine::Engine` and the rest still resolve.

@@ -37,6 +37,46 @@ impl RunState {
     }
 }
 
+/// Which stage of its life a run is in (or, once it ended, the last one it reached): what a
+/// stop or a timeout interrupted, when it ends `stopped` or `timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunPhase {
+    /// Waiting for a worker slot.
+    Queued,
+    /// Preparing the tree: the "before" snapshot, a read or isolated copy.
+    Tree,
+    /// The worker (every attempt of the fallback chain).
+    Worker,
+    /// Recording what the worker did: citations, the "after" snapshot and the diff, the verdict.
+    Finishing,
+    /// `--verify`.
+    Verify,
+}
+
+impl RunPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunPhase::Queued => "queued",
+            RunPhase::Tree => "tree",
+            RunPhase::Worker => "worker",
+            RunPhase::Finishing => "finishing",
+            RunPhase::Verify => "verify",
+        }
+    }
+
+    /// The phase as a report says it ("while preparing the tree").
+    pub fn described(self) -> &'static str {
+        match self {
+            RunPhase::Queued => "while queued for a worker slot",
+            RunPhase::Tree => "while preparing the tree",
+            RunPhase::Worker => "while the worker ran",
+            RunPhase::Finishing => "while recording the worker's changes",
+            RunPhase::Verify => "during --verify",
+        }
+    }
+}
+
 /// A changed file, as the report lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangedFile {
@@ -256,6 +296,12 @@ pub struct RunRecord {
     /// copy to compare, e.g. not a git repository).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view_reason: Option<String>,
+    /// The stage the run is in, or the last one it reached (`None` in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<RunPhase>,
+    /// The stage a stop or the timeout interrupted, for a run that ended `stopped` or `timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_in: Option<RunPhase>,
     pub created_at: String,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
@@ -387,6 +433,8 @@ impl RunRecord {
             copy: None,
             view: None,
             view_reason: None,
+            phase: None,
+            interrupted_in: None,
             created_at,
             started_at: None,
             ended_at: None,

@@ -4,9 +4,10 @@ use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A failed git call, with what git said.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +22,10 @@ pub enum GitError {
     },
     #[error("`git {args}` did not finish within {secs} s and was stopped")]
     TimedOut { args: String, secs: u64 },
+    /// The process was asked to stop (a flag given to [`interrupt_when`] was set): the call's
+    /// process group was killed, or the call never started.
+    #[error("`{args}` was interrupted: the run was stopped")]
+    Interrupted { args: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("unexpected git output: {0}")]
@@ -61,6 +66,50 @@ const SCRUBBED_ENV: &[&str] = &[
 /// How long one git call may take before it is stopped.
 const GIT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How often a waiting call looks at the interrupt flags: the bound on how late a stop is seen.
+const INTERRUPT_POLL: Duration = Duration::from_millis(20);
+
+/// How long a killed process group may take to be reaped before the call returns anyway.
+const REAP_LIMIT: Duration = Duration::from_secs(1);
+
+/// The flags that interrupt every git call (and every helper run through [`output_of`]) of
+/// this process once any is set. Process-wide on purpose: a stop is a signal to the process,
+/// and a supervisor carries out exactly one run.
+static INTERRUPTS: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
+
+/// While the returned guard lives, `flag` set interrupts this process's git calls: a running
+/// one has its process group killed and returns [`GitError::Interrupted`]; a new one does not
+/// start.
+#[must_use = "the flag stops interrupting git calls when the guard is dropped"]
+pub fn interrupt_when(flag: Arc<AtomicBool>) -> Interrupting {
+    flags().push(Arc::clone(&flag));
+    Interrupting { flag }
+}
+
+/// Keeps a flag interrupting git calls; dropped, it no longer does (so a run's flags never
+/// interrupt the next run of the same process).
+#[derive(Debug)]
+pub struct Interrupting {
+    flag: Arc<AtomicBool>,
+}
+
+impl Drop for Interrupting {
+    fn drop(&mut self) {
+        flags().retain(|known| !Arc::ptr_eq(known, &self.flag));
+    }
+}
+
+fn flags() -> std::sync::MutexGuard<'static, Vec<Arc<AtomicBool>>> {
+    INTERRUPTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether a flag given to [`interrupt_when`] is set.
+pub fn interrupted() -> bool {
+    flags().iter().any(|flag| flag.load(Ordering::SeqCst))
+}
+
 /// A git invocation context: which repository, work tree and index.
 #[derive(Debug, Clone, Default)]
 pub struct Git {
@@ -70,6 +119,8 @@ pub struct Git {
     pub cwd: Option<PathBuf>,
     /// Extra environment for this call (set after the inherited variables are scrubbed).
     pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// Extra `-c` settings for this call, after the neutral ones.
+    pub config: Vec<&'static str>,
 }
 
 impl Git {
@@ -87,6 +138,7 @@ impl Git {
             cwd: Some(work_tree.to_path_buf()),
             index: None,
             env: Vec::new(),
+            config: Vec::new(),
         }
     }
 
@@ -110,7 +162,7 @@ impl Git {
         S: AsRef<OsStr>,
     {
         let mut cmd = Command::new("git");
-        for setting in NEUTRAL_CONFIG {
+        for setting in NEUTRAL_CONFIG.iter().chain(&self.config) {
             cmd.arg("-c").arg(setting);
         }
         if let Some(dir) = &self.git_dir {
@@ -164,47 +216,82 @@ impl Git {
         S: AsRef<OsStr>,
     {
         let (mut cmd, shown) = self.command(args);
-        cmd.stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-        let mut child = cmd.spawn().map_err(GitError::Spawn)?;
-        if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
-            let data = data.to_vec();
-            std::thread::spawn(move || {
-                let _ = stdin.write_all(&data);
-            });
-        }
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
-        let pid = child.id() as i32;
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
+        output_of(&mut cmd, &format!("git {shown}"), input).map(|out| Output { args: shown, ..out })
+    }
+}
+
+/// Runs a helper program (git, `cp`) in its own process group with `input` on stdin, waiting
+/// for it with the interrupt flags watched: a stop, or the time limit of one call, kills the
+/// whole group at once. `shown` names the call in errors.
+pub fn output_of(cmd: &mut Command, shown: &str, input: Option<&[u8]>) -> Result<Output, GitError> {
+    if interrupted() {
+        return Err(GitError::Interrupted {
+            args: shown.to_string(),
         });
-        let status = match rx.recv_timeout(GIT_TIMEOUT) {
-            Ok(status) => status?,
-            Err(_) => {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-                return Err(GitError::TimedOut {
-                    args: shown,
-                    secs: GIT_TIMEOUT.as_secs(),
-                });
+    }
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let mut child = cmd.spawn().map_err(GitError::Spawn)?;
+    if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
+        let data = data.to_vec();
+        // A helper that exits early closes its stdin: the broken pipe is its answer, not ours.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&data);
+        });
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let status = wait_watched(child, shown)?;
+    Ok(Output {
+        args: shown.to_string(),
+        code: status.code().unwrap_or(128),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned(),
+    })
+}
+
+/// Waits for `child` (the leader of its own process group) while watching the interrupt flags
+/// and [`GIT_TIMEOUT`]; either kills the group and returns the matching error.
+fn wait_watched(mut child: Child, shown: &str) -> Result<ExitStatus, GitError> {
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let started = Instant::now();
+    loop {
+        match rx.recv_timeout(INTERRUPT_POLL) {
+            Ok(status) => return Ok(status?),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(GitError::Io(std::io::Error::other(format!(
+                    "lost track of `{shown}`"
+                ))))
             }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let error = if interrupted() {
+            GitError::Interrupted {
+                args: shown.to_string(),
+            }
+        } else if started.elapsed() >= GIT_TIMEOUT {
+            GitError::TimedOut {
+                args: shown.trim_start_matches("git ").to_string(),
+                secs: GIT_TIMEOUT.as_secs(),
+            }
+        } else {
+            continue;
         };
-        Ok(Output {
-            args: shown,
-            code: status.code().unwrap_or(128),
-            stdout: stdout.join().unwrap_or_default(),
-            stderr: String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned(),
-        })
+        // The group goes at once: what a stopped call leaves half-done is thrown away anyway.
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        // Reaped by the waiting thread (bounded: a process in uninterruptible sleep may linger).
+        let _ = rx.recv_timeout(REAP_LIMIT);
+        return Err(error);
     }
 }
 

@@ -12,7 +12,7 @@ pub mod guard;
 mod repo;
 mod snapshot;
 
-pub use command::{Git, GitError};
+pub use command::{interrupt_when, interrupted, output_of, Git, GitError, Interrupting, Output};
 pub use copy::{
     build_copy, copies_built, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy,
 };

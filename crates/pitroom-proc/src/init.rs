@@ -117,8 +117,9 @@ pub fn init_main(argv: &[OsString]) -> i32 {
             return 127;
         }
     }
-    // Blocked before the worker starts, so no signal is lost; the worker gets a clean mask
-    // from `Command`. (PID 1 drops signals it neither handles nor blocks.)
+    // Blocked before the worker starts (and inherited blocked from the keeper), so no signal
+    // is lost; the worker gets a clean mask (`spawn_in_own_session`). (PID 1 drops signals it
+    // neither handles nor blocks.)
     if waited_signals().thread_block().is_err() {
         return STOPPED_EXIT;
     }

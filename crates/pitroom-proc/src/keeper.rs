@@ -304,7 +304,7 @@ pub(crate) fn waited_signals() -> SigSet {
 fn become_guardian(args: &KeeperArgs) -> Result<(), ()> {
     let _ = nix::sys::prctl::set_child_subreaper(true);
     // Blocked before any thread starts, so every thread inherits the mask and the signals
-    // stay pending for `sigtimedwait`. The worker gets a clean mask from `Command`.
+    // stay pending for `sigtimedwait`. The worker gets a clean mask (`spawn_in_own_session`).
     waited_signals().thread_block().map_err(|_| ())?;
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
     if nix::unistd::getppid().as_raw() != args.parent {
@@ -354,7 +354,7 @@ fn start_init(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::Result<C
         .stdin(stdin)
         .stdout(Stdio::inherit())
         .stderr(stderr);
-    spawn_in_own_session(cmd)
+    spawn_init_in_own_session(cmd)
 }
 
 fn write_containment(args: &KeeperArgs, report: &ContainmentReport) {
@@ -382,13 +382,35 @@ fn start_unnamespaced(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::
     spawn_in_own_session(cmd)
 }
 
-/// Starts `cmd` as the leader of a session of its own: no terminal reaches it, and its
-/// process group is the one the sweep and the init end.
-pub(crate) fn spawn_in_own_session(mut cmd: Command) -> std::io::Result<Child> {
-    // SAFETY: setsid is async-signal-safe and touches no Rust state.
+/// Starts the worker `cmd` as the leader of a session of its own: no terminal reaches it, and
+/// its process group is the one the sweep and the init end. Its signal mask is emptied: the
+/// keeper and the init block the signals they wait for, a child inherits that mask (`Command`
+/// does not reset it), and a worker with SIGTERM blocked ignores the sweep's SIGTERM, so every
+/// stop waited out the grace period for the SIGKILL.
+pub(crate) fn spawn_in_own_session(cmd: Command) -> std::io::Result<Child> {
+    spawn_session(cmd, true)
+}
+
+/// Starts the init like [`spawn_in_own_session`], but with the keeper's mask kept: a stop that
+/// arrives before the init blocks the signals itself stays pending instead of being dropped
+/// (PID 1 drops signals it neither handles nor blocks).
+fn spawn_init_in_own_session(cmd: Command) -> std::io::Result<Child> {
+    spawn_session(cmd, false)
+}
+
+fn spawn_session(mut cmd: Command, clear_mask: bool) -> std::io::Result<Child> {
+    // SAFETY: setsid and sigprocmask are async-signal-safe and touch no Rust state.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             nix::unistd::setsid().map_err(std::io::Error::from)?;
+            if clear_mask {
+                nix::sys::signal::sigprocmask(
+                    nix::sys::signal::SigmaskHow::SIG_SETMASK,
+                    Some(&nix::sys::signal::SigSet::empty()),
+                    None,
+                )
+                .map_err(std::io::Error::from)?;
+            }
             Ok(())
         });
     }

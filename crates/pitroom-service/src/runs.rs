@@ -162,22 +162,44 @@ impl Service {
             warnings: Vec::new(),
             error: None,
         };
+        // One pass for the crew: the config, the worker and its CLI, the directory and its
+        // repository are resolved and checked once; each run differs only in its task.
+        let request = RunRequest {
+            task: tasks[0].clone(),
+            background: true,
+            continue_run: None,
+            group: Some(group.clone()),
+            ..template.clone()
+        };
+        let prepared = self.resolve(&request).and_then(|resolved| {
+            outcome.warnings.extend(resolved.warnings);
+            let mut spec = resolved.spec;
+            spec.background = true;
+            let checked = self.engine().check(&spec)?;
+            Ok((spec, checked))
+        });
+        let (spec, checked) = match prepared {
+            Ok(both) => both,
+            Err(e) => {
+                outcome.error = Some(e);
+                return Ok(outcome);
+            }
+        };
         for task in tasks {
-            let request = RunRequest {
+            let spec = pitroom_core::RunSpec {
                 task: task.clone(),
-                background: true,
-                continue_run: None,
-                group: Some(group.clone()),
-                ..template.clone()
+                ..spec.clone()
             };
-            let started = self.resolve(&request).and_then(|resolved| {
-                outcome.warnings.extend(resolved.warnings);
-                let record = self.start_background(resolved.spec)?;
-                outcome.warnings.extend(record.warnings.iter().cloned());
-                Ok(record)
-            });
+            let started = self
+                .engine()
+                .create(spec, &checked)
+                .and_then(|prepared| self.engine().spawn_background(prepared))
+                .map_err(ServiceError::from);
             match started {
-                Ok(record) => outcome.started.push(record),
+                Ok(record) => {
+                    outcome.warnings.extend(record.warnings.iter().cloned());
+                    outcome.started.push(record);
+                }
                 Err(e) => {
                     outcome.error = Some(e);
                     break;

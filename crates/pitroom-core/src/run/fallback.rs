@@ -4,13 +4,13 @@
 //! over to it, with an account of what it did when it did anything.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use pitroom_proc::terminate_descendants;
 use pitroom_workers::{Adapter, FailureKind};
 
 use super::changes::snapshot_after;
+use super::interrupt::Interrupt;
 use super::judge::{judge, stderr_tail, Evidence};
 use super::paths::display_roots;
 use super::stream::{Ending, Stream};
@@ -47,7 +47,7 @@ impl Engine {
         tree: &TreeSetup,
         chain: &[(String, Option<String>)],
         parent_session: Option<String>,
-        stop: &AtomicBool,
+        interrupt: &Interrupt,
         observer: &mut dyn Observer,
     ) -> Result<LastAttempt, EngineError> {
         let cooldowns = Cooldowns::load(&self.home);
@@ -106,7 +106,7 @@ impl Engine {
                 adapter.as_ref(),
                 session,
                 handoff.as_deref(),
-                stop,
+                interrupt,
                 &mut stream,
                 observer,
             )?;

@@ -3,7 +3,6 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use pitroom_git::guard::env::WORKER_CLI;
@@ -16,6 +15,7 @@ use pitroom_workers::{
     StateDirs,
 };
 
+use super::interrupt::Interrupt;
 use super::stream::{Ending, Stream};
 use super::tree::{prepare_dirs, TreeSetup};
 use super::{io, Engine, EngineError, Observer};
@@ -99,7 +99,7 @@ impl Engine {
         adapter: &dyn Adapter,
         session: Option<String>,
         handoff: Option<&str>,
-        stop: &AtomicBool,
+        interrupt: &Interrupt,
         stream: &mut Stream,
         observer: &mut dyn Observer,
     ) -> Result<Ending, EngineError> {
@@ -150,7 +150,7 @@ impl Engine {
                 super::READ_VIEW_ENV
             )));
         }
-        let ending = self.supervise(record, run_dir, &spec, adapter, stop, stream, observer);
+        let ending = self.supervise(record, run_dir, &spec, adapter, interrupt, stream, observer);
         note_sandbox(record, run_dir, spec.sandbox.is_some());
         if record.reported_model.is_none() {
             // A CLI whose stream never names the model may keep it in its session data.

@@ -22,6 +22,7 @@
 mod changes;
 mod fallback;
 mod finish;
+mod interrupt;
 mod judge;
 mod launch;
 mod models;
@@ -34,16 +35,15 @@ mod tree;
 mod verify;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pitroom_git::Repo;
 use pitroom_workers::{adapter_for, Adapter, Mode};
 
 use crate::home::{Home, HomeError, WriterLock};
-use crate::record::{RunRecord, RunSpec, RunState};
+use crate::record::{RunPhase, RunRecord, RunSpec, RunState};
 use crate::slots::Ticket;
+use interrupt::Interrupt;
 
 /// Why a run could not start. Each maps to an exit code and says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +62,10 @@ pub enum EngineError {
     /// path, the error, the free space and what to do, in one line.
     #[error("{0}")]
     Storage(String),
+    /// A stop or the run's deadline cut a step short (`run/interrupt.rs`); the run ends `stopped`
+    /// or `timeout`, never `failed`.
+    #[error("interrupted")]
+    Interrupted,
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -109,6 +113,23 @@ pub struct Prepared {
     /// The repository found when the run was prepared, so the foreground run asks git once;
     /// `None` makes the tree's preparation look for it again (a background supervisor).
     pub repo: Option<Repo>,
+}
+
+/// What [`Engine::check`] found, for [`Engine::create`]: the repository's top directory, when
+/// the run's directory is in one.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    repo: Option<Repo>,
+}
+
+fn check_task(spec: &RunSpec) -> Result<(), EngineError> {
+    if spec.task.trim().is_empty() {
+        return Err(EngineError::Usage(
+            "the task is empty; give it as an argument, with --task-file, or as - to read stdin"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The file `pitroom stop` leaves in a run's directory: a stop that races the run's start (before
@@ -164,20 +185,24 @@ impl Engine {
 
     /// Checks the request, creates the run's record (state `queued`) and takes the writer lock.
     pub fn prepare(&self, spec: RunSpec) -> Result<Prepared, EngineError> {
+        check_task(&spec)?;
+        let checked = self.check(&spec)?;
+        self.create(spec, &checked)
+    }
+
+    /// Everything `prepare` checks that does not depend on the task — the caller's environment,
+    /// the worker and its CLI, the directory and its repository — done once for a crew whose
+    /// runs differ only in their tasks ([`Engine::create`] then makes each run).
+    pub fn check(&self, spec: &RunSpec) -> Result<Checked, EngineError> {
         if self.env_var("PITROOM_ACTIVE").as_deref() == Some("1") {
             return Err(EngineError::Refused(
                 "refusing to delegate from inside a Pitroom worker (PITROOM_ACTIVE=1)".into(),
             ));
         }
-        if spec.task.trim().is_empty() {
-            return Err(EngineError::Usage(
-                "the task is empty; give it as an argument, with --task-file, or as - to read stdin".into(),
-            ));
-        }
         if let Some(group) = &spec.group {
             crate::home::check_group_name(group).map_err(EngineError::Usage)?;
         }
-        let adapter = self.adapter_in(&spec, &spec.backend)?;
+        let adapter = self.adapter_in(spec, &spec.backend)?;
         if spec.parent.is_some() && !adapter.can_resume() {
             return Err(EngineError::Refused(format!(
                 "{} cannot resume a session, so --continue is unavailable",
@@ -191,7 +216,7 @@ impl Engine {
             )));
         }
         // Fail now, not in the background, when the CLI is missing.
-        self.probe_invocation(adapter.as_ref(), &spec)?;
+        self.probe_invocation(adapter.as_ref(), spec)?;
         let repo = Repo::discover(&spec.dir)?;
         if repo.is_none() && spec.mode == Mode::Isolate {
             return Err(EngineError::Refused(format!(
@@ -205,14 +230,22 @@ impl Engine {
                 spec.dir.display()
             )));
         }
-        let lock = match (&repo, spec.mode) {
-            (Some(r), Mode::Write) => Some(
-                WriterLock::try_acquire(&self.home, &r.toplevel)
+        Ok(Checked { repo })
+    }
+
+    /// Creates a run of `spec`, checked with [`Engine::check`] (for the same worker, mode and
+    /// directory): its task checked, the writer lock taken, its record written (state
+    /// `queued`), its group joined and its place in the queue taken.
+    pub fn create(&self, spec: RunSpec, checked: &Checked) -> Result<Prepared, EngineError> {
+        check_task(&spec)?;
+        let lock = match (&checked.repo, spec.mode) {
+            (Some(repo), Mode::Write) => Some(
+                WriterLock::try_acquire(&self.home, &repo.toplevel)
                     .map_err(io("taking the repository's writer lock"))?
                     .ok_or_else(|| {
                         EngineError::Refused(format!(
                             "another write run is active in {}; wait for it (pitroom ls --running), or use a read run",
-                            r.toplevel.display()
+                            repo.toplevel.display()
                         ))
                     })?,
             ),
@@ -222,7 +255,7 @@ impl Engine {
         // Kept for the hint that re-runs the task (apply conflicts, timeouts).
         let _ = std::fs::write(self.home.run_dir(&id).join("task.md"), &spec.task);
         let mut record = RunRecord::new(id, spec, jiff::Timestamp::now().to_string());
-        record.repo = repo.as_ref().map(|r| r.toplevel.clone());
+        record.repo = checked.repo.as_ref().map(|r| r.toplevel.clone());
         if record.repo.is_none() {
             record.warnings.push(match record.spec.mode {
                 Mode::Read => "not a git repository: the worker reads the directory in place, and Pitroom cannot prove it changed nothing".into(),
@@ -241,7 +274,7 @@ impl Engine {
             record,
             lock,
             ticket: Some(ticket),
-            repo,
+            repo: checked.repo.clone(),
         })
     }
 
@@ -269,53 +302,75 @@ impl Engine {
             repo,
         } = prepared;
         let run_dir = self.home.run_dir(&record.id);
-        let outcome = self.execute_inner(&mut record, &run_dir, ticket, repo, observer);
+        let mut interrupt = Interrupt::install();
+        let outcome = self.execute_inner(
+            &mut record,
+            &run_dir,
+            ticket,
+            repo,
+            &mut interrupt,
+            observer,
+        );
         if let Err(e) = outcome {
-            record.state = RunState::Failed;
-            record.error = Some(e.to_string());
+            match interrupt.caused(&e) {
+                Some(cause) => interrupt::end_interrupted(&mut record, cause),
+                None => {
+                    record.state = RunState::Failed;
+                    record.error = Some(e.to_string());
+                }
+            }
         }
         self.close(&mut record, &run_dir);
         drop(lock);
         record
     }
 
+    /// Moves the run into `phase` and publishes it (watchers, and the record of where a stop
+    /// landed).
+    fn enter(&self, record: &mut RunRecord, phase: RunPhase) -> Result<(), EngineError> {
+        record.phase = Some(phase);
+        if record.state.is_active() {
+            return self.save(record);
+        }
+        // Judged (before --verify) but not finished: to watchers and `pitroom stop` the run
+        // still runs until its record is closed.
+        let mut running = record.clone();
+        running.state = RunState::Running;
+        self.save(&running)
+    }
+
     /// The run from its start to its judgement: every stage of the life cycle, in order. An
-    /// error here fails the run; `execute` still closes and saves its record.
+    /// error here fails the run (or, when a stop or the deadline caused it, ends it `stopped` or
+    /// `timeout`); `execute` still closes and saves its record.
     fn execute_inner(
         &self,
         record: &mut RunRecord,
         run_dir: &Path,
         ticket: Option<Ticket>,
         repo: Option<Repo>,
+        interrupt: &mut Interrupt,
         observer: &mut dyn Observer,
     ) -> Result<(), EngineError> {
         // The chain depends on the spec alone; the attempts below walk it.
         let chain = fallback::fallback_chain(&record.spec);
-        // Signals are caught before the pid is published: a `pitroom stop` that reads the pid
-        // must find a process that turns SIGTERM into a clean stop, not one it kills outright.
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-        }
         // Orphans of the worker tree come back to us if the keeper itself dies.
         let _ = nix::sys::prctl::set_child_subreaper(true);
         let pid = std::process::id();
         record.pid = Some(pid);
         record.pid_start = pitroom_proc::process_start_time(pid as i32);
+        record.phase = Some(RunPhase::Queued);
         self.save(record)?;
         // A `pitroom stop` that raced the start left a note instead of a signal.
-        if run_dir.join(STOP_REQUESTED).exists() {
-            stop.store(true, Ordering::SeqCst);
-        }
+        interrupt.take_stop_note(run_dir);
         // Wait for a slot.
-        let Some(slot) = self.wait_for_slot(record, ticket, &stop)? else {
-            record.state = RunState::Stopped;
-            record.error = Some("stopped while queued; the worker never started".into());
-            return Ok(());
+        let Some(slot) = self.wait_for_slot(record, ticket, interrupt.stop_flag())? else {
+            return Err(EngineError::Interrupted);
         };
+        // The timeout counts from here: tree, worker, finishing and --verify alike.
+        interrupt.start_deadline(Duration::from_secs_f64(record.spec.timeout_secs));
         record.state = RunState::Running;
         record.started_at = Some(jiff::Timestamp::now().to_string());
-        self.save(record)?;
+        self.enter(record, RunPhase::Tree)?;
         let started = Instant::now();
 
         // Prepare the tree.
@@ -333,7 +388,8 @@ impl Engine {
                 ));
             }
         }
-        self.save(record)?;
+        interrupt.check()?;
+        self.enter(record, RunPhase::Worker)?;
 
         // Launch, stream and judge one attempt per target, falling back down the chain.
         let parent_session = parent.as_ref().and_then(|p| p.session.clone());
@@ -343,7 +399,7 @@ impl Engine {
             &tree,
             &chain,
             parent_session,
-            &stop,
+            interrupt,
             observer,
         )?;
         // Worker time ends before the slot is freed: a queued run that starts now must never
@@ -352,28 +408,58 @@ impl Engine {
         // The next queued run may start while this one is judged and verified.
         drop(slot);
         record.ended_at = Some(jiff::Timestamp::now().to_string());
+        if matches!(
+            last.ending,
+            stream::Ending::Stopped | stream::Ending::TimedOut
+        ) {
+            // What the stopped worker did is still recorded, unless the run is stopped again.
+            record.interrupted_in = Some(RunPhase::Worker);
+            interrupt.acted_on();
+        }
         if last.adapter.resumed_usage_is_cumulative() && last.index == 0 {
             stream::own_usage_of_follow_up(record, &mut last.stream, parent.as_ref());
         }
-        let stream = &last.stream;
-        record.tally = stream.tally.clone();
+        record.tally = last.stream.tally.clone();
+        if let Err(e) = self.finish_and_verify(record, run_dir, &tree, &last, interrupt) {
+            match interrupt.caused(&e) {
+                Some(cause) => interrupt::end_interrupted(record, cause),
+                None => return Err(e),
+            }
+        }
+        // Finish: redaction and the receipt (a run stopped while finishing too: its logs are
+        // redacted all the same), then the attempt the run was judged by.
+        finish::seal(record, run_dir, &last.stream);
+        self.note_last_attempt(record, &last);
+        Ok(())
+    }
 
+    /// What follows the worker: its citations, changes and verdict, then `--verify` for a run
+    /// judged done.
+    fn finish_and_verify(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &tree::TreeSetup,
+        last: &fallback::LastAttempt,
+        interrupt: &Interrupt,
+    ) -> Result<(), EngineError> {
+        let stream = &last.stream;
+        self.enter(record, RunPhase::Finishing)?;
         // Citations, checked before the "after" snapshot: a read copy the worker wrote into is
         // removed by it.
-        paths::take_answer(record, &tree, stream);
+        paths::take_answer(record, tree, stream);
         // Snapshot and diff.
-        changes::capture_changes(record, run_dir, &tree, stream)?;
+        changes::capture_changes(record, run_dir, tree, stream)?;
         if let Some(answer) = &record.answer {
             std::fs::write(run_dir.join("answer.md"), answer).map_err(io("writing answer.md"))?;
         }
         // Judge, then verify what the judge called done.
         judge::judge_run(record, run_dir, last.adapter.as_ref(), stream, last.ending);
-        if record.state == RunState::Done {
-            self.run_verify(record, run_dir, &tree);
+        if record.state == RunState::Done && record.spec.verify.is_some() {
+            interrupt.check()?;
+            self.enter(record, RunPhase::Verify)?;
+            self.run_verify(record, run_dir, tree, interrupt)?;
         }
-        // Finish: redaction and the receipt, then the attempt the run was judged by.
-        finish::seal(record, run_dir, stream);
-        self.note_last_attempt(record, &last);
         Ok(())
     }
 }

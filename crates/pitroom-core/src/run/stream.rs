@@ -6,13 +6,13 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pitroom_proc::{spawn_keeper, KeeperSpec};
 use pitroom_workers::{Adapter, StreamParser, ToolOutcome, WorkerEvent};
 
+use super::interrupt::{Cause, Interrupt};
 use super::launch::GRACE;
 use super::paths::project_relative;
 use super::tree::TreeSetup;
@@ -60,7 +60,7 @@ impl Engine {
         run_dir: &Path,
         spec: &KeeperSpec,
         adapter: &dyn Adapter,
-        stop: &AtomicBool,
+        interrupt: &Interrupt,
         stream: &mut Stream,
         observer: &mut dyn Observer,
     ) -> Result<Ending, EngineError> {
@@ -75,9 +75,7 @@ impl Engine {
         let mut keeper =
             spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
         let lines = read_lines(keeper.stdout.take());
-        let timeout = Duration::from_secs_f64(record.spec.timeout_secs);
         let watchdog = Duration::from_secs_f64(record.spec.watchdog_secs);
-        let started = Instant::now();
         let mut last_saved = Instant::now();
         let mut published = (record.tally.steps, record.tally.tool_calls);
         let mut dirty = false;
@@ -105,7 +103,10 @@ impl Engine {
                         observer.progress(record);
                         (published, dirty, last_saved) = (counters, false, Instant::now());
                     }
-                    continue;
+                    // A worker that prints without pause is stopped all the same.
+                    if interrupt.cause().is_none() {
+                        continue;
+                    }
                 }
                 // The keeper holds the pipe too: once it closes, the keeper is exiting.
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -117,10 +118,13 @@ impl Engine {
                 break code;
             }
             stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
-            let wanted = if stop.load(Ordering::SeqCst) || run_dir.join(STOP_REQUESTED).exists() {
+            let wanted = if let Some(cause) = interrupt.cause() {
+                Some(match cause {
+                    Cause::Stopped => Ending::Stopped,
+                    Cause::TimedOut => Ending::TimedOut,
+                })
+            } else if run_dir.join(STOP_REQUESTED).exists() {
                 Some(Ending::Stopped)
-            } else if started.elapsed() >= timeout {
-                Some(Ending::TimedOut)
             } else if stream.stalled(watchdog) {
                 Some(Ending::Stalled)
             } else if stream.retry_errors >= adapter.retry_cut() {

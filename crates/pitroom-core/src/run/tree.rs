@@ -199,9 +199,9 @@ impl Engine {
                             &base_index,
                         )?
                         .tree;
-                        let copy = self.home.copies().join(&record.id);
-                        pitroom_git::build_copy(&repo, &base, &copy)?;
-                        link_paths(record, &repo.toplevel, &copy);
+                        let copy =
+                            build_isolated_copy(&repo, &base, &self.home.copies(), &record.id)?;
+                        link_paths(record, &repo.toplevel, &copy)?;
                         (base, copy)
                     }
                 };
@@ -310,10 +310,32 @@ impl Engine {
     }
 }
 
+/// Builds the isolated copy of `base` for run `id` under `copies`: in a `.tmp-` directory first,
+/// renamed into place once complete, so a stop (or any failure) part-way leaves nothing behind
+/// that a later step could take for a copy — the half-built directory is removed.
+fn build_isolated_copy(
+    repo: &Repo,
+    base: &str,
+    copies: &Path,
+    id: &str,
+) -> Result<PathBuf, EngineError> {
+    let building = copies.join(format!(".tmp-{id}"));
+    let copy = copies.join(id);
+    let built = pitroom_git::build_copy(repo, base, &building)
+        .and_then(|()| std::fs::rename(&building, &copy).map_err(pitroom_git::GitError::Io));
+    if let Err(e) = built {
+        // Best effort: a leftover `.tmp-` directory is pruned later, and never used.
+        let _ = std::fs::remove_dir_all(&building);
+        return Err(e.into());
+    }
+    Ok(copy)
+}
+
 /// Makes `--link`ed paths (ignored dependency or build folders) available in an isolated copy
 /// as copies of their own — copy-on-write where the file system can (`cp --reflink=auto`) — so
-/// the worker can never write into the user's originals.
-fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) {
+/// the worker can never write into the user's originals. A copy that fails is a warning; a
+/// stop part-way is an error (the run ends there).
+fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) -> Result<(), EngineError> {
     for rel in record.spec.link.clone() {
         let source = top.join(&rel);
         let dest = copy.join(&rel);
@@ -332,23 +354,21 @@ fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) {
         if let Some(parent) = dest.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        let copied = std::process::Command::new("cp")
-            .args(["-a", "--reflink=auto"])
-            .arg(&source)
-            .arg(&dest)
-            .stdin(std::process::Stdio::null())
-            .output();
-        match copied {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => record.warnings.push(format!(
-                "--link {rel}: copy failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
+        let mut cp = std::process::Command::new("cp");
+        cp.args(["-a", "--reflink=auto"]).arg(&source).arg(&dest);
+        // In its own process group and watched, like git: a stop ends a big copy at once.
+        match pitroom_git::output_of(&mut cp, &format!("cp -a {rel}"), None) {
+            Ok(out) if out.code == 0 => {}
+            Ok(out) => record
+                .warnings
+                .push(format!("--link {rel}: copy failed: {}", out.stderr.trim())),
+            Err(e @ pitroom_git::GitError::Interrupted { .. }) => return Err(e.into()),
             Err(e) => record
                 .warnings
                 .push(format!("--link {rel}: could not run cp: {e}")),
         }
     }
+    Ok(())
 }
 
 /// Creates the CLI's private state directories and its links to the user's credential files

@@ -10,18 +10,27 @@ use std::time::{Duration, Instant};
 
 use pitroom_proc::{spawn_keeper, KeeperSpec};
 
+use super::interrupt::Interrupt;
 use super::launch::GRACE;
 use super::stream::read_lines;
 use super::tree::TreeSetup;
-use super::Engine;
+use super::{Engine, EngineError};
 use crate::record::{RunRecord, RunState};
 
 impl Engine {
     /// Runs `--verify` in the worker's directory with a time limit, through a keeper so nothing
     /// it starts survives. A failure fails the run (exit 6); the output is kept in verify.log.
-    pub(super) fn run_verify(&self, record: &mut RunRecord, run_dir: &Path, tree: &TreeSetup) {
+    /// A stop or the run's deadline ends the command at once and returns
+    /// [`EngineError::Interrupted`], its outcome recorded as not passed.
+    pub(super) fn run_verify(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &TreeSetup,
+        interrupt: &Interrupt,
+    ) -> Result<(), EngineError> {
         let Some(command) = record.spec.verify.clone() else {
-            return;
+            return Ok(());
         };
         let log_path = run_dir.join("verify.log");
         let mut env: Vec<(OsString, OsString)> = self
@@ -46,6 +55,7 @@ impl Engine {
         let started = Instant::now();
         let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
         let mut timed_out = false;
+        let mut interrupted = false;
         let code = match spawn_keeper(&self.exe, &spec) {
             Ok(mut keeper) => {
                 let lines = read_lines(keeper.stdout.take());
@@ -62,10 +72,8 @@ impl Engine {
                 };
                 let code = loop {
                     match lines.recv_timeout(Duration::from_millis(50)) {
-                        Ok(line) => {
-                            keep(line);
-                            continue;
-                        }
+                        // A command that prints without pause is still watched below.
+                        Ok(line) => keep(line),
                         Err(mpsc::RecvTimeoutError::Disconnected) => {
                             break keeper.wait_bounded(GRACE + Duration::from_secs(5))
                         }
@@ -74,11 +82,15 @@ impl Engine {
                     if let Some(code) = keeper.try_wait() {
                         break code;
                     }
-                    if started.elapsed() >= limit {
+                    if interrupt.cause().is_some() {
+                        interrupted = true;
+                    } else if started.elapsed() >= limit {
                         timed_out = true;
-                        keeper.request_stop();
-                        break keeper.wait_bounded(GRACE + Duration::from_secs(5));
+                    } else {
+                        continue;
                     }
+                    keeper.request_stop();
+                    break keeper.wait_bounded(GRACE + Duration::from_secs(5));
                 };
                 let drain_until = Instant::now() + Duration::from_secs(1);
                 while let Ok(line) =
@@ -96,17 +108,21 @@ impl Engine {
         let failure = verify_failure(&command, limit, timed_out, code);
         let outcome = crate::record::VerifyOutcome {
             command: command.clone(),
-            passed: failure.is_none(),
-            exit_code: code.filter(|_| !timed_out),
+            passed: failure.is_none() && !interrupted,
+            exit_code: code.filter(|_| !timed_out && !interrupted),
             timed_out,
             duration_ms: started.elapsed().as_millis() as u64,
             tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
         };
+        record.verify = Some(outcome);
+        if interrupted {
+            return Err(EngineError::Interrupted);
+        }
         if let Some(error) = failure {
             record.state = RunState::Failed;
             record.error = Some(error);
         }
-        record.verify = Some(outcome);
+        Ok(())
     }
 }
 

@@ -32,3 +32,4 @@ mod recorder;
 mod review;
 mod review_e2e;
 mod skills;
+mod stop_phases;
