@@ -2,12 +2,6 @@
 //! at random (edits, additions, deletions, renames, mode changes, binary files, symlinks) yields
 //! a patch that `apply` lands exactly; and an apply that conflicts changes no byte.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test: a failed expectation is the test failing, with its message"
-)]
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 

@@ -1,11 +1,5 @@
 //! Snapshots, diffs, reverse application and read copies on real repositories.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test: a failed expectation is the test failing, with its message"
-)]
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
