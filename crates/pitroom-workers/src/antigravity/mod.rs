@@ -10,9 +10,9 @@
 //! included, unprompted), and the format of allow/deny rules in that file is not documented,
 //! so the floor's commands could not be denied: edit modes are refused.
 //!
-//! `-p` takes the prompt as its argument (the CLI documents no stdin prompt), so the adapter puts
-//! the engine's prompt placeholder ([`crate::custom::PROMPT_ARGUMENT`]) there: the engine
-//! replaces it with the whole prompt (stdin is `/dev/null`), as for a `prompt = "argument"` worker.
+//! `-p` takes the prompt as its argument (the CLI documents no stdin prompt), so the invocation
+//! ends with `-p` and says so ([`crate::PromptInput::Argument`]): the engine puts the whole
+//! prompt there as one argument (stdin closed), as for a `prompt = "argument"` worker.
 
 pub(crate) mod parse;
 
