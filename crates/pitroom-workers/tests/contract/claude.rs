@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use super::recorded::{errors, tools, Recorded};
 use pitroom_workers::claude::Claude;
 use pitroom_workers::{
-    Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, Usage,
-    WorkerEvent,
+    Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
 };
 
 pub const CLI: Recorded = Recorded {
@@ -147,22 +146,9 @@ fn a_dropped_stream_ends_as_an_error_not_an_answer() {
 
 fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
     InvocationRequest {
-        mode,
         model: Some("sonnet".into()),
         effort: Some("high".into()),
-        web: false,
-        workdir: "/w".into(),
-        dirs: StateDirs {
-            shared: dir.path().join("shared"),
-            scratch: dir.path().join("scratch"),
-        },
-        resume_session: None,
-        title: "t".into(),
-        prompt_file: "/t/prompt.md".into(),
-        env: vec![
-            ("PITROOM_CLAUDE_BIN".into(), "/bin/sh".into()),
-            ("HOME".into(), dir.path().display().to_string()),
-        ],
+        ..CLI.request(mode, dir.path())
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::recorded::{errors, Recorded};
 use pitroom_workers::codex::Codex;
 use pitroom_workers::{
-    Adapter, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, Usage, WorkerEvent,
+    Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
 };
 
 pub const CLI: Recorded = Recorded {
@@ -140,22 +140,9 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
 
 fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
     InvocationRequest {
-        mode,
         model: Some("gpt-5.5".into()),
         effort: Some("high".into()),
-        web: false,
-        workdir: "/w".into(),
-        dirs: StateDirs {
-            shared: dir.path().join("shared"),
-            scratch: dir.path().join("scratch"),
-        },
-        resume_session: None,
-        title: "t".into(),
-        prompt_file: "/t/prompt.md".into(),
-        env: vec![
-            ("PITROOM_CODEX_BIN".into(), "/bin/sh".into()),
-            ("HOME".into(), dir.path().display().to_string()),
-        ],
+        ..CLI.request(mode, dir.path())
     }
 }
 

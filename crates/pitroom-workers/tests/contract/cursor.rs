@@ -5,9 +5,7 @@
 
 use super::recorded::{texts, tool_edits, Recorded};
 use pitroom_workers::cursor::Cursor;
-use pitroom_workers::{
-    Adapter, FailureKind, InvocationRequest, Mode, StateDirs, ToolOutcome, WorkerEvent,
-};
+use pitroom_workers::{Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, WorkerEvent};
 
 pub const CLI: Recorded = Recorded {
     dir: "cursor",
@@ -97,19 +95,10 @@ fn an_error_result_is_an_error_not_an_answer() {
 
 fn request(mode: Mode, root: &std::path::Path) -> InvocationRequest {
     InvocationRequest {
-        mode,
         model: None,
         effort: Some("high".into()),
-        web: false,
-        workdir: root.join("work"),
-        dirs: StateDirs {
-            shared: root.join("shared"),
-            scratch: root.join("scratch"),
-        },
         resume_session: Some("2f6c9a8e".into()),
-        title: "t".into(),
-        prompt_file: "/t/prompt.md".into(),
-        env: vec![("PITROOM_CURSOR_BIN".into(), "/bin/true".into())],
+        ..CLI.request(mode, root)
     }
 }
 

@@ -2,10 +2,11 @@
 //! module reads them: a fixture is `<name>.jsonl` (stdout), with `<name>.stderr.txt` and an
 //! `<name>.exit` code when the recording kept them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pitroom_workers::{
-    parse_stream, Adapter, FailureEvidence, FailureKind, ToolOutcome, Usage, WorkerEvent,
+    override_var, parse_stream, Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode,
+    StateDirs, ToolOutcome, Usage, WorkerEvent,
 };
 
 /// One CLI's recordings and its adapter.
@@ -75,6 +76,29 @@ impl Recorded {
     /// The events of `stream`, read by a fresh parser of this CLI's adapter.
     pub fn parse(&self, stream: &str) -> Vec<WorkerEvent> {
         parse_stream((self.adapter)().as_ref(), stream)
+    }
+
+    /// A request for an invocation in `mode`, everything under `root`: the work dir, the state
+    /// dirs, the user's home; the CLI found at `/bin/true`; no model, effort or session.
+    pub fn request(&self, mode: Mode, root: &Path) -> InvocationRequest {
+        InvocationRequest {
+            mode,
+            model: None,
+            effort: None,
+            web: false,
+            workdir: root.join("work"),
+            dirs: StateDirs {
+                shared: root.join("shared"),
+                scratch: root.join("scratch"),
+            },
+            resume_session: None,
+            title: "t".into(),
+            prompt_file: root.join("prompt.md"),
+            env: vec![
+                (override_var(self.dir), "/bin/true".into()),
+                ("HOME".into(), root.display().to_string()),
+            ],
+        }
     }
 
     /// How the adapter classifies the recording as a failed run.
