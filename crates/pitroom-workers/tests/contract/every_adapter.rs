@@ -1,11 +1,12 @@
 //! One contract, run over every adapter Pitroom has: whatever a CLI's flags, the safety floor
-//! and the plumbing hold the same way. Adapters added later are covered without a new test.
+//! and the plumbing hold the same way, for a CLI described in the config too. Adapters added
+//! later are covered without a new test.
 
 use std::path::{Path, PathBuf};
 
 use pitroom_workers::{
-    adapter_for, Adapter, AdapterError, Invocation, InvocationRequest, Mode, PromptInput,
-    StateDirs, KNOWN_BACKENDS,
+    adapter_for, Adapter, AdapterError, Custom, Invocation, InvocationRequest, Mode, PromptInput,
+    StateDirs, WorkerDef, KNOWN_BACKENDS,
 };
 
 /// Flags and settings that switch a CLI's own permission checks or sandbox off.
@@ -21,13 +22,35 @@ const BYPASSES: &[&str] = &[
     "approval_policy=\"never\" sandbox_mode=\"danger-full-access\"",
 ];
 
+/// Every built-in adapter, and a CLI described in the config (`[workers.mycli]`) as a user
+/// would write one: the contract holds for both.
 fn adapters() -> Vec<Box<dyn Adapter>> {
-    let found: Vec<Box<dyn Adapter>> = KNOWN_BACKENDS
+    let mut found: Vec<Box<dyn Adapter>> = KNOWN_BACKENDS
         .iter()
         .filter_map(|b| adapter_for(b))
         .collect();
     assert!(found.len() >= 2, "the contract needs adapters to check");
+    found.push(Box::new(described_cli()));
     found
+}
+
+fn described_cli() -> Custom {
+    let def = WorkerDef::from_value(
+        "mycli",
+        &serde_json::json!({
+            "command": "/bin/true",
+            "read": ["run", "--json", "--read-only"],
+            "write": ["run", "--json"],
+            "model": ["--model", "{model}"],
+            "resume": ["--resume", "{session}"],
+            "events": {"kind": "/type", "session": "/session", "text": "message", "text_field": "/content"}
+        }),
+    )
+    .expect("a valid [workers.mycli]");
+    Custom {
+        name: "mycli".into(),
+        def,
+    }
 }
 
 fn request(backend: &str, mode: Mode, root: &Path) -> InvocationRequest {
@@ -281,7 +304,7 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 fn every_adapter_names_itself_and_lists_models_through_its_cli() {
     let root = tempfile::tempdir().unwrap();
     for adapter in adapters() {
-        assert!(KNOWN_BACKENDS.contains(&adapter.id()));
+        assert!(KNOWN_BACKENDS.contains(&adapter.id()) || adapter.id() == "custom");
         let req = request(adapter.id(), Mode::Read, root.path());
         match adapter.models_invocation(&req) {
             // The CLI itself, or a shell around it (some CLIs list models only interactively).
