@@ -265,6 +265,20 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::time::{Duration, SystemTime};
 
+    /// A new repository holding `a.txt` ("user\n") whose mtime is 100 s old, and that time: the
+    /// racy-git tests then put an index and an edit in the same second.
+    fn repo_with_an_old_file() -> (tempfile::TempDir, std::path::PathBuf, SystemTime) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path();
+        pitroom_testkit::repo::git_ok(top, &["init", "-q"]);
+        pitroom_testkit::repo::git_ok(top, &["config", "core.trustctime", "false"]);
+        let file = top.join("a.txt");
+        let when = SystemTime::now() - Duration::from_secs(100);
+        std::fs::write(&file, "user\n").expect("w");
+        set_mtime(&file, when);
+        (tmp, file, when)
+    }
+
     fn set_mtime(path: &Path, when: SystemTime) {
         std::fs::File::options()
             .write(true)
@@ -446,15 +460,9 @@ mod tests {
     /// change: the copy keeps the index's own mtime, so git re-reads the racy entry.
     #[test]
     fn a_snapshot_seeded_from_a_racy_user_index_sees_a_same_second_same_size_edit() {
-        let tmp = tempfile::tempdir().expect("tmp");
+        let (tmp, file, when) = repo_with_an_old_file();
         let top = tmp.path();
         let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
-        git(&["init", "-q"]);
-        git(&["config", "core.trustctime", "false"]);
-        let file = top.join("a.txt");
-        let when = SystemTime::now() - Duration::from_secs(100);
-        std::fs::write(&file, "user\n").expect("w");
-        set_mtime(&file, when);
         git(&["add", "a.txt"]);
         let git_dir = top.join(".git");
         let user_index = git_dir.join("index");
@@ -481,15 +489,9 @@ mod tests {
     /// when it rewrites the index).
     #[test]
     fn a_tree_written_after_the_work_tree_changed_is_the_staged_state_and_the_change_is_seen() {
-        let tmp = tempfile::tempdir().expect("tmp");
+        let (tmp, file, when) = repo_with_an_old_file();
         let top = tmp.path();
         let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
-        git(&["init", "-q"]);
-        git(&["config", "core.trustctime", "false"]);
-        let file = top.join("a.txt");
-        let when = SystemTime::now() - Duration::from_secs(100);
-        std::fs::write(&file, "user\n").expect("w");
-        set_mtime(&file, when);
         let git_dir = top.join(".git");
         let indexes = tempfile::tempdir().expect("tmp");
         let base_index = indexes.path().join("base.index");
@@ -531,15 +533,8 @@ mod tests {
     /// clean entries only when the seed's copy keeps the seed's time.
     #[test]
     fn a_same_size_edit_in_the_same_second_as_the_before_snapshot_is_captured() {
-        let tmp = tempfile::tempdir().expect("tmp");
+        let (tmp, file, when) = repo_with_an_old_file();
         let top = tmp.path();
-        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
-        git(&["init", "-q"]);
-        git(&["config", "core.trustctime", "false"]);
-        let file = top.join("a.txt");
-        let when = SystemTime::now() - Duration::from_secs(100);
-        std::fs::write(&file, "user\n").expect("w");
-        set_mtime(&file, when);
         let git_dir = top.join(".git");
         let indexes = tempfile::tempdir().expect("tmp");
         let base_index = indexes.path().join("base.index");
