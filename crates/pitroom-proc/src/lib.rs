@@ -13,12 +13,14 @@
 //! (the `contain` module).
 
 mod contain;
+mod drive;
 mod init;
 mod keeper;
 pub mod landlock;
 mod tree;
 
 pub use contain::{ContainmentReport, Mechanism, NO_PID_NAMESPACE_ENV};
+pub use drive::{drive, AfterLine, Bounds, Decision, Driven, Watcher, POLL};
 pub use init::INIT_SUBCOMMAND;
 pub use keeper::{
     internal_main, keeper_main, spawn_keeper, KeeperHandle, KeeperSpec, SpawnError,

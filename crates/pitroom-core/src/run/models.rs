@@ -1,13 +1,12 @@
 //! Model listing: what a worker CLI offers, as the CLI itself lists it (with the user's own
 //! providers). Outside any run: no record, no tree, no sandbox.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use pitroom_proc::{spawn_keeper, KeeperSpec};
+use pitroom_proc::{spawn_keeper, AfterLine, Bounds, Decision, KeeperSpec, Watcher};
 use pitroom_workers::{AdapterError, Mode};
 
 use super::launch::{worker_env, GRACE};
-use super::stream::read_lines;
 use super::tree::prepare_dirs;
 use super::{io, Engine, EngineError};
 use crate::record::RunSpec;
@@ -60,19 +59,45 @@ impl Engine {
         for _ in 0..2 {
             let mut keeper = spawn_keeper(&self.exe, &keeper_spec)
                 .map_err(|e| EngineError::Refused(e.to_string()))?;
-            let lines = read_lines(keeper.stdout.take());
-            let _ = keeper.wait_bounded(Duration::from_secs(60));
-            // The pipe closes with the keeper; what it held is still in the channel.
-            let mut stdout = Vec::new();
-            while let Ok(line) = lines.recv_timeout(Duration::from_secs(2)) {
-                stdout.push(String::from_utf8_lossy(&line).into_owned());
-            }
-            models = adapter.parse_models(&stdout.join("\n"));
+            let mut listing = Listing {
+                lines: Vec::new(),
+                deadline: Instant::now() + LISTING_LIMIT,
+            };
+            let bounds = Bounds {
+                exit_wait: GRACE + Duration::from_secs(5),
+                drain: Duration::from_secs(2),
+            };
+            pitroom_proc::drive(&mut keeper, &mut listing, bounds);
+            models = adapter.parse_models(&listing.lines.join("\n"));
             if !models.is_empty() {
                 break;
             }
         }
         let _ = std::fs::remove_dir_all(&scratch);
         Ok(models)
+    }
+}
+
+/// How long a CLI may take to list its models before it is stopped.
+const LISTING_LIMIT: Duration = Duration::from_secs(60);
+
+/// The follower of a model listing: every line, and a stop when the CLI takes too long.
+struct Listing {
+    lines: Vec<String>,
+    deadline: Instant,
+}
+
+impl Watcher for Listing {
+    fn line(&mut self, line: Vec<u8>) -> AfterLine {
+        self.lines.push(String::from_utf8_lossy(&line).into_owned());
+        AfterLine::ReadOn
+    }
+
+    fn poll(&mut self) -> Decision {
+        if Instant::now() >= self.deadline {
+            Decision::Stop
+        } else {
+            Decision::Continue
+        }
     }
 }

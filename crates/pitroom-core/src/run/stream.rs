@@ -4,12 +4,11 @@
 //! CLIs report their silent retries, or whole events, only there.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pitroom_proc::{spawn_keeper, KeeperSpec};
+use pitroom_proc::{spawn_keeper, AfterLine, Bounds, Decision, KeeperSpec, Watcher};
 use pitroom_workers::{Adapter, StreamParser, ToolOutcome, WorkerEvent};
 
 use super::interrupt::{Cause, Interrupt};
@@ -64,113 +63,49 @@ impl Engine {
         stream: &mut Stream,
         observer: &mut dyn Observer,
     ) -> Result<Ending, EngineError> {
+        let events_path = run_dir.join(EVENTS_LOG);
         // Appended to: a run that falls back keeps every attempt's events.
-        let mut events_file = std::fs::OpenOptions::new()
+        let events_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(run_dir.join(EVENTS_LOG))
+            .open(&events_path)
             .map_err(io("creating events.jsonl"))?;
-        // One parser per attempt: each attempt is a fresh stream of the CLI.
-        let mut parser = adapter.parser();
         let mut keeper =
             spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
-        let lines = read_lines(keeper.stdout.take());
-        let watchdog = Duration::from_secs_f64(record.spec.watchdog_secs);
-        let mut last_saved = Instant::now();
-        let mut published = (record.tally.steps, record.tally.tool_calls);
-        let mut dirty = false;
-        let mut requested: Option<Ending> = None;
-        let mut stderr_tail = FileTail::new(run_dir.join("stderr.log"));
-        let exit_code = loop {
-            match lines.recv_timeout(Duration::from_millis(50)) {
-                Ok(line) => {
-                    let text = String::from_utf8_lossy(&line);
-                    let logged = log_line(&mut events_file, &stream.redact(&text));
-                    stream.note_storage(logged, &run_dir.join(EVENTS_LOG));
-                    absorb_line(stream, parser.as_mut(), &text, record);
-                    // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
-                    if let Some(error) = adapter.retry_signal(&text) {
-                        stream.retry_errors += 1;
-                        stream.last_retry_error = Some(error);
-                    }
-                    // A new step or tool call is published at once (watchers follow the
-                    // record); anything else at most every PROGRESS_EVERY.
-                    let counters = (record.tally.steps, record.tally.tool_calls);
-                    dirty = true;
-                    if counters != published || last_saved.elapsed() >= PROGRESS_EVERY {
-                        let saved = self.save_progress(record);
-                        stream.note_storage(saved, &self.home.record_path(&record.id));
-                        observer.progress(record);
-                        (published, dirty, last_saved) = (counters, false, Instant::now());
-                    }
-                    // A worker that prints without pause is stopped all the same.
-                    if interrupt.cause().is_none() {
-                        continue;
-                    }
-                }
-                // The keeper holds the pipe too: once it closes, the keeper is exiting.
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    break keeper.wait_bounded(GRACE + Duration::from_secs(5));
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            if let Some(code) = keeper.try_wait() {
-                break code;
-            }
-            stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
-            let wanted = if let Some(cause) = interrupt.cause() {
-                Some(match cause {
-                    Cause::Stopped => Ending::Stopped,
-                    Cause::TimedOut => Ending::TimedOut,
-                })
-            } else if run_dir.join(STOP_REQUESTED).exists() {
-                Some(Ending::Stopped)
-            } else if stream.stalled(watchdog) {
-                Some(Ending::Stalled)
-            } else if stream.retry_errors >= adapter.retry_cut() {
-                // The adapter's cut: OpenCode alone retries a 429 for ~75 s.
-                Some(Ending::RetriesExhausted)
-            } else if stream.storage_error.is_some() {
-                // The run cannot keep what the worker does: stop it (the error follows below).
-                Some(Ending::Stopped)
-            } else {
-                None
-            };
-            if wanted.is_some() {
-                requested = wanted;
-                keeper.request_stop();
-                break keeper.wait_bounded(GRACE + Duration::from_secs(5));
-            }
-            if last_saved.elapsed() >= PROGRESS_EVERY {
-                if dirty {
-                    let saved = self.save_progress(record);
-                    stream.note_storage(saved, &self.home.record_path(&record.id));
-                    dirty = false;
-                }
-                observer.progress(record);
-                last_saved = Instant::now();
-            }
+        let mut follow = Follow {
+            engine: self,
+            watchdog: Duration::from_secs_f64(record.spec.watchdog_secs),
+            published: (record.tally.steps, record.tally.tool_calls),
+            record,
+            stop_file: run_dir.join(STOP_REQUESTED),
+            adapter,
+            interrupt,
+            stream,
+            observer,
+            // One parser per attempt: each attempt is a fresh stream of the CLI.
+            parser: adapter.parser(),
+            events_file,
+            events_path,
+            stderr_tail: FileTail::new(run_dir.join("stderr.log")),
+            last_saved: Instant::now(),
+            dirty: false,
+            requested: None,
         };
-        // The keeper is gone; take what the pipe still holds (bounded: a descendant could
-        // keep the pipe open).
-        let drain_until = Instant::now() + Duration::from_secs(2);
-        while let Ok(line) =
-            lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
-        {
-            let text = String::from_utf8_lossy(&line);
-            let logged = log_line(&mut events_file, &stream.redact(&text));
-            stream.note_storage(logged, &run_dir.join(EVENTS_LOG));
-            absorb_line(stream, parser.as_mut(), &text, record);
-        }
+        let bounds = Bounds {
+            exit_wait: GRACE + Duration::from_secs(5),
+            drain: Duration::from_secs(2),
+        };
+        let driven = pitroom_proc::drive(&mut keeper, &mut follow, bounds);
         // What the CLI wrote to stderr after the last poll (Codex logs refused commands there).
-        stderr_tail.poll(|line| follow_stderr(stream, adapter, line, record));
+        follow.poll_stderr();
+        let requested = follow.requested;
         if let Some(problem) = stream.storage_error.take() {
             // Fails the run with the first write that failed; every later write would too.
             return Err(EngineError::Storage(format!(
                 "{problem}. Pitroom stopped the worker; your tree is untouched"
             )));
         }
-        Ok(requested.unwrap_or(Ending::Exited(exit_code)))
+        Ok(requested.unwrap_or(Ending::Exited(driven.code)))
     }
 
     /// A redactor for this run: well-known key formats, plus the values of the secret-looking
@@ -181,6 +116,121 @@ impl Engine {
             dirs.push(repo.toplevel.as_path());
         }
         crate::redact::Redactor::for_dirs(&dirs)
+    }
+}
+
+/// One attempt's follower of the worker: each stdout line into the event log and the
+/// [`Stream`], progress into the record, and, between lines, whether the worker must stop.
+struct Follow<'a> {
+    engine: &'a Engine,
+    record: &'a mut RunRecord,
+    stop_file: PathBuf,
+    adapter: &'a dyn Adapter,
+    interrupt: &'a Interrupt,
+    stream: &'a mut Stream,
+    observer: &'a mut dyn Observer,
+    parser: Box<dyn StreamParser>,
+    events_file: File,
+    events_path: PathBuf,
+    stderr_tail: FileTail,
+    watchdog: Duration,
+    last_saved: Instant,
+    /// The steps and tool calls last published.
+    published: (u32, u32),
+    /// The record has news not saved yet.
+    dirty: bool,
+    /// Why the supervisor ended the worker, when it did.
+    requested: Option<Ending>,
+}
+
+impl Follow<'_> {
+    /// Logs (redacted) and parses one line.
+    fn take(&mut self, text: &str) {
+        let logged = log_line(&mut self.events_file, &self.stream.redact(text));
+        self.stream.note_storage(logged, &self.events_path);
+        absorb_line(self.stream, self.parser.as_mut(), text, self.record);
+    }
+
+    fn save_progress(&mut self) {
+        let saved = self.engine.save_progress(self.record);
+        let path = self.engine.home.record_path(&self.record.id);
+        self.stream.note_storage(saved, &path);
+    }
+
+    fn poll_stderr(&mut self) {
+        let (stream, adapter, record) = (&mut *self.stream, self.adapter, &mut *self.record);
+        self.stderr_tail
+            .poll(|line| follow_stderr(stream, adapter, line, record));
+    }
+
+    /// Why the worker must end now, if it must.
+    fn reason_to_end(&self) -> Option<Ending> {
+        if let Some(cause) = self.interrupt.cause() {
+            Some(match cause {
+                Cause::Stopped => Ending::Stopped,
+                Cause::TimedOut => Ending::TimedOut,
+            })
+        } else if self.stop_file.exists() {
+            Some(Ending::Stopped)
+        } else if self.stream.stalled(self.watchdog) {
+            Some(Ending::Stalled)
+        } else if self.stream.retry_errors >= self.adapter.retry_cut() {
+            // The adapter's cut: OpenCode alone retries a 429 for ~75 s.
+            Some(Ending::RetriesExhausted)
+        } else if self.stream.storage_error.is_some() {
+            // The run cannot keep what the worker does: stop it (the error follows).
+            Some(Ending::Stopped)
+        } else {
+            None
+        }
+    }
+}
+
+impl Watcher for Follow<'_> {
+    fn line(&mut self, line: Vec<u8>) -> AfterLine {
+        let text = String::from_utf8_lossy(&line);
+        self.take(&text);
+        // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
+        if let Some(error) = self.adapter.retry_signal(&text) {
+            self.stream.retry_errors += 1;
+            self.stream.last_retry_error = Some(error);
+        }
+        // A new step or tool call is published at once (watchers follow the record);
+        // anything else at most every PROGRESS_EVERY.
+        let counters = (self.record.tally.steps, self.record.tally.tool_calls);
+        self.dirty = true;
+        if counters != self.published || self.last_saved.elapsed() >= PROGRESS_EVERY {
+            self.save_progress();
+            self.observer.progress(self.record);
+            (self.published, self.dirty, self.last_saved) = (counters, false, Instant::now());
+        }
+        // A worker that prints without pause is stopped all the same.
+        if self.interrupt.cause().is_none() {
+            AfterLine::ReadOn
+        } else {
+            AfterLine::Check
+        }
+    }
+
+    fn drained(&mut self, line: Vec<u8>) {
+        self.take(&String::from_utf8_lossy(&line));
+    }
+
+    fn poll(&mut self) -> Decision {
+        self.poll_stderr();
+        if let Some(ending) = self.reason_to_end() {
+            self.requested = Some(ending);
+            return Decision::Stop;
+        }
+        if self.last_saved.elapsed() >= PROGRESS_EVERY {
+            if self.dirty {
+                self.save_progress();
+                self.dirty = false;
+            }
+            self.observer.progress(self.record);
+            self.last_saved = Instant::now();
+        }
+        Decision::Continue
     }
 }
 
@@ -379,32 +429,6 @@ impl FileTail {
         }
     }
 }
-
-/// Lines from the worker's stdout, read on a thread so the supervisor never blocks on them.
-pub(super) fn read_lines(stdout: Option<std::process::ChildStdout>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    if let Some(out) = stdout {
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(out);
-            loop {
-                let mut line = Vec::new();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-                            line.pop();
-                        }
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-    }
-    rx
-}
-
 /// A CLI that reports a resumed session's usage as the session's total (Codex after `exec
 /// resume`): the record keeps that total as `session_usage`, and the run's own usage is the
 /// total minus what the session had used before.

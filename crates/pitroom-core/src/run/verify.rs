@@ -5,14 +5,12 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pitroom_proc::{spawn_keeper, KeeperSpec};
+use pitroom_proc::{spawn_keeper, AfterLine, Bounds, Decision, KeeperSpec, Watcher};
 
 use super::interrupt::Interrupt;
 use super::launch::GRACE;
-use super::stream::read_lines;
 use super::tree::TreeSetup;
 use super::{Engine, EngineError};
 use crate::record::{RunRecord, RunState};
@@ -53,58 +51,34 @@ impl Engine {
         };
         let limit = Duration::from_secs_f64(record.spec.verify_timeout_secs);
         let started = Instant::now();
-        let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-        let mut timed_out = false;
-        let mut interrupted = false;
+        let mut check = Check {
+            log: None,
+            tail: std::collections::VecDeque::new(),
+            interrupt,
+            deadline: started + limit,
+            timed_out: false,
+            interrupted: false,
+        };
         let code = match spawn_keeper(&self.exe, &spec) {
             Ok(mut keeper) => {
-                let lines = read_lines(keeper.stdout.take());
-                let mut log = File::create(&log_path).ok();
-                let mut keep = |line: Vec<u8>| {
-                    if let Some(f) = log.as_mut() {
-                        let _ = f.write_all(&line);
-                        let _ = f.write_all(b"\n");
-                    }
-                    tail.push_back(String::from_utf8_lossy(&line).into_owned());
-                    if tail.len() > 25 {
-                        tail.pop_front();
-                    }
+                check.log = File::create(&log_path).ok();
+                let bounds = Bounds {
+                    exit_wait: GRACE + Duration::from_secs(5),
+                    drain: Duration::from_secs(1),
                 };
-                let code = loop {
-                    match lines.recv_timeout(Duration::from_millis(50)) {
-                        // A command that prints without pause is still watched below.
-                        Ok(line) => keep(line),
-                        Err(mpsc::RecvTimeoutError::Disconnected) => {
-                            break keeper.wait_bounded(GRACE + Duration::from_secs(5))
-                        }
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    }
-                    if let Some(code) = keeper.try_wait() {
-                        break code;
-                    }
-                    if interrupt.cause().is_some() {
-                        interrupted = true;
-                    } else if started.elapsed() >= limit {
-                        timed_out = true;
-                    } else {
-                        continue;
-                    }
-                    keeper.request_stop();
-                    break keeper.wait_bounded(GRACE + Duration::from_secs(5));
-                };
-                let drain_until = Instant::now() + Duration::from_secs(1);
-                while let Ok(line) =
-                    lines.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
-                {
-                    keep(line);
-                }
-                Some(code)
+                Some(pitroom_proc::drive(&mut keeper, &mut check, bounds).code)
             }
             Err(e) => {
-                tail.push_back(e.to_string());
+                check.tail.push_back(e.to_string());
                 None
             }
         };
+        let Check {
+            tail,
+            timed_out,
+            interrupted,
+            ..
+        } = check;
         let failure = verify_failure(&command, limit, timed_out, code);
         let outcome = crate::record::VerifyOutcome {
             command: command.clone(),
@@ -142,5 +116,46 @@ pub(super) fn verify_failure(
         )),
         (false, Some(c)) => Some(format!("--verify failed (exit {c}): {command}")),
         (false, None) => Some(format!("--verify could not run: {command}")),
+    }
+}
+
+/// Lines of the verify command kept for its outcome.
+const VERIFY_TAIL_LINES: usize = 25;
+
+/// The follower of the `--verify` command: its output into verify.log and a short tail, and a
+/// stop when the run is interrupted or the command's time is up.
+struct Check<'a> {
+    log: Option<File>,
+    tail: std::collections::VecDeque<String>,
+    interrupt: &'a Interrupt,
+    deadline: Instant,
+    timed_out: bool,
+    interrupted: bool,
+}
+
+impl Watcher for Check<'_> {
+    fn line(&mut self, line: Vec<u8>) -> AfterLine {
+        if let Some(f) = self.log.as_mut() {
+            let _ = f.write_all(&line);
+            let _ = f.write_all(b"\n");
+        }
+        self.tail
+            .push_back(String::from_utf8_lossy(&line).into_owned());
+        if self.tail.len() > VERIFY_TAIL_LINES {
+            self.tail.pop_front();
+        }
+        // A command that prints without pause is still watched.
+        AfterLine::Check
+    }
+
+    fn poll(&mut self) -> Decision {
+        if self.interrupt.cause().is_some() {
+            self.interrupted = true;
+        } else if Instant::now() >= self.deadline {
+            self.timed_out = true;
+        } else {
+            return Decision::Continue;
+        }
+        Decision::Stop
     }
 }
