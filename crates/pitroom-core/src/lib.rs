@@ -15,6 +15,7 @@ mod fuzz;
 pub mod guard_env;
 pub mod home;
 pub mod isolate;
+pub mod log;
 pub mod plan;
 pub mod prompt;
 pub mod receipt;

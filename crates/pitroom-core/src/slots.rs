@@ -79,7 +79,7 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         // Removed before the descriptor closes: no waiter ever sees our ticket without its lock.
         if self.owned {
-            let _ = std::fs::remove_file(&self.path);
+            crate::log::remove_file(&self.path, "the slot ticket");
         }
     }
 }
@@ -291,7 +291,8 @@ fn ticket_is_live(path: &Path) -> io::Result<bool> {
         Err(e) => return Err(e),
     };
     if lock(&file, libc::LOCK_SH | libc::LOCK_NB)? {
-        let _ = std::fs::remove_file(path);
+        // Another waiter may remove it first; one left behind is unlocked, so dead all the same.
+        crate::log::remove_file(path, "a dead run's slot ticket");
         return Ok(false);
     }
     Ok(true)

@@ -108,13 +108,13 @@ fn recycle_idle(repo: &Repo, tree: &str, root: &Path) -> Result<Option<CopyLease
         let updated = git.run(["read-tree", "-m", "-u", &old_tree, tree]);
         if updated.is_err() {
             // A copy that cannot move cleanly is not worth repairing.
-            let _ = std::fs::remove_dir_all(&dir);
+            discard(&dir, "a read copy that could not move to the new tree");
             continue;
         }
         let dest = root.join(tree);
         if std::fs::rename(&dir, &dest).is_err() {
             // Another run placed this tree first: use theirs.
-            let _ = std::fs::remove_dir_all(&dir);
+            discard(&dir, "a recycled read copy another run overtook");
             return lease_existing(&dest);
         }
         flock(&file, libc::LOCK_SH)?;
@@ -154,7 +154,7 @@ fn build_new(repo: &Repo, tree: &str, root: &Path) -> Result<Option<CopyLease>, 
     let tmp = root.join(format!(".tmp-{}-{}", std::process::id(), nanos()));
     BUILDS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     if let Err(e) = build(repo, tree, &tmp) {
-        let _ = std::fs::remove_dir_all(&tmp);
+        discard(&tmp, "a half-built read copy");
         return Err(e);
     }
     let file = OpenOptions::new()
@@ -164,7 +164,7 @@ fn build_new(repo: &Repo, tree: &str, root: &Path) -> Result<Option<CopyLease>, 
     flock(&file, libc::LOCK_SH)?;
     let dest = root.join(tree);
     if std::fs::rename(&tmp, &dest).is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
+        discard(&tmp, "a read copy another run built first");
         return lease_existing(&dest);
     }
     Ok(Some(CopyLease {
@@ -331,7 +331,7 @@ pub fn prune_read_copies(root: &Path, policy: KeepPolicy) -> usize {
         let path = entry.path();
         let is_tmp = entry.file_name().to_string_lossy().starts_with(".tmp-");
         if is_tmp && age_of(&path) > Duration::from_secs(24 * 3600) {
-            let _ = std::fs::remove_dir_all(&path);
+            discard(&path, "a day-old temporary copy");
         }
     }
     removed
@@ -418,6 +418,17 @@ fn nanos() -> u128 {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0)
+}
+
+/// Removes a copy nobody will use. One that stays is never trusted by name (its lease and
+/// tree are checked before any use) and a later prune retries; the run log says why it stayed.
+fn discard(dir: &Path, what: &str) {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!("could not remove {what}, {}: {e}", dir.display());
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -239,6 +239,10 @@ impl Service {
             &mut Silent,
         );
         let notes = self.settle(&mut record);
+        // A detached supervisor has no terminal: its run log is where these are read.
+        for note in &notes {
+            tracing::warn!("{note}");
+        }
         Ok((record, notes))
     }
 

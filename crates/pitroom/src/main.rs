@@ -42,6 +42,8 @@ fn main() {
     if let Some(line) = cli::version_only(&args) {
         std::process::exit(print_version(&line));
     }
+    // What a best-effort step could not do: into the run's log, and warnings to stderr.
+    pitroom_core::log::init();
     let cli = match cli::Cli::try_parse_from(cli::with_default_command(args)) {
         Ok(cli) => cli,
         Err(e) => {

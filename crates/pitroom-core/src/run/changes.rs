@@ -80,7 +80,10 @@ impl After {
             // The copy's own index was written while its files were checked out, so git sees
             // every entry as racily clean and re-hashes them all; the fresh index of this
             // snapshot makes the next check a stat walk.
-            let _ = std::fs::rename(&self.index, &self.seed);
+            // Without it the next check re-hashes every file: slower, never wrong.
+            if let Err(e) = std::fs::rename(&self.index, &self.seed) {
+                tracing::info!("could not keep the snapshot index as the copy's seed: {e}");
+            }
         }
         Ok(changes)
     }
@@ -113,7 +116,13 @@ pub(super) fn capture_changes(
         // Whatever the events claim, the tree says the worker wrote. The shared copy is
         // spoiled for other runs: remove it so the next run builds a clean one.
         record.read_only_violation = true;
-        let _ = std::fs::remove_dir_all(copy);
+        // If it stays, the next run's check of the copy finds it spoiled and rebuilds it.
+        if let Err(e) = crate::log::unless_gone(std::fs::remove_dir_all(copy)) {
+            tracing::warn!(
+                "could not remove the spoiled read copy {}: {e}",
+                copy.display()
+            );
+        }
     }
     Ok(())
 }

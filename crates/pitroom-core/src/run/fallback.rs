@@ -129,7 +129,7 @@ impl Engine {
                 });
             };
             if kind == FailureKind::RateLimited {
-                let _ = Cooldowns::note(&self.home, &target, &error, retry_after);
+                note_cooldown(&self.home, &target, &error, retry_after);
             }
             let steps = stream.tally.steps - prior.steps;
             let tool_calls = stream.tally.tool_calls - prior.tool_calls;
@@ -172,7 +172,7 @@ impl Engine {
         if record.failure == Some(FailureKind::RateLimited) {
             let retry_after = stream.retry_after();
             let error = record.error.clone().unwrap_or_default();
-            let _ = Cooldowns::note(&self.home, &record.worker_target(), &error, retry_after);
+            note_cooldown(&self.home, &record.worker_target(), &error, retry_after);
         }
     }
 }
@@ -304,8 +304,24 @@ fn skipped_attempt(target: &str, why: String) -> Attempt {
 
 /// Keeps a failed attempt's stderr as `stderr.attempt-N.log` before the next one writes its own.
 fn rotate_stderr(run_dir: &Path, next_attempt: usize) {
-    let _ = std::fs::rename(
-        run_dir.join("stderr.log"),
-        run_dir.join(format!("stderr.attempt-{next_attempt}.log")),
-    );
+    let kept = run_dir.join(format!("stderr.attempt-{next_attempt}.log"));
+    if let Err(e) = crate::log::unless_gone(std::fs::rename(run_dir.join("stderr.log"), &kept)) {
+        tracing::warn!(
+            "could not keep the failed attempt's stderr as {}: {e}; the next attempt appends to stderr.log",
+            kept.display()
+        );
+    }
+}
+
+/// Notes a rate-limited target's cooldown, so the next runs skip it; without the note they
+/// would only try it again and wait.
+fn note_cooldown(
+    home: &crate::home::Home,
+    target: &str,
+    error: &str,
+    retry_after_secs: Option<u64>,
+) {
+    if let Err(e) = Cooldowns::note(home, target, error, retry_after_secs) {
+        tracing::warn!("could not note the cooldown of {target}: {e}");
+    }
 }

@@ -17,7 +17,12 @@ pub(super) fn seal(record: &mut RunRecord, run_dir: &Path, stream: &Stream) {
         if let Ok(text) = std::fs::read_to_string(&path) {
             let clean = stream.redact(&text);
             if clean != text {
-                let _ = std::fs::write(&path, clean);
+                if let Err(e) = std::fs::write(&path, clean) {
+                    tracing::error!(
+                        "could not write the redacted {log} ({e}): {} may still hold a secret the worker printed; delete it",
+                        path.display()
+                    );
+                }
             }
         }
     }
@@ -42,7 +47,7 @@ impl Engine {
             record.ended_at = Some(jiff::Timestamp::now().to_string());
         }
         record.supervisor_peak_kb = own_peak_kb();
-        let _ = std::fs::remove_dir_all(run_dir.join("scratch"));
+        crate::log::remove_dir(&run_dir.join("scratch"), "the run's scratch dir");
         if record.copy.is_some() {
             pitroom_git::prune_read_copies(
                 &self.home.snapshots(),
@@ -50,7 +55,7 @@ impl Engine {
             );
         }
         for index in ["base.index", "after.index"] {
-            let _ = std::fs::remove_file(run_dir.join(index));
+            crate::log::remove_file(&run_dir.join(index), "the snapshot index");
         }
         if let Err(e) = self.save_progress(record) {
             // The run's outcome is lost on disk: it fails, loudly, whatever the worker did.

@@ -227,7 +227,8 @@ impl Engine {
             },
         };
         let report = run_dir.join(SANDBOX_REPORT);
-        let _ = std::fs::remove_file(&report);
+        // A report left by an earlier attempt must not stand for this one's.
+        crate::log::remove_file(&report, "the previous attempt's sandbox report");
         let spec = SandboxSpec::for_worker(access, &private_dirs, &link_targets, report);
         Some(match &tree.in_place {
             Some(view) => spec.reading_in_place(view.hidden.clone(), view.blank.clone()),

@@ -253,7 +253,10 @@ impl Engine {
         };
         let id = self.home.create_run_dir()?;
         // Kept for the hint that re-runs the task (apply conflicts, timeouts).
-        let _ = std::fs::write(self.home.run_dir(&id).join("task.md"), &spec.task);
+        let task_file = self.home.run_dir(&id).join("task.md");
+        if let Err(e) = std::fs::write(&task_file, &spec.task) {
+            tracing::warn!("could not keep the task in {}: {e}", task_file.display());
+        }
         let mut record = RunRecord::new(id, spec, jiff::Timestamp::now().to_string());
         record.repo = checked.repo.as_ref().map(|r| r.toplevel.clone());
         if record.repo.is_none() {
@@ -302,6 +305,8 @@ impl Engine {
             repo,
         } = prepared;
         let run_dir = self.home.run_dir(&record.id);
+        // What a best-effort step of this run could not do is told in its own log.
+        crate::log::attach_run(&run_dir);
         let mut interrupt = Interrupt::install();
         let outcome = self.execute_inner(
             &mut record,
@@ -328,6 +333,7 @@ impl Engine {
     /// Moves the run into `phase` and publishes it (watchers, and the record of where a stop
     /// landed).
     fn enter(&self, record: &mut RunRecord, phase: RunPhase) -> Result<(), EngineError> {
+        tracing::debug!("run {}: {phase:?}", record.id);
         record.phase = Some(phase);
         if record.state.is_active() {
             return self.save(record);

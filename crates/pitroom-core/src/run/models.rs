@@ -73,7 +73,7 @@ impl Engine {
                 break;
             }
         }
-        let _ = std::fs::remove_dir_all(&scratch);
+        crate::log::remove_dir(&scratch, "the model listing's scratch dir");
         Ok(models)
     }
 }

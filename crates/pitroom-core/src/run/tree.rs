@@ -325,7 +325,7 @@ fn build_isolated_copy(
         .and_then(|()| std::fs::rename(&building, &copy).map_err(pitroom_git::GitError::Io));
     if let Err(e) = built {
         // Best effort: a leftover `.tmp-` directory is pruned later, and never used.
-        let _ = std::fs::remove_dir_all(&building);
+        crate::log::remove_dir(&building, "the half-built isolated copy");
         return Err(e.into());
     }
     Ok(copy)
@@ -351,8 +351,11 @@ fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) -> Result<(), Eng
             ));
             continue;
         }
+        // A parent that cannot be made makes `cp` fail below, with its own words.
         if let Some(parent) = dest.parent() {
-            let _ = std::fs::create_dir_all(parent);
+            if let Err(e) = std::fs::create_dir_all(parent) {
+                tracing::info!("--link {rel}: could not create {}: {e}", parent.display());
+            }
         }
         let mut cp = std::process::Command::new("cp");
         cp.args(["-a", "--reflink=auto"]).arg(&source).arg(&dest);
@@ -372,23 +375,41 @@ fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) -> Result<(), Eng
 }
 
 /// Creates the CLI's private state directories and its links to the user's credential files
-/// (best effort: a missing link surfaces as the CLI's own error).
+/// (best effort: a missing link surfaces as the CLI's own error, and the run log says why).
 pub(super) fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
-    for sub in ["data", "config", "cache"] {
-        let _ = std::fs::create_dir_all(dirs.shared.join(sub));
-    }
-    for sub in ["state", "tmp"] {
-        let _ = std::fs::create_dir_all(dirs.scratch.join(sub));
+    let made = ["data", "config", "cache"]
+        .map(|sub| dirs.shared.join(sub))
+        .into_iter()
+        .chain(["state", "tmp"].map(|sub| dirs.scratch.join(sub)));
+    for dir in made {
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::warn!(
+                "could not create the worker's state dir {}: {e}",
+                dir.display()
+            );
+        }
     }
     for (link, target) in links {
-        if let Some(parent) = link.parent() {
-            let _ = std::fs::create_dir_all(parent);
-        }
-        if std::fs::read_link(link).ok().as_deref() != Some(target.as_path()) {
-            let _ = std::fs::remove_file(link);
-            let _ = std::os::unix::fs::symlink(target, link);
+        if let Err(e) = credential_link(link, target) {
+            tracing::warn!(
+                "could not link {} to {}: {e}; the worker may not find its login",
+                link.display(),
+                target.display()
+            );
         }
     }
+}
+
+/// Points `link` at `target` (the user's credential file), replacing an older link.
+fn credential_link(link: &Path, target: &Path) -> std::io::Result<()> {
+    if let Some(parent) = link.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    if std::fs::read_link(link).ok().as_deref() == Some(target) {
+        return Ok(());
+    }
+    crate::log::unless_gone(std::fs::remove_file(link))?;
+    std::os::unix::fs::symlink(target, link)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! its card), clean, worker_prices, and a damaged database that must never fail a run.
 
 use std::path::Path;
+use std::time::Duration;
 
 use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::TestEnv;
@@ -147,6 +148,32 @@ fn a_damaged_history_database_never_fails_a_run_and_is_rebuilt_on_read() {
     );
     let found: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ids(&found), vec![id]);
+}
+
+#[test]
+fn a_background_runs_ledger_problem_is_told_in_its_own_run_log() {
+    let mut env = fake_env(script("SUMMARY: ok", "x"));
+    env.set(pitroom_core::log::LOG_ENV, "debug");
+    let repo = dirty_repo(&env, "repo");
+    // A directory where the database goes: no ledger row can be written.
+    std::fs::create_dir_all(env.state.join("history.sqlite").join("in-the-way")).unwrap();
+    let out = env.run(&repo, &["--bg", "Survive an unwritable ledger"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let done = env.run(&repo, &["wait", &id, "--timeout", "120"]);
+    assert_eq!(code(&done), 0, "the run itself is fine: {}", text(&done));
+    // The detached supervisor writes the line after it closed the record, which `wait` saw.
+    let log = env
+        .state
+        .join("runs")
+        .join(&id)
+        .join(pitroom_core::log::RUN_LOG);
+    let told = super::common::eventually(Duration::from_secs(60), || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("history import"))
+    });
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(told, "the run log says how to rebuild the history: {text}");
+    assert!(text.contains("WARN"), "{text}");
 }
 
 #[test]
