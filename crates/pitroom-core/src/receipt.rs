@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::record::{Receipt, RunRecord, Tally};
 
 /// List prices in USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Price {
     pub input: f64,
     pub output: f64,
@@ -136,7 +136,8 @@ fn estimated_saving(
 
 /// The user's `worker_prices`: USD per million tokens for worker CLIs that report no cost,
 /// keyed `backend:model` or `backend`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct WorkerPrices {
     prices: BTreeMap<String, Price>,
 }

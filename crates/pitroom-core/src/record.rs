@@ -108,6 +108,10 @@ pub struct RunSpec {
     pub parent: Option<String>,
     pub primary: String,
     pub price: Option<String>,
+    /// The config's `worker_prices` when the run started: a background run is priced with
+    /// them, not with what the config says when it ends. `None` in records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_prices: Option<crate::receipt::WorkerPrices>,
     /// A group the run belongs to (`-g`), for `apply -g`.
     #[serde(default)]
     pub group: Option<String>,
@@ -172,6 +176,7 @@ impl RunSpec {
             parent: None,
             primary: "sonnet".into(),
             price: None,
+            worker_prices: None,
             group: None,
             link: Vec::new(),
             verify: None,

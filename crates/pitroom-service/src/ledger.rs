@@ -9,8 +9,9 @@ use pitroom_store::{open_synced, Store};
 use crate::{Service, ServiceError};
 
 impl Service {
-    /// After a run ends (foreground or background supervisor): fills in a cost from
-    /// `worker_prices` when the CLI reported none, then writes the ledger row. Best-effort: a
+    /// After a run ends (foreground or background supervisor): writes the ledger row. A record
+    /// written before runs carried their worker prices (the engine prices those runs itself)
+    /// gets a cost from today's `worker_prices` when the CLI reported none. Best-effort: a
     /// problem goes into the returned notes (and never fails the run, whose directory is
     /// intact and is re-imported by the next reader).
     pub fn settle(&self, record: &mut RunRecord) -> Vec<String> {
@@ -18,7 +19,11 @@ impl Service {
         if record.state.is_active() {
             return notes;
         }
-        if let Ok(config) = self.config(&FlagValues::default()) {
+        let unpriced = record.spec.worker_prices.is_none();
+        if let Some(config) = unpriced
+            .then(|| self.config(&FlagValues::default()).ok())
+            .flatten()
+        {
             // Bad entries were already reported when the run started; stay quiet here.
             let (prices, _) = WorkerPrices::from_config(&config);
             if apply_worker_prices(record, &prices) {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use pitroom_core::config::{Config, FlagValues, Source};
 use pitroom_core::duration::parse_duration;
+use pitroom_core::receipt::WorkerPrices;
 use pitroom_core::target::Target;
 use pitroom_core::RunSpec;
 use pitroom_workers::{Mode, WorkerDef};
@@ -151,6 +152,8 @@ impl Service {
             parent: parent_id,
             primary: config.text("primary").unwrap_or_else(|| "sonnet".into()),
             price: config.text("price"),
+            // Bad entries are reported with the config's other warnings.
+            worker_prices: Some(WorkerPrices::from_config(&config).0),
             group: request.group.clone(),
             link: if mode == Mode::Isolate {
                 config.list("link")

@@ -36,6 +36,10 @@ pub(super) fn seal(record: &mut RunRecord, run_dir: &Path, stream: &Stream) {
     }
     let body = report::body(record, false);
     record.receipt = Some(receipt::receipt(&record.tally, &body, &primary.0));
+    // A CLI that reports no cost is priced with the worker prices the run started with.
+    if let Some(prices) = record.spec.worker_prices.clone() {
+        receipt::apply_worker_prices(record, &prices);
+    }
 }
 
 impl Engine {

@@ -230,6 +230,41 @@ fn worker_prices_price_a_cli_that_reports_no_cost_and_say_it_is_an_estimate() {
 }
 
 #[test]
+fn a_background_run_is_priced_with_the_worker_prices_it_started_with() {
+    let go = tempfile::tempdir().expect("scratch").keep().join("go");
+    let env = fake_env(json!([
+        {"wait_file": go.display().to_string()},
+        {"step": {"input": 1000000, "output": 100000, "cost": null}},
+        {"text": "SUMMARY: priced"},
+    ]));
+    let config = env.root.join("pitroom.toml");
+    std::fs::write(
+        &config,
+        "[worker_prices]\n\"opencode\" = { input = 0.5, output = 1.5 }\n",
+    )
+    .unwrap();
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run(&repo, &["--bg", "price me later"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The config changes while the run goes on; the run keeps the prices it started with.
+    std::fs::write(
+        &config,
+        "[worker_prices]\n\"opencode\" = { input = 50, output = 150 }\n",
+    )
+    .unwrap();
+    std::fs::write(&go, "").expect("go");
+    let done = env.run(&repo, &["wait", &id, "--timeout", "120"]);
+    assert_eq!(code(&done), 0, "{}", text(&done));
+    let r = record(&env, &repo);
+    assert!(
+        (r["receipt"]["cost"].as_f64().unwrap() - 0.65).abs() < 1e-9,
+        "{r}"
+    );
+    assert_eq!(r["spec"]["worker_prices"]["opencode"]["input"], 0.5, "{r}");
+}
+
+#[test]
 fn savings_add_up_per_period_and_model_and_write_an_svg_card() {
     let env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
