@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use tracing::field::{Field, Visit};
@@ -26,8 +26,29 @@ pub const LOG_ENV: &str = "PITROOM_LOG";
 /// The run's own log, in its run directory.
 pub const RUN_LOG: &str = "pitroom.log";
 
-/// The run log of this process, once a run is attached.
-static RUN_FILE: Mutex<Option<File>> = Mutex::new(None);
+/// The run log of this process, once a run is attached: its path, and the file once a line
+/// was written (opened at the first line, so a run with nothing to tell has no log file).
+static RUN_FILE: Mutex<Option<RunLog>> = Mutex::new(None);
+
+struct RunLog {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl RunLog {
+    fn file(&mut self) -> io::Result<&mut File> {
+        if self.file.is_none() {
+            let opened = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            self.file = Some(opened);
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no run log"))
+    }
+}
 
 /// Installs the process's subscriber (see the module doc). A `PITROOM_LOG` that does not parse
 /// falls back to `info` and says so. A second call does nothing.
@@ -62,18 +83,11 @@ pub fn init() {
 /// From now on, this process's log lines also go to `run_dir/pitroom.log` (appended: a run
 /// prepared in one process and carried out in another keeps both parts).
 pub fn attach_run(run_dir: &Path) {
-    let path = run_dir.join(RUN_LOG);
-    let opened = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path);
-    match opened {
-        Ok(file) => {
-            if let Ok(mut current) = RUN_FILE.lock() {
-                *current = Some(file);
-            }
-        }
-        Err(e) => tracing::warn!("cannot open the run log {}: {e}", path.display()),
+    if let Ok(mut current) = RUN_FILE.lock() {
+        *current = Some(RunLog {
+            path: run_dir.join(RUN_LOG),
+            file: None,
+        });
     }
 }
 
@@ -107,8 +121,9 @@ struct RunLogWriter;
 impl Write for RunLogWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match RUN_FILE.lock() {
-            Ok(mut file) => match file.as_mut() {
-                Some(f) => f.write(buf),
+            Ok(mut log) => match log.as_mut() {
+                // A run log that cannot be opened loses its lines; stderr still has the warnings.
+                Some(log) => log.file().and_then(|f| f.write(buf)),
                 None => Ok(buf.len()),
             },
             // A thread panicked while writing a log line: the log is lost, the run is not.
@@ -118,7 +133,10 @@ impl Write for RunLogWriter {
 
     fn flush(&mut self) -> io::Result<()> {
         match RUN_FILE.lock() {
-            Ok(mut file) => file.as_mut().map_or(Ok(()), |f| f.flush()),
+            Ok(mut log) => match log.as_mut().and_then(|l| l.file.as_mut()) {
+                Some(f) => f.flush(),
+                None => Ok(()),
+            },
             Err(_) => Ok(()),
         }
     }
@@ -223,8 +241,10 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!("before the run: nowhere");
             attach_run(dir.path());
-            tracing::debug!("kept at debug");
             tracing::trace!("too quiet");
+            // Nothing to tell yet: no file.
+            assert!(!dir.path().join(RUN_LOG).exists());
+            tracing::debug!("kept at debug");
         });
         let log = std::fs::read_to_string(dir.path().join(RUN_LOG)).expect("the run log");
         assert!(log.contains("kept at debug"), "{log}");
