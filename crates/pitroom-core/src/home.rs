@@ -311,7 +311,8 @@ fn fresh(record_path: &Path) -> bool {
     let Ok(written) = std::fs::metadata(record_path).and_then(|m| m.modified()) else {
         return false;
     };
-    // A record written "in the future" (the wall clock stepped back) is as fresh as one just written.
+    // A record written "in the future" (the wall clock stepped back) is as fresh as one just
+    // written.
     std::time::SystemTime::now()
         .duration_since(written)
         .map_or(true, |age| age < std::time::Duration::from_secs(30))

@@ -212,6 +212,13 @@ fn show_json_and_history_json_of_two_runs() {
         })
         .unwrap_or_default();
     assert_eq!(ids.len(), 2, "{ids:?}");
+    // Both runs were stamped at the same fixed time; `last` (and no id) is still the newer.
+    let newest = json_of(&env.run(&repo, &["show", "--json"]), 0);
+    assert_eq!(newest["spec"]["mode"], "write", "{newest:#}");
+    assert_eq!(
+        json_of(&env.run(&repo, &["show", "last", "--json"]), 0)["id"],
+        newest["id"]
+    );
     let shown: Vec<Value> = ids
         .iter()
         .map(|id| json_of(&env.run(&repo, &["show", id, "--json"]), 0))
