@@ -65,6 +65,7 @@ impl Cooldowns {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
+        // A cooldown lasts real time: the wall clock (a fixed clock would never end one).
         let now = jiff::Timestamp::now();
         c.entries.retain(|_, v| v.active(now));
         c
@@ -82,6 +83,7 @@ impl Cooldowns {
         retry_after: Option<u64>,
     ) -> std::io::Result<Cooling> {
         let wait = cooldown_for(message, retry_after);
+        // The wall clock, as `load` checks it against.
         let until = jiff::Timestamp::now()
             .checked_add(jiff::SignedDuration::try_from(wait).map_err(std::io::Error::other)?)
             .map_err(std::io::Error::other)?;

@@ -31,6 +31,33 @@ pub enum HomeError {
 /// The environment variable that moves the state directory.
 pub const HOME_ENV: &str = "PITROOM_HOME";
 
+/// How many ids [`Home::create_run_dir`] tries. Under a fixed clock every run of a state
+/// directory takes one more attempt than the one before (each the next millisecond), so this
+/// bounds the runs a test may start in one state directory.
+const ID_ATTEMPTS: u32 = 1000;
+
+/// The `attempt`th candidate id at `now`. Unseeded, the salt mixes the pid, the attempt and
+/// the nanoseconds (the caller re-reads the clock for each attempt). Seeded, the salt is the
+/// seed's and a collision moves to the next millisecond: under a fixed clock, consecutive runs
+/// get distinct ids that still sort in the order they were made.
+fn run_id(now: jiff::Timestamp, attempt: u32, seed: Option<u64>) -> String {
+    let (when, salt) = match seed {
+        None => (
+            now,
+            (std::process::id() + attempt * 7 + now.subsec_nanosecond() as u32) % 36,
+        ),
+        Some(seed) => (
+            now.checked_add(jiff::SignedDuration::from_millis(i64::from(attempt)))
+                .unwrap_or(now),
+            (seed % 36) as u32,
+        ),
+    };
+    let stamp = when.strftime("%Y%m%d-%H%M%S");
+    let ms = when.subsec_millisecond();
+    let c = std::char::from_digit(salt, 36).unwrap_or('0');
+    format!("{stamp}-{ms:03}{c}")
+}
+
 /// The state directory.
 #[derive(Debug, Clone)]
 pub struct Home {
@@ -91,16 +118,21 @@ impl Home {
 
     /// Creates a new run directory with an id that sorts by start time:
     /// `YYYYMMDD-HHMMSS-mmmX` (UTC, milliseconds, one random character against collisions).
+    /// The time is [`crate::clock::now`] and the character comes from
+    /// [`crate::clock::seed`] when one is set, so a test gets the same ids on every run.
     pub fn create_run_dir(&self) -> Result<String, HomeError> {
+        self.create_run_dir_with(&crate::clock::now, crate::clock::seed())
+    }
+
+    fn create_run_dir_with(
+        &self,
+        clock: &dyn Fn() -> jiff::Timestamp,
+        seed: Option<u64>,
+    ) -> Result<String, HomeError> {
         let runs = self.runs();
         std::fs::create_dir_all(&runs).map_err(self.io(&runs))?;
-        for attempt in 0..64u32 {
-            let now = jiff::Timestamp::now();
-            let stamp = now.strftime("%Y%m%d-%H%M%S").to_string();
-            let ms = now.subsec_millisecond();
-            let salt = (std::process::id() + attempt * 7 + now.subsec_nanosecond() as u32) % 36;
-            let c = std::char::from_digit(salt, 36).unwrap_or('0');
-            let id = format!("{stamp}-{ms:03}{c}");
+        for attempt in 0..ID_ATTEMPTS {
+            let id = run_id(clock(), attempt, seed);
             match std::fs::create_dir(runs.join(&id)) {
                 Ok(()) => return Ok(id),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -191,17 +223,18 @@ impl Home {
     /// is gone is re-read once (it may just have finished), then marked failed.
     pub fn load_settled(&self, id: &str) -> Result<RunRecord, HomeError> {
         let record = self.load(id)?;
-        if !record.state.is_active() || supervisor_alive(&record) {
+        if !record.state.is_active() || supervisor_alive(self, &record) {
             return Ok(record);
         }
         let mut record = self.load(id)?;
-        if record.state.is_active() && !supervisor_alive(&record) {
+        if record.state.is_active() && !supervisor_alive(self, &record) {
             record.state = RunState::Failed;
             record.error = Some(
                 "the supervising pitroom process exited unexpectedly; the run did not finish"
                     .into(),
             );
-            record.ended_at = Some(jiff::Timestamp::now().to_string());
+            // A stamp on the record: the stamping clock.
+            record.ended_at = Some(crate::clock::now().to_string());
             let path = self.record_path(id);
             record.write(&path).map_err(self.io(&path))?;
         }
@@ -258,10 +291,10 @@ fn human_bytes(bytes: u64) -> String {
 }
 
 /// Whether the record's supervising process is still the live process that started the run.
-pub fn supervisor_alive(record: &RunRecord) -> bool {
+pub fn supervisor_alive(home: &Home, record: &RunRecord) -> bool {
     let Some(pid) = record.pid else {
         // Not yet claimed by a supervisor: a fresh queued record; give it the benefit.
-        return record.state == RunState::Queued && fresh(record);
+        return record.state == RunState::Queued && fresh(&home.record_path(&record.id));
     };
     let pid = pid as i32;
     match (process_start_time(pid), record.pid_start) {
@@ -271,12 +304,18 @@ pub fn supervisor_alive(record: &RunRecord) -> bool {
     }
 }
 
-fn fresh(record: &RunRecord) -> bool {
-    record
-        .created_at
-        .parse::<jiff::Timestamp>()
-        .map(|t| jiff::Timestamp::now().duration_since(t).as_secs() < 30)
-        .unwrap_or(false)
+/// Whether a record was written less than 30 s ago. A staleness check, so real time: the file's
+/// modification time against the wall clock, not the record's `created_at`, which a fixed
+/// clock (`PITROOM_TIMESTAMP`) would make look months old (or never old).
+fn fresh(record_path: &Path) -> bool {
+    let Ok(written) = std::fs::metadata(record_path).and_then(|m| m.modified()) else {
+        return false;
+    };
+    // A record written "in the future" (the wall clock stepped back) is as fresh as one just
+    // written.
+    std::time::SystemTime::now()
+        .duration_since(written)
+        .map_or(true, |age| age < std::time::Duration::from_secs(30))
 }
 
 /// The per-repository writer lock: an `flock` the kernel releases when its holder dies, so a
@@ -366,6 +405,71 @@ mod tests {
         let b = h.create_run_dir().unwrap();
         assert!(a < b, "{a} < {b}");
         assert_eq!(a.len(), "20260930-003902-327a".len());
+    }
+
+    fn fixed() -> jiff::Timestamp {
+        "2026-01-02T03:04:05Z".parse().unwrap()
+    }
+
+    #[test]
+    fn a_seed_under_a_fixed_clock_gives_the_same_ids_every_time() {
+        let made = || {
+            let (_d, h) = home();
+            (0..3)
+                .map(|_| h.create_run_dir_with(&fixed, Some(7)).unwrap())
+                .collect::<Vec<_>>()
+        };
+        let first = made();
+        assert_eq!(
+            first,
+            [
+                "20260102-030405-0007",
+                "20260102-030405-0017",
+                "20260102-030405-0027"
+            ]
+        );
+        assert_eq!(made(), first);
+    }
+
+    #[test]
+    fn runs_colliding_on_a_fixed_stamp_stay_distinct_and_the_newest_is_last() {
+        let (_d, h) = home();
+        let ids: Vec<String> = (0..40)
+            .map(|_| {
+                let id = h.create_run_dir_with(&fixed, Some(0)).unwrap();
+                std::fs::write(h.record_path(&id), "{}").unwrap();
+                id
+            })
+            .collect();
+        assert_eq!(h.run_ids(), ids, "made in order, listed in order");
+        assert_eq!(h.resolve(Some("last")).unwrap(), ids[39]);
+        assert_eq!(h.resolve(None).unwrap(), ids[39]);
+    }
+
+    #[test]
+    fn a_record_no_supervisor_claimed_is_fresh_by_real_time_whatever_its_stamp() {
+        let (_d, h) = home();
+        add(&h, "20260101-000000-0001");
+        // Stamped years ago (as a fixed clock may stamp it), written just now.
+        let spec = crate::record::RunSpec::new("t", pitroom_workers::Mode::Read, "opencode", "/");
+        let record = RunRecord::new(
+            "20260101-000000-0001".into(),
+            spec,
+            "2020-01-01T00:00:00Z".into(),
+        );
+        assert_eq!(record.state, RunState::Queued);
+        assert!(supervisor_alive(&h, &record), "just written: still fresh");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options()
+            .write(true)
+            .open(h.record_path(&record.id))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert!(
+            !supervisor_alive(&h, &record),
+            "written a minute ago: stale"
+        );
     }
 
     #[test]

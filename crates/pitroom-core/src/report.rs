@@ -355,7 +355,8 @@ fn duration(record: &RunRecord) -> Option<Duration> {
         return Some(Duration::from_millis(ms));
     }
     let start: jiff::Timestamp = record.started_at.as_deref()?.parse().ok()?;
-    let secs = jiff::Timestamp::now().duration_since(start).as_secs_f64();
+    // Time since a stamp: the stamping clock, so a fixed clock shows no time passed, not months.
+    let secs = crate::clock::now().duration_since(start).as_secs_f64();
     Some(Duration::from_secs_f64(secs.max(0.0)))
 }
 

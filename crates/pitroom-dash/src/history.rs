@@ -60,7 +60,8 @@ fn given(value: &Option<String>) -> Option<String> {
 }
 
 fn since(text: Option<&str>, default: &str) -> Result<Since, (StatusCode, String)> {
-    parse_since(text.unwrap_or(default), jiff::Timestamp::now()).map_err(bad)
+    // A window over stamped records: the stamping clock, so a fixed clock's runs are recent.
+    parse_since(text.unwrap_or(default), pitroom_core::clock::now()).map_err(bad)
 }
 
 /// The ledger's model filter takes a model, a backend or `backend:model`.

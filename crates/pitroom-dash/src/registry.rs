@@ -36,7 +36,7 @@ impl Entry {
             pid_start: pitroom_proc::process_start_time(pid as i32).unwrap_or(0),
             port,
             detached,
-            started_at: jiff::Timestamp::now().to_string(),
+            started_at: pitroom_core::clock::now().to_string(), // a stamp: the stamping clock
         }
     }
 

@@ -61,7 +61,8 @@ impl Service {
     /// when `remove` (else a dry run).
     pub fn clean(&self, days: u32, remove: bool) -> Cleaning {
         let home = self.home();
-        let cutoff = jiff::Timestamp::now().as_millisecond() - i64::from(days) * 86_400_000;
+        // An age of stamped records: the stamping clock, so a fixed clock's runs are new.
+        let cutoff = pitroom_core::clock::now().as_millisecond() - i64::from(days) * 86_400_000;
         let mut cleaning = Cleaning::default();
         for id in home.run_ids() {
             let v = match home.load_settled(&id) {

@@ -138,7 +138,7 @@ impl Service {
             }
         }
         let note = Note {
-            time: jiff::Timestamp::now().to_string(),
+            time: pitroom_core::clock::now().to_string(), // a stamp: the stamping clock
             step,
             text: text.trim().to_string(),
         };

@@ -295,6 +295,8 @@ fn reviewer(
 }
 
 fn stamp() -> String {
+    // Names files that must not overwrite each other: the wall clock, since a fixed clock
+    // would give every review of a test the same name.
     let now = jiff::Timestamp::now();
     format!(
         "{}-{:03}",

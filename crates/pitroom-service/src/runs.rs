@@ -327,6 +327,8 @@ impl Service {
 }
 
 fn default_group_name() -> String {
+    // A name each crew must have to itself: the wall clock, since under a fixed clock every
+    // unnamed crew would join the same group.
     let now = jiff::Timestamp::now();
     format!(
         "crew-{}-{:03}",

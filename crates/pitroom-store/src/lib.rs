@@ -286,6 +286,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 
 /// Renames a damaged database (and its WAL and shared-memory files) out of the way.
 fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
+    // Names the file set aside: the wall clock, so two damaged databases never share a name.
     let stamp = jiff::Timestamp::now().as_second();
     let aside = path.with_file_name(format!("{DB_FILE}.damaged-{stamp}"));
     std::fs::rename(path, &aside).map_err(|e| StoreError::io(path, e))?;

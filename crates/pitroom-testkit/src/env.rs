@@ -1,8 +1,23 @@
 //! A hermetic environment for running the `pitroom` binary in tests: its own state dir, home,
-//! XDG dirs and git config, so no test sees the developer's settings or leaves anything behind.
+//! XDG dirs and git config, so no test sees the developer's settings or leaves anything behind;
+//! and a fixed clock and run-id seed, so ids, times, reports and `--json` are the same on every
+//! run (the snapshot tests rely on it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The variable that fixes Pitroom's stamping clock (`pitroom_core::clock::TIMESTAMP_ENV`; the
+/// test kit depends on no Pitroom crate, and the `pitroom` suite checks the two names agree).
+pub const TIMESTAMP_VAR: &str = "PITROOM_TIMESTAMP";
+
+/// The variable that seeds a run id's salt (`pitroom_core::clock::RANDOMNESS_SEED_ENV`).
+pub const RANDOMNESS_SEED_VAR: &str = "PITROOM_RANDOMNESS_SEED";
+
+/// The time every command of a [`TestEnv`] stamps its records and ids with.
+pub const FIXED_TIMESTAMP: &str = "2026-01-02T03:04:05Z";
+
+/// The run-id seed every command of a [`TestEnv`] gets.
+pub const RANDOMNESS_SEED: &str = "0";
 
 /// A temporary world for one test.
 pub struct TestEnv {
@@ -12,6 +27,7 @@ pub struct TestEnv {
     pub state: PathBuf,
     pub bin: PathBuf,
     extra: Vec<(String, String)>,
+    fixed_clock: bool,
 }
 
 impl TestEnv {
@@ -45,6 +61,7 @@ impl TestEnv {
             state,
             bin: bin.to_path_buf(),
             extra: Vec::new(),
+            fixed_clock: true,
         }
     }
 
@@ -52,6 +69,13 @@ impl TestEnv {
     pub fn set(&mut self, key: &str, value: impl Into<String>) {
         self.extra.retain(|(k, _)| k != key);
         self.extra.push((key.to_string(), value.into()));
+    }
+
+    /// Lets commands stamp records and ids with the wall clock and a random salt, for a test
+    /// that compares stamps with real time (how long a run lived, what a `--since` window of
+    /// records made elsewhere holds).
+    pub fn real_clock(&mut self) {
+        self.fixed_clock = false;
     }
 
     /// A command for `pitroom ARGS` in `dir`, with a clean environment.
@@ -78,6 +102,10 @@ impl TestEnv {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
             .env("LANG", "C.UTF-8");
+        if self.fixed_clock {
+            cmd.env(TIMESTAMP_VAR, FIXED_TIMESTAMP)
+                .env(RANDOMNESS_SEED_VAR, RANDOMNESS_SEED);
+        }
         for (k, v) in &self.extra {
             cmd.env(k, v);
         }

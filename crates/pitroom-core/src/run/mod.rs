@@ -257,7 +257,8 @@ impl Engine {
         if let Err(e) = std::fs::write(&task_file, &spec.task) {
             tracing::warn!("could not keep the task in {}: {e}", task_file.display());
         }
-        let mut record = RunRecord::new(id, spec, jiff::Timestamp::now().to_string());
+        // A stamp on the record: the stamping clock (the deadline and durations use `Instant`).
+        let mut record = RunRecord::new(id, spec, crate::clock::now().to_string());
         record.repo = checked.repo.as_ref().map(|r| r.toplevel.clone());
         if record.repo.is_none() {
             record.warnings.push(match record.spec.mode {
@@ -375,7 +376,7 @@ impl Engine {
         // The timeout counts from here: tree, worker, finishing and --verify alike.
         interrupt.start_deadline(Duration::from_secs_f64(record.spec.timeout_secs));
         record.state = RunState::Running;
-        record.started_at = Some(jiff::Timestamp::now().to_string());
+        record.started_at = Some(crate::clock::now().to_string()); // a stamp: the stamping clock
         self.enter(record, RunPhase::Tree)?;
         let started = Instant::now();
 
@@ -413,7 +414,7 @@ impl Engine {
         record.duration_ms = Some(started.elapsed().as_millis() as u64);
         // The next queued run may start while this one is judged and verified.
         drop(slot);
-        record.ended_at = Some(jiff::Timestamp::now().to_string());
+        record.ended_at = Some(crate::clock::now().to_string()); // a stamp: the stamping clock
         if matches!(
             last.ending,
             stream::Ending::Stopped | stream::Ending::TimedOut

@@ -113,7 +113,8 @@ fn open(home: &Home) -> Result<Store, i32> {
 fn since(given: Option<&str>, default: Since) -> Result<Since, i32> {
     match given {
         None => Ok(default),
-        Some(text) => parse_since(text, jiff::Timestamp::now()).map_err(|why| {
+        // A window over stamped records: the stamping clock.
+        Some(text) => parse_since(text, pitroom_core::clock::now()).map_err(|why| {
             output::error(why);
             exit::USAGE
         }),
@@ -331,7 +332,7 @@ fn import(args: ImportArgs) -> i32 {
 }
 
 pub(crate) fn savings(args: SavingsArgs) -> i32 {
-    let now = jiff::Timestamp::now();
+    let now = pitroom_core::clock::now(); // windows over stamped records: the stamping clock
     let periods = match &args.since {
         Some(text) => match since(Some(text), Since::all()) {
             Ok(s) => vec![s],

@@ -423,7 +423,7 @@ impl Demo {
             let left: Vec<String> = home
                 .run_ids()
                 .into_iter()
-                .filter(|id| home.load(id).is_ok_and(|r| supervisor_alive(&r)))
+                .filter(|id| home.load(id).is_ok_and(|r| supervisor_alive(&home, &r)))
                 .collect();
             if left.is_empty() || Instant::now() >= deadline {
                 return left;

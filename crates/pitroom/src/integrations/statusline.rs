@@ -127,7 +127,7 @@ fn scan(home: &Home, ids: &[String], frontier: &str) -> Scan {
     let mut blocked = false;
     for id in ids {
         let ended = match home.load(id) {
-            Ok(record) if record.state.is_active() && supervisor_alive(&record) => {
+            Ok(record) if record.state.is_active() && supervisor_alive(home, &record) => {
                 out.running.push(record.spec.backend.clone());
                 false
             }
@@ -157,7 +157,8 @@ fn is_debris(dir: &Path) -> bool {
 fn saved_this_week() -> Option<f64> {
     let service = pitroom_service::Service::from_process().ok()?;
     let (store, _notes) = service.history_store().ok()?;
-    let since = pitroom_store::Since::days(7, jiff::Timestamp::now());
+    // A window over stamped records: the stamping clock.
+    let since = pitroom_store::Since::days(7, pitroom_core::clock::now());
     store.savings(&since).ok().map(|s| s.saved)
 }
 
@@ -175,6 +176,7 @@ fn store_cache(home: &Home, cache: &Cache) {
     }
 }
 
+/// The cache's lifetime is real time: the wall clock (a fixed clock would never refresh it).
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }

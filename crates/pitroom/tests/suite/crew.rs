@@ -60,6 +60,8 @@ fn timestamp(v: &Value) -> jiff::Timestamp {
 #[test]
 fn a_crew_queues_in_arrival_order_and_never_runs_more_than_max_parallel() {
     let mut env = fake_env(slow_answer(700, "ok"));
+    // The spans (and a run's lifetime) are read from the records' stamps: real time.
+    env.real_clock();
     env.set("PITROOM_MAX_PARALLEL", "2");
     let dir = env.dir("plain");
     let tasks = ["t1", "t2", "t3", "t4", "t5", "t6"];
@@ -528,11 +530,13 @@ fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() 
 
 #[test]
 fn thirty_two_second_workers_all_finish_within_the_default_twenty_slots() {
-    let env = fake_env(json!([
+    let mut env = fake_env(json!([
         {"sleep_ms": 2000},
         {"text": "SUMMARY: slept"},
         {"step": {"input": 10, "output": 1, "reason": "stop"}}
     ]));
+    // The spans are read from the records' stamps: real time.
+    env.real_clock();
     let dir = env.dir("plain");
     let tasks: Vec<String> = (0..30).map(|i| format!("task {i}")).collect();
     let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();

@@ -32,4 +32,5 @@ mod recorder;
 mod review;
 mod review_e2e;
 mod skills;
+mod snapshots;
 mod stop_phases;

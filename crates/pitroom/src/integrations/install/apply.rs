@@ -13,6 +13,7 @@ pub(super) fn apply_steps(
     steps: &[(Want, Step)],
     manifest: &mut Manifest,
 ) -> Result<(), String> {
+    // Names backups that must not overwrite each other: the wall clock, not a fixed one.
     let stamp = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string();
     for (want, step) in steps {
         match step {
