@@ -86,7 +86,8 @@ pub(crate) fn search(conn: &Connection, filter: &Filter) -> rusqlite::Result<Vec
                 "runs_fts.rowid DESC",
             )
         }
-        None => ("runs r", "NULL", "r.started_ms DESC"),
+        // Runs that started in the same millisecond (or under a fixed test clock): newest id first.
+        None => ("runs r", "NULL", "r.started_ms DESC, r.id DESC"),
     };
     if let Some(m) = &filter.model {
         params.push(Value::Text(m.clone()));
