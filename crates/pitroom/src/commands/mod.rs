@@ -1,4 +1,5 @@
-//! One module per command.
+//! One module per command. Each returns an [`Outcome`]; [`dispatch`] alone turns it into the
+//! process exit code, printing a failure on the way ([`CliError::report`]).
 
 mod apply;
 mod config;
@@ -99,4 +100,18 @@ pub(crate) fn load_selected(service: &Service, selector: &Selector) -> Vec<RunRe
         output::warning(p);
     }
     records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_exits_with_its_code_and_a_failure_with_its_kinds() {
+        assert_eq!(exit_code(Ok(Exit::Ok)), 0);
+        assert_eq!(exit_code(Ok(Exit::Timeout)), 4);
+        assert_eq!(exit_code(Ok(Exit::VerifyFailed)), 6);
+        assert_eq!(exit_code(Err(CliError::usage("bad flag"))), 2);
+        assert_eq!(exit_code(Err(CliError::refused("busy"))), 3);
+    }
 }
