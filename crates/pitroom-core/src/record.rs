@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use pitroom_workers::{FailureKind, Mode, Usage};
 use serde::{Deserialize, Serialize};
 
+use crate::exit::Exit;
+
 /// Bumped when a field changes meaning; readers accept older versions (missing fields default).
 pub const RECORD_VERSION: u32 = 1;
 
@@ -477,16 +479,21 @@ impl RunRecord {
         }
     }
 
-    /// The process exit code this run maps to (PRODUCT.md §3).
-    pub fn exit_code(&self) -> i32 {
+    /// How a process that carried out (or waits for) this run ends (PRODUCT.md §3).
+    pub fn exit(&self) -> Exit {
         match self.state {
-            RunState::Queued | RunState::Running => crate::exit::STILL_RUNNING,
-            RunState::Done => crate::exit::OK,
-            RunState::Timeout => crate::exit::TIMEOUT,
-            RunState::Failed if self.read_only_violation => crate::exit::READ_ONLY_VIOLATION,
-            RunState::Failed if self.verify_failed() => crate::exit::VERIFY_FAILED,
-            RunState::Failed | RunState::Stopped => crate::exit::FAILED,
+            RunState::Queued | RunState::Running => Exit::StillRunning,
+            RunState::Done => Exit::Ok,
+            RunState::Timeout => Exit::Timeout,
+            RunState::Failed if self.read_only_violation => Exit::ReadOnlyViolation,
+            RunState::Failed if self.verify_failed() => Exit::VerifyFailed,
+            RunState::Failed | RunState::Stopped => Exit::Failed,
         }
+    }
+
+    /// [`RunRecord::exit`]'s code, for reports that carry it as a number.
+    pub fn exit_code(&self) -> i32 {
+        self.exit().code()
     }
 
     /// The worker that did (or is doing) the run: `backend[:model]`.

@@ -1,8 +1,9 @@
 //! What a tool hands back: a short text for the model next to `structuredContent` of a fixed
 //! schema, both well under the clients' caps (Claude Code stops at 25,000 tokens).
 
+use pitroom_core::exit::Exit;
 use pitroom_core::{report, RunRecord};
-use pitroom_service::runs::set_exit_code;
+use pitroom_service::runs::set_exit;
 use pitroom_service::Selector;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -138,7 +139,7 @@ pub fn runs_result(
         .filter(|r| !r.state.is_active())
         .cloned()
         .collect();
-    let failed = set_exit_code(&finished) != pitroom_core::exit::OK;
+    let failed = set_exit(&finished) != Exit::Ok;
     let text = cap(text, "pitroom://run/<id>");
     let result = RunsResult {
         runs: records.iter().map(RunView::of).collect(),

@@ -1,6 +1,7 @@
 //! A run's changes: the patch as shown (redacted), apply (one run or a group, all or nothing
 //! per run), discard, revert.
 
+use pitroom_core::exit::Exit;
 use pitroom_core::{isolate, revert, RunRecord};
 use pitroom_workers::Mode;
 
@@ -147,11 +148,11 @@ impl Service {
 }
 
 impl GroupApply {
-    /// The exit code: 0 when everything landed, else the failure's.
-    pub fn exit_code(&self) -> i32 {
+    /// How the process ends: ok when everything landed, else as the failure does.
+    pub fn exit(&self) -> Exit {
         match &self.error {
-            None => pitroom_core::exit::OK,
-            Some((_, e)) => e.exit_code(),
+            None => Exit::Ok,
+            Some((_, e)) => e.exit(),
         }
     }
 

@@ -1,9 +1,9 @@
 //! One error type for every front end: a kind (which decides the CLI's exit code and the MCP
 //! server's `isError`), the message (what happened) and, where there is one, the hint (what to do).
 
-use pitroom_core::exit;
+use pitroom_core::exit::{self, Exit};
 
-/// What kind of failure an operation met; each maps to one exit code (PRODUCT.md §3).
+/// What kind of failure an operation met; each maps to one exit (PRODUCT.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The request itself is wrong (exit 2).
@@ -17,12 +17,14 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub fn exit_code(self) -> i32 {
+    /// The one mapping of a failure's kind to the exit it ends with: the CLI exits with it and
+    /// the MCP server names its code, so the two cannot disagree.
+    pub fn exit(self) -> Exit {
         match self {
-            ErrorKind::Usage => exit::USAGE,
-            ErrorKind::Refused => exit::REFUSED,
-            ErrorKind::Failed => exit::FAILED,
-            ErrorKind::StillRunning => exit::STILL_RUNNING,
+            ErrorKind::Usage => Exit::Usage,
+            ErrorKind::Refused => Exit::Refused,
+            ErrorKind::Failed => Exit::Failed,
+            ErrorKind::StillRunning => Exit::StillRunning,
         }
     }
 }
@@ -60,8 +62,8 @@ impl ServiceError {
         self
     }
 
-    pub fn exit_code(&self) -> i32 {
-        self.kind.exit_code()
+    pub fn exit(&self) -> Exit {
+        self.kind.exit()
     }
 }
 
@@ -123,11 +125,13 @@ mod tests {
 
     #[test]
     fn every_kind_maps_to_its_documented_exit_code() {
-        assert_eq!(ServiceError::usage("x").exit_code(), 2);
-        assert_eq!(ServiceError::refused("x").exit_code(), 3);
-        assert_eq!(ServiceError::new(ErrorKind::Failed, "x").exit_code(), 1);
+        assert_eq!(ServiceError::usage("x").exit().code(), 2);
+        assert_eq!(ServiceError::refused("x").exit().code(), 3);
+        assert_eq!(ServiceError::new(ErrorKind::Failed, "x").exit().code(), 1);
         assert_eq!(
-            ServiceError::new(ErrorKind::StillRunning, "x").exit_code(),
+            ServiceError::new(ErrorKind::StillRunning, "x")
+                .exit()
+                .code(),
             75
         );
     }

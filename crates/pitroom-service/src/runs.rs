@@ -3,9 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use pitroom_core::exit::Exit;
 use pitroom_core::home::WriterLock;
 use pitroom_core::slots::Ticket;
-use pitroom_core::{exit, Home, Observer, Prepared, RunRecord, Silent};
+use pitroom_core::{Home, Observer, Prepared, RunRecord, Silent};
 use pitroom_workers::Mode;
 
 use crate::events::{ChangeWait, TICK};
@@ -66,16 +67,17 @@ impl WaitOutcome {
     }
 }
 
-/// The exit code of a set: 75 while any is active, 0 when all are ok, else the first failure's.
-pub fn set_exit_code(records: &[RunRecord]) -> i32 {
+/// How a set of runs ends: still running while any is active, ok when all are ok, else as the
+/// first failure does.
+pub fn set_exit(records: &[RunRecord]) -> Exit {
     if records.iter().any(|r| r.state.is_active()) {
-        return exit::STILL_RUNNING;
+        return Exit::StillRunning;
     }
     records
         .iter()
-        .map(RunRecord::exit_code)
-        .find(|&c| c != exit::OK)
-        .unwrap_or(exit::OK)
+        .map(RunRecord::exit)
+        .find(|&e| e != Exit::Ok)
+        .unwrap_or(Exit::Ok)
 }
 
 impl Service {

@@ -1,5 +1,6 @@
 //! `pitroom`: the command-line front end. One module per command; all printing goes through
-//! `output`; exit codes come from `pitroom_core::exit`.
+//! `output`; a command ends with an `Exit` (`pitroom_core::exit`) or a `CliError` (`error`),
+//! which `commands::dispatch` alone turns into the exit code.
 
 // The printer (`output`) owns stdout and stderr; the few other writers say why they may.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
@@ -9,6 +10,7 @@
 mod cli;
 mod commands;
 mod demo;
+mod error;
 mod integrations;
 mod output;
 
@@ -16,6 +18,7 @@ use std::ffi::OsString;
 use std::io::Write;
 
 use clap::Parser;
+use pitroom_core::exit::Exit;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -40,30 +43,30 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     if let Some(line) = cli::version_only(&args) {
-        std::process::exit(print_version(&line));
+        std::process::exit(print_version(&line).code());
     }
     // What a best-effort step could not do: into the run's log, and warnings to stderr.
     pitroom_core::log::init();
     let cli = match cli::Cli::try_parse_from(cli::with_default_command(args)) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() {
-                pitroom_core::exit::USAGE
+            let exit = if e.use_stderr() {
+                Exit::Usage
             } else {
-                0
+                Exit::Ok
             };
             let _ = e.print();
-            std::process::exit(code);
+            std::process::exit(exit.code());
         }
     };
     std::process::exit(commands::dispatch(cli));
 }
 
-/// Prints the version line; 1 when stdout cannot take it.
-fn print_version(line: &str) -> i32 {
+/// Prints the version line; a failure when stdout cannot take it.
+fn print_version(line: &str) -> Exit {
     let mut out = std::io::stdout().lock();
     match out.write_all(line.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => 0,
-        Err(_) => 1,
+        Ok(()) => Exit::Ok,
+        Err(_) => Exit::Failed,
     }
 }

@@ -1,7 +1,8 @@
 //! All terminal output: colour only on a terminal (and never with NO_COLOR), one clear line per
 //! error, the live progress line. This module owns stdout and stderr: commands print through
 //! [`say!`] (results, on stdout), [`tell!`] (notes for the person, on stderr), [`error`] and
-//! [`warning`]; the crate denies `print_stdout`/`print_stderr` everywhere else.
+//! [`warning`]; a command's failure reaches [`error`] and [`hint`] only through
+//! `CliError::report`. The crate denies `print_stdout`/`print_stderr` everywhere else.
 
 use std::io::{IsTerminal, Write};
 use std::time::Instant;

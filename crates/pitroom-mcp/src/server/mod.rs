@@ -81,7 +81,7 @@ fn service_error(e: &ServiceError) -> CallToolResult {
         text.push_str("\nhint: ");
         text.push_str(hint);
     }
-    text.push_str(&format!("\n(exit code {})", e.exit_code()));
+    text.push_str(&format!("\n(exit code {})", e.exit().code()));
     error_text(text)
 }
 

@@ -1,34 +1,28 @@
 //! `pitroom apply` and `pitroom discard`.
 
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 
+use super::Outcome;
 use crate::cli::{ApplyArgs, DiscardArgs};
 use crate::output;
 use crate::output::say;
 
-pub(super) fn apply(args: ApplyArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn apply(args: ApplyArgs) -> Outcome {
+    let service = super::service()?;
     if let Some(group) = &args.group {
         return apply_group(&service, group, args.allow_delete, args.json);
     }
-    match service.apply(args.run.as_deref(), args.allow_delete) {
-        Ok((record, n)) => {
-            if args.json {
-                output::json(&serde_json::json!({"run": record.id, "applied": true, "files": n}));
-            } else {
-                say!(
-                    "pitroom ✔ applied run {}: {n} file{} changed in your tree",
-                    record.id,
-                    plural(n)
-                );
-            }
-            exit::OK
-        }
-        Err(e) => super::fail(&e),
+    let (record, n) = service.apply(args.run.as_deref(), args.allow_delete)?;
+    if args.json {
+        output::json(&serde_json::json!({"run": record.id, "applied": true, "files": n}));
+    } else {
+        say!(
+            "pitroom ✔ applied run {}: {n} file{} changed in your tree",
+            record.id,
+            plural(n)
+        );
     }
+    Ok(Exit::Ok)
 }
 
 /// Applies a group's isolated runs in start order, stopping at the first that fails.
@@ -37,11 +31,8 @@ fn apply_group(
     group: &str,
     allow_delete: bool,
     json: bool,
-) -> i32 {
-    let outcome = match service.apply_group(group, allow_delete) {
-        Ok(o) => o,
-        Err(e) => return super::fail(&e),
-    };
+) -> Outcome {
+    let outcome = service.apply_group(group, allow_delete)?;
     if json {
         output::json(&serde_json::json!({
             "group": group,
@@ -58,28 +49,22 @@ fn apply_group(
             say!("not applied: {}", outcome.not_applied.join(", "));
         }
     }
-    outcome.exit_code()
+    // The failure is reported with the group's result, on stdout.
+    Ok(outcome.exit())
 }
 
-pub(super) fn discard(args: DiscardArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    match service.discard(args.run.as_deref()) {
-        Ok(record) => {
-            if args.json {
-                output::json(&serde_json::json!({"run": record.id, "discarded": true}));
-            } else {
-                say!(
-                    "pitroom ✔ discarded the copy of run {id}; its patch stays: pitroom show --patch {id}",
-                    id = record.id
-                );
-            }
-            exit::OK
-        }
-        Err(e) => super::fail(&e),
+pub(super) fn discard(args: DiscardArgs) -> Outcome {
+    let service = super::service()?;
+    let record = service.discard(args.run.as_deref())?;
+    if args.json {
+        output::json(&serde_json::json!({"run": record.id, "discarded": true}));
+    } else {
+        say!(
+            "pitroom ✔ discarded the copy of run {id}; its patch stays: pitroom show --patch {id}",
+            id = record.id
+        );
     }
+    Ok(Exit::Ok)
 }
 
 fn plural(n: usize) -> &'static str {

@@ -1,20 +1,17 @@
 //! `pitroom config`: every effective value and its source.
 
 use pitroom_core::config::{Config, FlagValues};
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 
+use super::Outcome;
 use crate::cli::ConfigArgs;
+use crate::error::CliError;
 use crate::output;
 use crate::output::say;
 
-pub(super) fn config(args: ConfigArgs) -> i32 {
-    let config = match Config::load(&super::env_lookup, &FlagValues::default()) {
-        Ok(c) => c,
-        Err(e) => {
-            output::error(e);
-            return exit::REFUSED;
-        }
-    };
+pub(super) fn config(args: ConfigArgs) -> Outcome {
+    let config = Config::load(&super::env_lookup, &FlagValues::default())
+        .map_err(|e| CliError::refused(e.to_string()))?;
     for w in &config.warnings {
         output::warning(w);
     }
@@ -26,7 +23,7 @@ pub(super) fn config(args: ConfigArgs) -> i32 {
             "entries": entries,
             "warnings": config.warnings,
         }));
-        return exit::OK;
+        return Ok(Exit::Ok);
     }
     say!(
         "config file: {}",
@@ -50,5 +47,5 @@ pub(super) fn config(args: ConfigArgs) -> i32 {
         };
         say!("{:<14} {:<28} ({})", e.key, value, e.source);
     }
-    exit::OK
+    Ok(Exit::Ok)
 }

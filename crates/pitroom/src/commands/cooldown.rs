@@ -1,32 +1,29 @@
 //! `pitroom cooldown`: the targets skipped after a rate limit, and until when.
 
 use pitroom_core::cooldown::Cooldowns;
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 
+use super::Outcome;
 use crate::cli::CooldownArgs;
+use crate::error::CliError;
 use crate::output;
 use crate::output::say;
 
-pub(super) fn cooldown(args: CooldownArgs) -> i32 {
+pub(super) fn cooldown(args: CooldownArgs) -> Outcome {
     let home = super::home();
     if args.clear {
-        return match Cooldowns::clear(&home) {
-            Ok(n) => {
-                if args.json {
-                    output::json(&serde_json::json!({"cleared": n}));
-                } else {
-                    say!("pitroom: cleared {n} cooldown(s)");
-                }
-                exit::OK
-            }
-            Err(e) => {
-                output::error(format!(
-                    "cannot clear the cooldowns in {}: {e}",
-                    home.root.display()
-                ));
-                exit::REFUSED
-            }
-        };
+        let n = Cooldowns::clear(&home).map_err(|e| {
+            CliError::refused(format!(
+                "cannot clear the cooldowns in {}: {e}",
+                home.root.display()
+            ))
+        })?;
+        if args.json {
+            output::json(&serde_json::json!({"cleared": n}));
+        } else {
+            say!("pitroom: cleared {n} cooldown(s)");
+        }
+        return Ok(Exit::Ok);
     }
     let cooldowns = Cooldowns::load(&home);
     if args.json {
@@ -38,5 +35,5 @@ pub(super) fn cooldown(args: CooldownArgs) -> i32 {
             say!("{target}  until {}  {}", c.until_short(), c.reason);
         }
     }
-    exit::OK
+    Ok(Exit::Ok)
 }

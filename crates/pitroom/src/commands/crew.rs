@@ -1,52 +1,44 @@
 //! `pitroom crew`: several background runs started as one group.
 
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 use pitroom_service::runs::split_tasks;
 use pitroom_service::{CrewOutcome, RunRequest};
 use serde_json::json;
 
+use super::Outcome;
 use crate::cli::CrewArgs;
+use crate::error::CliError;
 use crate::output;
 use crate::output::{say, tell};
 
-pub(super) fn crew(args: CrewArgs) -> i32 {
-    let tasks = match read_tasks(&args) {
-        Ok(t) => t,
-        Err(code) => return code,
-    };
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let outcome = match service.start_crew(&template(&args), &tasks, args.group.as_deref()) {
-        Ok(o) => o,
-        Err(e) => return super::fail(&e),
-    };
+pub(super) fn crew(args: CrewArgs) -> Outcome {
+    let tasks = read_tasks(&args)?;
+    let service = super::service()?;
+    let outcome = service.start_crew(&template(&args), &tasks, args.group.as_deref())?;
     for w in &outcome.warnings {
         output::warning(w);
     }
     match &outcome.error {
         None => {
             print_group(&outcome, args.json);
-            exit::OK
+            Ok(Exit::Ok)
         }
         Some(e) => {
-            let code = super::fail(e);
-            report_partial(&outcome);
-            code
+            let error = CliError::from(e.clone());
+            Err(match partial(&outcome) {
+                Some(line) => error.then(line),
+                None => error,
+            })
         }
     }
 }
 
 /// The tasks from the arguments, or from a file split by `---` lines.
-fn read_tasks(args: &CrewArgs) -> Result<Vec<String>, i32> {
+fn read_tasks(args: &CrewArgs) -> Result<Vec<String>, CliError> {
     match &args.task_file {
         Some(file) => std::fs::read_to_string(file)
             .map(|text| split_tasks(&text))
-            .map_err(|e| {
-                output::error(format!("--task-file {}: {e}", file.display()));
-                exit::USAGE
-            }),
+            .map_err(|e| CliError::usage(format!("--task-file {}: {e}", file.display()))),
         None => Ok(args
             .tasks
             .iter()
@@ -82,19 +74,20 @@ fn print_group(outcome: &CrewOutcome, json: bool) {
     );
 }
 
-/// A crew that failed part-way: the runs already started go on; say which.
-fn report_partial(outcome: &CrewOutcome) {
-    if !outcome.started.is_empty() {
-        tell!(
-            "pitroom: {} run(s) of group {} were started before the error and go on: {}",
-            outcome.started.len(),
-            outcome.group,
-            outcome
-                .started
-                .iter()
-                .map(|r| r.id.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+/// A crew that failed part-way: the runs already started go on; the line that says which.
+fn partial(outcome: &CrewOutcome) -> Option<String> {
+    if outcome.started.is_empty() {
+        return None;
     }
+    Some(format!(
+        "pitroom: {} run(s) of group {} were started before the error and go on: {}",
+        outcome.started.len(),
+        outcome.group,
+        outcome
+            .started
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    ))
 }

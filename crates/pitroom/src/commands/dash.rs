@@ -6,11 +6,14 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pitroom_core::{exit, Home};
+use pitroom_core::exit::Exit;
+use pitroom_core::Home;
 use pitroom_dash::{registry, Dash, DashError, Options, DEFAULT_PORT, DETACHED_IDLE};
 use serde_json::json;
 
+use super::Outcome;
 use crate::cli::DashArgs;
+use crate::error::CliError;
 use crate::output;
 use crate::output::say;
 
@@ -19,7 +22,7 @@ const DETACH_WAIT: Duration = Duration::from_secs(20);
 /// How long `--stop` waits for the server to exit.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
-pub(super) fn dash(args: DashArgs) -> i32 {
+pub(super) fn dash(args: DashArgs) -> Outcome {
     let home = super::home();
     if args.stop {
         return stop(&home, args.json);
@@ -30,7 +33,7 @@ pub(super) fn dash(args: DashArgs) -> i32 {
     if let Some(entry) = registry::running(&home) {
         if registry::answers(entry.port) {
             announce(&args, &entry.url(), entry.pid, true);
-            return exit::OK;
+            return Ok(Exit::Ok);
         }
     }
     if args.detach {
@@ -78,14 +81,13 @@ fn bind(args: &DashArgs, detached: bool) -> Result<Dash, DashError> {
     }
 }
 
-fn serve(args: &DashArgs, detached: bool) -> i32 {
-    let dash = match bind(args, detached) {
-        Ok(d) => d,
-        Err(e) => {
-            output::error(e);
-            return exit::REFUSED;
-        }
-    };
+/// A dashboard that cannot start or serve is a refusal.
+fn refused(e: DashError) -> CliError {
+    CliError::refused(e.to_string())
+}
+
+fn serve(args: &DashArgs, detached: bool) -> Outcome {
+    let dash = bind(args, detached).map_err(refused)?;
     if detached {
         say!("serving {} (pid {})", dash.url(), std::process::id());
     } else {
@@ -95,25 +97,16 @@ fn serve(args: &DashArgs, detached: bool) -> i32 {
         }
     }
     let _ = std::io::stdout().flush();
-    match dash.serve() {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            output::error(e);
-            exit::REFUSED
-        }
-    }
+    dash.serve().map_err(refused)?;
+    Ok(Exit::Ok)
 }
 
 /// Starts `pitroom dash --serve-detached` in its own session, logging to `dash.log`, and
 /// returns once it answers.
-fn detach(home: &Home, args: &DashArgs) -> i32 {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            output::error(format!("cannot find the pitroom executable itself: {e}"));
-            return exit::REFUSED;
-        }
-    };
+fn detach(home: &Home, args: &DashArgs) -> Outcome {
+    let exe = std::env::current_exe().map_err(|e| {
+        CliError::refused(format!("cannot find the pitroom executable itself: {e}"))
+    })?;
     let log_path = home.root.join("dash.log");
     let log = std::fs::create_dir_all(&home.root).and_then(|()| {
         std::fs::OpenOptions::new()
@@ -121,16 +114,12 @@ fn detach(home: &Home, args: &DashArgs) -> i32 {
             .append(true)
             .open(&log_path)
     });
-    let log = match log {
-        Ok(l) => l,
-        Err(e) => {
-            output::error(format!(
-                "cannot write {}: {e}; check that the state directory is writable",
-                log_path.display()
-            ));
-            return exit::REFUSED;
-        }
-    };
+    let log = log.map_err(|e| {
+        CliError::refused(format!(
+            "cannot write {}: {e}; check that the state directory is writable",
+            log_path.display()
+        ))
+    })?;
     let mut cmd = Command::new(exe);
     cmd.args(["dash", "--serve-detached"]);
     if let Some(port) = args.port {
@@ -152,37 +141,31 @@ fn detach(home: &Home, args: &DashArgs) -> i32 {
             Ok(())
         });
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            output::error(format!("cannot start the dashboard server: {e}"));
-            return exit::REFUSED;
-        }
-    };
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CliError::refused(format!("cannot start the dashboard server: {e}")))?;
     let deadline = Instant::now() + DETACH_WAIT;
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.try_wait() {
-            output::error(format!(
+            return Err(CliError::refused(format!(
                 "the dashboard server exited at start ({status}): {}",
                 log_tail(&log_path)
-            ));
-            return exit::REFUSED;
+            )));
         }
         if let Some(entry) = registry::running(home).filter(|e| e.pid == child.id()) {
             if registry::answers(entry.port) {
                 announce(args, &entry.url(), entry.pid, false);
-                return exit::OK;
+                return Ok(Exit::Ok);
             }
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    output::error(format!(
+    Err(CliError::refused(format!(
         "the dashboard server (pid {}) did not answer within {}s; see {}",
         child.id(),
         DETACH_WAIT.as_secs(),
         log_path.display()
-    ));
-    exit::REFUSED
+    )))
 }
 
 /// The last lines of the server's log, for an error message.
@@ -197,14 +180,14 @@ fn log_tail(path: &std::path::Path) -> String {
     }
 }
 
-fn stop(home: &Home, json_out: bool) -> i32 {
+fn stop(home: &Home, json_out: bool) -> Outcome {
     let Some(entry) = registry::running(home) else {
         if json_out {
             output::json(&json!({ "stopped": false, "running": false }));
         } else {
             say!("pitroom dash: no dashboard server is running for this state directory");
         }
-        return exit::OK;
+        return Ok(Exit::Ok);
     };
     pitroom_proc::terminate_exact(entry.pid as i32, entry.pid_start);
     let deadline = Instant::now() + STOP_WAIT;
@@ -212,13 +195,12 @@ fn stop(home: &Home, json_out: bool) -> i32 {
         std::thread::sleep(Duration::from_millis(50));
     }
     if entry.is_alive() {
-        output::error(format!(
+        return Err(CliError::refused(format!(
             "the dashboard server (pid {}) did not stop within {}s; end it with: kill {}",
             entry.pid,
             STOP_WAIT.as_secs(),
             entry.pid
-        ));
-        return exit::REFUSED;
+        )));
     }
     // Normally the server removed it itself; a killed one could not.
     let _ = registry::running(home);
@@ -231,7 +213,7 @@ fn stop(home: &Home, json_out: bool) -> i32 {
             entry.pid
         );
     }
-    exit::OK
+    Ok(Exit::Ok)
 }
 
 /// Opens `url` with the system's opener; a failure is only a warning (the address is printed).

@@ -1,19 +1,17 @@
 //! `pitroom doctor`: prints the run library's check-up (`pitroom_service::doctor`), adds the
 //! host integration's own check (skills loaded twice) and, with `--probe`, real runs.
 
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 use pitroom_service::doctor::{healthy, Check};
 use serde_json::json;
 
+use super::Outcome;
 use crate::cli::DoctorArgs;
 use crate::output;
 use crate::output::say;
 
-pub(super) fn doctor(args: DoctorArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn doctor(args: DoctorArgs) -> Outcome {
+    let service = super::service()?;
     let mut checks = service.doctor();
     checks.push(skills_check());
     let probes = if args.probe {
@@ -47,11 +45,8 @@ pub(super) fn doctor(args: DoctorArgs) -> i32 {
             super::probe::print(probes);
         }
     }
-    if healthy {
-        exit::OK
-    } else {
-        exit::REFUSED
-    }
+    // An unhealthy check-up is its outcome, already printed check by check.
+    Ok(if healthy { Exit::Ok } else { Exit::Refused })
 }
 
 /// Skills that would load twice (a plugin and `pitroom install`'s links) reach the agent twice.

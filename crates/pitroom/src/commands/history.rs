@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use pitroom_core::duration::format_duration;
+use pitroom_core::exit::Exit;
 use pitroom_core::report::human_count;
-use pitroom_core::{exit, Home};
+use pitroom_core::Home;
 use pitroom_store::{
     open_synced, parse_since, savings_card, CardData, Filter, Hit, Savings, Since, Store,
     WorkerStats,
@@ -16,6 +17,8 @@ use pitroom_store::{
 use pitroom_workers::ModelInfo;
 use serde_json::json;
 
+use super::Outcome;
+use crate::error::CliError;
 use crate::output;
 use crate::output::say;
 
@@ -93,35 +96,32 @@ pub(crate) struct CleanArgs {
 }
 
 /// Opens the history for a reading command, importing what it lacks; prints its notes.
-fn open(home: &Home) -> Result<Store, i32> {
-    match open_synced(home) {
-        Ok((store, notes)) => {
-            for n in notes {
-                output::warning(n);
-            }
-            Ok(store)
-        }
-        Err(e) => {
-            output::error(format!(
-                "{e}; the run directories are intact (pitroom ls, pitroom show)"
-            ));
-            Err(exit::REFUSED)
-        }
+fn open(home: &Home) -> Result<Store, CliError> {
+    let (store, notes) = open_synced(home).map_err(|e| {
+        CliError::refused(format!(
+            "{e}; the run directories are intact (pitroom ls, pitroom show)"
+        ))
+    })?;
+    for n in notes {
+        output::warning(n);
     }
+    Ok(store)
 }
 
-fn since(given: Option<&str>, default: Since) -> Result<Since, i32> {
+fn since(given: Option<&str>, default: Since) -> Result<Since, CliError> {
     match given {
         None => Ok(default),
         // A window over stamped records: the stamping clock.
-        Some(text) => parse_since(text, pitroom_core::clock::now()).map_err(|why| {
-            output::error(why);
-            exit::USAGE
-        }),
+        Some(text) => parse_since(text, pitroom_core::clock::now()).map_err(CliError::usage),
     }
 }
 
-pub(crate) fn history(args: HistoryArgs) -> i32 {
+/// The history could not be read or written: a refusal, in the store's words.
+fn store_refused(e: impl std::fmt::Display) -> CliError {
+    CliError::refused(e.to_string())
+}
+
+pub(crate) fn history(args: HistoryArgs) -> Outcome {
     match args.command {
         Some(HistoryCommand::Stats(a)) => stats(a),
         Some(HistoryCommand::Import(a)) => import(a),
@@ -129,16 +129,10 @@ pub(crate) fn history(args: HistoryArgs) -> i32 {
     }
 }
 
-fn search(args: HistoryArgs) -> i32 {
-    let since = match since(args.since.as_deref(), Since::all()) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+fn search(args: HistoryArgs) -> Outcome {
+    let since = since(args.since.as_deref(), Since::all())?;
     let home = super::home();
-    let store = match open(&home) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let store = open(&home)?;
     let filter = Filter {
         text: (!args.text.is_empty()).then(|| args.text.join(" ")),
         model: args.model,
@@ -146,20 +140,13 @@ fn search(args: HistoryArgs) -> i32 {
         since,
         limit: args.limit,
     };
-    match store.search(&filter) {
-        Ok(hits) if args.json => {
-            output::json(&json!({"runs": hits}));
-            exit::OK
-        }
-        Ok(hits) => {
-            print_hits(&hits, filter.text.is_some());
-            exit::OK
-        }
-        Err(e) => {
-            output::error(e);
-            exit::REFUSED
-        }
+    let hits = store.search(&filter).map_err(store_refused)?;
+    if args.json {
+        output::json(&json!({"runs": hits}));
+    } else {
+        print_hits(&hits, filter.text.is_some());
     }
+    Ok(Exit::Ok)
 }
 
 fn money(usd: Option<f64>, estimated: bool) -> String {
@@ -209,30 +196,17 @@ fn print_hits(hits: &[Hit], searched: bool) {
     }
 }
 
-fn stats(args: StatsArgs) -> i32 {
-    let since = match since(args.since.as_deref(), Since::all()) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+fn stats(args: StatsArgs) -> Outcome {
+    let since = since(args.since.as_deref(), Since::all())?;
     let home = super::home();
-    let store = match open(&home) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    match store.stats(&since) {
-        Ok(rows) if args.json => {
-            output::json(&json!({"since": since, "workers": rows}));
-            exit::OK
-        }
-        Ok(rows) => {
-            print_stats(&rows, &since);
-            exit::OK
-        }
-        Err(e) => {
-            output::error(e);
-            exit::REFUSED
-        }
+    let store = open(&home)?;
+    let rows = store.stats(&since).map_err(store_refused)?;
+    if args.json {
+        output::json(&json!({"since": since, "workers": rows}));
+    } else {
+        print_stats(&rows, &since);
     }
+    Ok(Exit::Ok)
 }
 
 fn percent(rate: Option<f64>) -> String {
@@ -287,82 +261,55 @@ fn print_stats(rows: &[WorkerStats], since: &Since) {
     say!("{}", legend.join(" · "));
 }
 
-fn import(args: ImportArgs) -> i32 {
+fn import(args: ImportArgs) -> Outcome {
     let home = super::home();
     let path = pitroom_store::db_path(&home);
     let mut store = match Store::open(&path) {
         Ok(s) => s,
-        Err(e) if e.is_damaged() => match open(&home) {
-            // open() moves the damaged file aside and rebuilds.
-            Ok(s) => s,
-            Err(code) => return code,
-        },
-        Err(e) => {
-            output::error(e);
-            return exit::REFUSED;
-        }
+        // open() moves the damaged file aside and rebuilds.
+        Err(e) if e.is_damaged() => open(&home)?,
+        Err(e) => return Err(store_refused(e)),
     };
-    match store.import(&home) {
-        Ok(report) => {
-            if args.json {
-                output::json(&json!({"database": path, "import": report}));
+    let report = store.import(&home).map_err(store_refused)?;
+    if args.json {
+        output::json(&json!({"database": path, "import": report}));
+    } else {
+        say!(
+            "imported {} run{} into {}{}",
+            report.imported,
+            if report.imported == 1 { "" } else { "s" },
+            path.display(),
+            if report.active > 0 {
+                format!(" ({} still running, added when they end)", report.active)
             } else {
-                say!(
-                    "imported {} run{} into {}{}",
-                    report.imported,
-                    if report.imported == 1 { "" } else { "s" },
-                    path.display(),
-                    if report.active > 0 {
-                        format!(" ({} still running, added when they end)", report.active)
-                    } else {
-                        String::new()
-                    }
-                );
-                for u in &report.unreadable {
-                    output::warning(format!("not imported: {u}"));
-                }
+                String::new()
             }
-            exit::OK
-        }
-        Err(e) => {
-            output::error(e);
-            exit::REFUSED
+        );
+        for u in &report.unreadable {
+            output::warning(format!("not imported: {u}"));
         }
     }
+    Ok(Exit::Ok)
 }
 
-pub(crate) fn savings(args: SavingsArgs) -> i32 {
+pub(crate) fn savings(args: SavingsArgs) -> Outcome {
     let now = pitroom_core::clock::now(); // windows over stamped records: the stamping clock
     let periods = match &args.since {
-        Some(text) => match since(Some(text), Since::all()) {
-            Ok(s) => vec![s],
-            Err(code) => return code,
-        },
+        Some(text) => vec![since(Some(text), Since::all())?],
         None => vec![Since::days(7, now), Since::days(30, now), Since::all()],
     };
     let home = super::home();
-    let store = match open(&home) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let mut totals = Vec::new();
-    for p in &periods {
-        match store.savings(p) {
-            Ok(s) => totals.push(s),
-            Err(e) => {
-                output::error(e);
-                return exit::REFUSED;
-            }
-        }
-    }
+    let store = open(&home)?;
+    let totals = periods
+        .iter()
+        .map(|p| store.savings(p).map_err(store_refused))
+        .collect::<Result<Vec<_>, _>>()?;
     // The card and the per-model rows are for the period asked, else all time (the last).
     let Some(main) = totals.last() else {
-        return exit::OK;
+        return Ok(Exit::Ok);
     };
     if let Some(file) = &args.card {
-        if let Err(code) = write_card(file, main) {
-            return code;
-        }
+        write_card(file, main)?;
     }
     if args.json {
         let periods: Vec<serde_json::Value> = totals
@@ -380,21 +327,19 @@ pub(crate) fn savings(args: SavingsArgs) -> i32 {
             "estimate": "saved = the primary's list price for the worker's tokens − the worker's cost − reading the report; unknown worker costs count as $0",
             "card": args.card,
         }));
-        return exit::OK;
+        return Ok(Exit::Ok);
     }
     print_savings(&totals, args.models.then_some(main));
     if let Some(file) = &args.card {
         say!("card written to {}", file.display());
     }
-    exit::OK
+    Ok(Exit::Ok)
 }
 
-fn write_card(file: &Path, savings: &Savings) -> Result<(), i32> {
+fn write_card(file: &Path, savings: &Savings) -> Result<(), CliError> {
     let svg = savings_card(&CardData::from_savings(savings));
-    std::fs::write(file, svg).map_err(|e| {
-        output::error(format!("--card {}: {e}", file.display()));
-        exit::REFUSED
-    })
+    std::fs::write(file, svg)
+        .map_err(|e| CliError::refused(format!("--card {}: {e}", file.display())))
 }
 
 fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
@@ -466,11 +411,8 @@ fn print_savings(totals: &[Savings], per_model: Option<&Savings>) {
     }
 }
 
-pub(crate) fn clean(args: CleanArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(crate) fn clean(args: CleanArgs) -> Outcome {
+    let service = super::service()?;
     let cleaning = service.clean(args.days, args.yes);
     for w in &cleaning.warnings {
         output::warning(w);
@@ -498,11 +440,12 @@ pub(crate) fn clean(args: CleanArgs) -> i32 {
             &cleaning.failed,
         );
     }
-    if cleaning.failed.is_empty() {
-        exit::OK
+    // Directories that could not be removed are named in the warnings above.
+    Ok(if cleaning.failed.is_empty() {
+        Exit::Ok
     } else {
-        exit::REFUSED
-    }
+        Exit::Refused
+    })
 }
 
 fn print_clean(

@@ -1,33 +1,19 @@
 //! `pitroom mcp`: the MCP server on stdio (`pitroom-mcp`), or a host's registration snippet.
 
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 
+use super::Outcome;
 use crate::cli::McpArgs;
-use crate::output;
+use crate::error::CliError;
 use crate::output::say_raw;
 
-pub(super) fn mcp(args: McpArgs) -> i32 {
+pub(super) fn mcp(args: McpArgs) -> Outcome {
     if let Some(host) = &args.print_config {
-        return match pitroom_mcp::hosts::config_for(host) {
-            Ok(text) => {
-                say_raw!("{text}");
-                exit::OK
-            }
-            Err(why) => {
-                output::error(why);
-                exit::USAGE
-            }
-        };
+        let text = pitroom_mcp::hosts::config_for(host).map_err(CliError::usage)?;
+        say_raw!("{text}");
+        return Ok(Exit::Ok);
     }
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    match pitroom_mcp::serve_stdio(service) {
-        Ok(()) => exit::OK,
-        Err(why) => {
-            output::error(why);
-            exit::REFUSED
-        }
-    }
+    let service = super::service()?;
+    pitroom_mcp::serve_stdio(service).map_err(CliError::refused)?;
+    Ok(Exit::Ok)
 }

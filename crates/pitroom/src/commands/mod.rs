@@ -1,4 +1,5 @@
-//! One module per command.
+//! One module per command. Each returns an [`Outcome`]; [`dispatch`] alone turns it into the
+//! process exit code, printing a failure on the way ([`CliError::report`]).
 
 mod apply;
 mod config;
@@ -17,16 +18,22 @@ mod show;
 mod wait;
 mod watch;
 
+use pitroom_core::exit::Exit;
 use pitroom_core::{Home, RunRecord};
-use pitroom_service::{Selector, Service, ServiceError};
-
-use crate::output;
+use pitroom_service::{Selector, Service};
 
 use crate::cli::{Cli, Command};
+use crate::error::CliError;
+use crate::output;
 
-/// Runs the parsed command and returns the process exit code.
+/// What a command returns: how the process ends (a run's outcome included), or the failure
+/// that ended it, not printed yet.
+pub(crate) type Outcome = Result<Exit, CliError>;
+
+/// Runs the parsed command and returns the process exit code: the one place a command's
+/// outcome becomes one.
 pub(crate) fn dispatch(cli: Cli) -> i32 {
-    match cli.command {
+    let outcome = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Crew(args) => crew::crew(*args),
         Command::Watch(args) => watch::watch(args),
@@ -50,14 +57,26 @@ pub(crate) fn dispatch(cli: Cli) -> i32 {
         Command::Savings(args) => history::savings(args),
         Command::Clean(args) => history::clean(args),
         Command::Cooldown(args) => cooldown::cooldown(args),
-        Command::Demo(args) => crate::demo::demo(args),
-        Command::Install(args) => crate::integrations::install::install(args),
-        Command::Uninstall(args) => crate::integrations::install::uninstall(args),
-        Command::Hook(args) => crate::integrations::hook(args),
-        Command::HookCard => crate::integrations::hook::hook_card(),
-        Command::Statusline(args) => crate::integrations::statusline::statusline(args),
-        Command::Completions(args) => crate::integrations::completions::completions(args),
+        // The demo and the host integrations still print their own errors and return the
+        // code themselves (the demo's 130 after Ctrl-C is no `Exit`).
+        Command::Demo(args) => return crate::demo::demo(args),
+        Command::Install(args) => return crate::integrations::install::install(args),
+        Command::Uninstall(args) => return crate::integrations::install::uninstall(args),
+        Command::Hook(args) => return crate::integrations::hook(args),
+        Command::HookCard => return crate::integrations::hook::hook_card(),
+        Command::Statusline(args) => return crate::integrations::statusline::statusline(args),
+        Command::Completions(args) => return crate::integrations::completions::completions(args),
+    };
+    exit_code(outcome)
+}
+
+/// The process exit code of a command's outcome; a failure is printed here, once.
+fn exit_code(outcome: Outcome) -> i32 {
+    match outcome {
+        Ok(exit) => exit,
+        Err(e) => e.report(),
     }
+    .code()
 }
 
 /// The caller's environment as a lookup function.
@@ -69,33 +88,9 @@ pub(crate) fn home() -> Home {
     Home::locate(&env_lookup)
 }
 
-/// The run library for this process; on failure, prints one line and returns the exit code.
-pub(crate) fn service() -> Result<Service, i32> {
-    Service::from_process().map_err(|e| fail(&e))
-}
-
-/// Prints a run-library error (what happened, then what to do) and returns its exit code.
-pub(crate) fn fail(e: &ServiceError) -> i32 {
-    output::error(&e.message);
-    if let Some(hint) = &e.hint {
-        output::hint(hint);
-    }
-    e.exit_code()
-}
-
-/// Resolves a run reference (id, prefix, `last`, or the latest) and loads its settled record;
-/// on failure, prints one line and returns the exit code.
-pub(crate) fn load_run(service: &Service, given: Option<&str>) -> Result<RunRecord, i32> {
-    service.load(given).map_err(|e| fail(&e))
-}
-
-/// The runs a command works on: the given ones, a group's, or the latest run.
-pub(crate) fn select(
-    service: &Service,
-    runs: &[String],
-    group: Option<&str>,
-) -> Result<Selector, i32> {
-    service.select(runs, group).map_err(|e| fail(&e))
+/// The run library for this process.
+pub(crate) fn service() -> Result<Service, CliError> {
+    Ok(Service::from_process()?)
 }
 
 /// The selected runs' records; a record that cannot be read is reported and skipped.
@@ -105,4 +100,18 @@ pub(crate) fn load_selected(service: &Service, selector: &Selector) -> Vec<RunRe
         output::warning(p);
     }
     records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_exits_with_its_code_and_a_failure_with_its_kinds() {
+        assert_eq!(exit_code(Ok(Exit::Ok)), 0);
+        assert_eq!(exit_code(Ok(Exit::Timeout)), 4);
+        assert_eq!(exit_code(Ok(Exit::VerifyFailed)), 6);
+        assert_eq!(exit_code(Err(CliError::usage("bad flag"))), 2);
+        assert_eq!(exit_code(Err(CliError::refused("busy"))), 3);
+    }
 }

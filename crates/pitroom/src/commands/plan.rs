@@ -1,46 +1,39 @@
 //! `pitroom plan status` and `pitroom plan note`.
 
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 use pitroom_service::plan::PlanStatus;
 
+use super::Outcome;
 use crate::cli::{PlanArgs, PlanCommand};
 use crate::output;
 use crate::output::{say, say_raw};
 
-pub(super) fn plan(args: PlanArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn plan(args: PlanArgs) -> Outcome {
+    let service = super::service()?;
     match args.command {
-        PlanCommand::Status { plan, json } => match service.plan_status(&plan) {
-            Ok(status) => {
-                if json {
-                    output::json(&status);
-                } else {
-                    say_raw!("{}", render(&status));
-                }
-                exit::OK
+        PlanCommand::Status { plan, json } => {
+            let status = service.plan_status(&plan)?;
+            if json {
+                output::json(&status);
+            } else {
+                say_raw!("{}", render(&status));
             }
-            Err(e) => super::fail(&e),
-        },
+        }
         PlanCommand::Note {
             plan,
             text,
             step,
             json,
-        } => match service.plan_note(&plan, step, &text.join(" ")) {
-            Ok(note) => {
-                if json {
-                    output::json(&note);
-                } else {
-                    say!("pitroom: noted on {}", plan.display());
-                }
-                exit::OK
+        } => {
+            let note = service.plan_note(&plan, step, &text.join(" "))?;
+            if json {
+                output::json(&note);
+            } else {
+                say!("pitroom: noted on {}", plan.display());
             }
-            Err(e) => super::fail(&e),
-        },
+        }
     }
+    Ok(Exit::Ok)
 }
 
 /// One block per step: `Task N: title [tier]`, then what its runs say.

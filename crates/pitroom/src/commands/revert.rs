@@ -1,29 +1,23 @@
 //! `pitroom revert`: undo exactly a write run's edits.
 
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 
+use super::Outcome;
 use crate::cli::RevertArgs;
 use crate::output;
 use crate::output::say;
 
-pub(super) fn revert(args: RevertArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    match service.revert(args.run.as_deref()) {
-        Ok((record, n)) => {
-            let id = record.id;
-            if args.json {
-                output::json(&serde_json::json!({"run": id, "reverted": true, "files": n}));
-            } else {
-                say!(
-                    "pitroom ✔ reverted run {id}: {n} file{} restored",
-                    if n == 1 { "" } else { "s" }
-                );
-            }
-            exit::OK
-        }
-        Err(e) => super::fail(&e),
+pub(super) fn revert(args: RevertArgs) -> Outcome {
+    let service = super::service()?;
+    let (record, n) = service.revert(args.run.as_deref())?;
+    let id = record.id;
+    if args.json {
+        output::json(&serde_json::json!({"run": id, "reverted": true, "files": n}));
+    } else {
+        say!(
+            "pitroom ✔ reverted run {id}: {n} file{} restored",
+            if n == 1 { "" } else { "s" }
+        );
     }
+    Ok(Exit::Ok)
 }

@@ -2,13 +2,11 @@
 
 use pitroom_service::ReviewRequest;
 
+use super::Outcome;
 use crate::cli::ReviewArgs;
 
-pub(super) fn review(args: ReviewArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn review(args: ReviewArgs) -> Outcome {
+    let service = super::service()?;
     let request = ReviewRequest {
         run: args.run.clone(),
         range: args.range.clone(),
@@ -18,8 +16,6 @@ pub(super) fn review(args: ReviewArgs) -> i32 {
         timeout: args.timeout.clone(),
         background: args.bg,
     };
-    match service.prepare_review(&request) {
-        Ok(resolved) => super::run::carry_out(&service, resolved, args.bg, args.json),
-        Err(e) => super::fail(&e),
-    }
+    let resolved = service.prepare_review(&request)?;
+    super::run::carry_out(&service, resolved, args.bg, args.json)
 }

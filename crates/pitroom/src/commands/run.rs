@@ -3,62 +3,49 @@
 
 use std::io::Read;
 
+use pitroom_core::exit::Exit;
 use pitroom_core::target::Target;
-use pitroom_core::{exit, report, RunRecord};
+use pitroom_core::{report, RunRecord};
 use pitroom_service::RunRequest;
 use pitroom_workers::Mode;
 
+use super::Outcome;
 use crate::cli::{ModeFlags, ModelsArgs, RunArgs, SuperviseArgs, WorkerOptions};
+use crate::error::CliError;
 use crate::output::{self, Progress};
 use crate::output::{say, say_raw, tell};
 
-pub(super) fn run(args: RunArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let request = match request(&args) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let resolved = match service.resolve(&request) {
-        Ok(r) => r,
-        Err(e) => return super::fail(&e),
-    };
+pub(super) fn run(args: RunArgs) -> Outcome {
+    let service = super::service()?;
+    let request = request(&args)?;
+    let resolved = service.resolve(&request)?;
     carry_out(&service, resolved, args.bg, args.json)
 }
 
 /// Shows the resolution's warnings, then starts the run in the background (printing its id)
-/// or carries it out here (printing its report). Returns the exit code.
+/// or carries it out here (printing its report). A run that ended badly is its outcome.
 pub(super) fn carry_out(
     service: &pitroom_service::Service,
     resolved: pitroom_service::Resolved,
     background: bool,
     json: bool,
-) -> i32 {
+) -> Outcome {
     for w in &resolved.warnings {
         output::warning(w);
     }
     if background {
-        return match service.start_background(resolved.spec) {
-            Ok(record) => {
-                // No report will follow: say now what the report would have said.
-                for w in &record.warnings {
-                    output::warning(w);
-                }
-                print_started(&record, json);
-                exit::OK
-            }
-            Err(e) => super::fail(&e),
-        };
+        let record = service.start_background(resolved.spec)?;
+        // No report will follow: say now what the report would have said.
+        for w in &record.warnings {
+            output::warning(w);
+        }
+        print_started(&record, json);
+        return Ok(Exit::Ok);
     }
     let mut progress = Progress::new(!json);
     let outcome = service.run_foreground(resolved.spec, &mut progress);
     progress.finish();
-    let (record, notes) = match outcome {
-        Ok(done) => done,
-        Err(e) => return super::fail(&e),
-    };
+    let (record, notes) = outcome?;
     for n in notes {
         output::warning(n);
     }
@@ -72,7 +59,7 @@ pub(super) fn carry_out(
     } else {
         say_raw!("{}", report::render(&record, output::stdout_color()));
     }
-    record.exit_code()
+    Ok(record.exit())
 }
 
 fn print_started(record: &RunRecord, json: bool) {
@@ -88,7 +75,7 @@ fn print_started(record: &RunRecord, json: bool) {
 }
 
 /// The run library's request for these flags (the task read from argv, a file or stdin).
-pub(super) fn request(args: &RunArgs) -> Result<RunRequest, i32> {
+pub(super) fn request(args: &RunArgs) -> Result<RunRequest, CliError> {
     Ok(RunRequest {
         task: read_task(args)?,
         background: args.bg,
@@ -137,78 +124,51 @@ pub(super) fn options(mode: &ModeFlags, worker: &WorkerOptions) -> RunRequest {
 }
 
 /// The task from argv, `--task-file`, or stdin when it is exactly `-`.
-fn read_task(args: &RunArgs) -> Result<String, i32> {
+fn read_task(args: &RunArgs) -> Result<String, CliError> {
     if let Some(file) = &args.task_file {
-        return std::fs::read_to_string(file).map_err(|e| {
-            output::error(format!("--task-file {}: {e}", file.display()));
-            exit::USAGE
-        });
+        return std::fs::read_to_string(file)
+            .map_err(|e| CliError::usage(format!("--task-file {}: {e}", file.display())));
     }
     if args.task.len() == 1 && args.task[0] == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| {
-            output::error(format!("reading the task from stdin: {e}"));
-            exit::USAGE
-        })?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::usage(format!("reading the task from stdin: {e}")))?;
         return Ok(text);
     }
     Ok(args.task.join(" "))
 }
 
 /// `pitroom __supervise ID`: carries out a run prepared by `run --bg`.
-pub(super) fn supervise(args: SuperviseArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn supervise(args: SuperviseArgs) -> Outcome {
+    let service = super::service()?;
     // SAFETY: the descriptors were handed down by `run --bg` (or `crew`) for exactly this run.
-    match unsafe { service.supervise(&args.id, args.lock_fd, args.ticket_fd) } {
-        Ok((record, notes)) => {
-            for n in notes {
-                output::warning(n);
-            }
-            record.exit_code()
-        }
-        Err(e) => super::fail(&e),
+    let (record, notes) = unsafe { service.supervise(&args.id, args.lock_fd, args.ticket_fd) }?;
+    for n in notes {
+        output::warning(n);
     }
+    Ok(record.exit())
 }
 
 /// `pitroom models [worker]`: what the worker's CLI offers; without a worker, every one.
-pub(super) fn models(args: ModelsArgs) -> i32 {
+pub(super) fn models(args: ModelsArgs) -> Outcome {
     // Without a name: what every worker offers (the same as --all).
     let Some(worker) = args.worker.filter(|_| !args.all) else {
         return all_models(args.json);
     };
-    let backend = match Target::parse(&worker, "opencode") {
-        Ok(t) => t.backend,
-        Err(e) => {
-            output::error(e);
-            return exit::USAGE;
-        }
-    };
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    match service.engine().list_models(&backend) {
-        Ok(models) => {
-            super::history::print_models(&backend, &models, args.json);
-            exit::OK
-        }
-        Err(e) => {
-            output::error(&e);
-            e.exit_code()
-        }
-    }
+    let backend = Target::parse(&worker, "opencode")
+        .map_err(CliError::usage)?
+        .backend;
+    let service = super::service()?;
+    let models = service.engine().list_models(&backend)?;
+    super::history::print_models(&backend, &models, args.json);
+    Ok(Exit::Ok)
 }
 
 /// `pitroom models --all`: every backend with an adapter, its models as its CLI lists them, or
 /// the reason it cannot (not installed, no listing). Exit 0 as long as the listing itself ran.
-fn all_models(json: bool) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+fn all_models(json: bool) -> Outcome {
+    let service = super::service()?;
     let mut rows = Vec::new();
     for backend in pitroom_workers::KNOWN_BACKENDS {
         let listed = service.engine().list_models(backend);
@@ -229,5 +189,5 @@ fn all_models(json: bool) -> i32 {
     if json {
         output::json(&serde_json::json!({"workers": rows}));
     }
-    exit::OK
+    Ok(Exit::Ok)
 }

@@ -2,39 +2,31 @@
 
 use std::io::Write;
 
-use pitroom_core::{exit, report};
+use pitroom_core::exit::Exit;
+use pitroom_core::report;
 use pitroom_service::changes::RunFile;
 
+use super::Outcome;
 use crate::cli::{LsArgs, ShowArgs};
+use crate::error::CliError;
 use crate::output;
 use crate::output::{say, say_raw, tell};
 
-pub(super) fn show(args: ShowArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let record = match super::load_run(&service, args.run.as_deref()) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
+pub(super) fn show(args: ShowArgs) -> Outcome {
+    let service = super::service()?;
+    let record = service.load(args.run.as_deref())?;
     let id = record.id.clone();
     if args.json {
         output::json(&record);
     } else if args.patch {
-        match service.patch(&record) {
-            Ok(Some(shown)) => write_stdout(shown.as_bytes()),
-            Ok(None) => tell!("pitroom: run {id} changed nothing; there is no patch"),
-            Err(e) => return super::fail(&e),
+        match service.patch(&record)? {
+            Some(shown) => write_stdout(shown.as_bytes()),
+            None => tell!("pitroom: run {id} changed nothing; there is no patch"),
         }
     } else if args.events {
-        match service.run_file(&record, RunFile::Events) {
-            Ok(Some(bytes)) => write_stdout(&bytes),
-            Ok(None) => {
-                output::error(format!("run {id} has no events.jsonl"));
-                return exit::REFUSED;
-            }
-            Err(e) => return super::fail(&e),
+        match service.run_file(&record, RunFile::Events)? {
+            Some(bytes) => write_stdout(&bytes),
+            None => return Err(CliError::refused(format!("run {id} has no events.jsonl"))),
         }
     } else {
         say_raw!("{}", report::render(&record, output::stdout_color()));
@@ -48,7 +40,7 @@ pub(super) fn show(args: ShowArgs) -> i32 {
             say!("── worker stderr ({} bytes):\n{stderr}", stderr.len());
         }
     }
-    exit::OK
+    Ok(Exit::Ok)
 }
 
 /// Raw bytes to stdout; a reader that went away (`| head`) ends the output, nothing else.
@@ -59,22 +51,19 @@ fn write_stdout(bytes: &[u8]) {
     }
 }
 
-pub(super) fn ls(args: LsArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn ls(args: LsArgs) -> Outcome {
+    let service = super::service()?;
     let records = service.list(args.group.as_deref(), args.running, args.limit);
     if args.json {
         output::json(&records);
-        return exit::OK;
+        return Ok(Exit::Ok);
     }
     if records.is_empty() {
         say!("no runs{}", if args.running { " running" } else { " yet" });
-        return exit::OK;
+        return Ok(Exit::Ok);
     }
     for r in &records {
         say!("{}", report::brief(r));
     }
-    exit::OK
+    Ok(Exit::Ok)
 }

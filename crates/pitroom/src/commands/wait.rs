@@ -3,11 +3,14 @@
 use std::time::{Duration, Instant};
 
 use pitroom_core::duration::parse_duration;
-use pitroom_core::{exit, report, RunRecord};
-use pitroom_service::runs::set_exit_code;
+use pitroom_core::exit::Exit;
+use pitroom_core::{report, RunRecord};
+use pitroom_service::runs::set_exit;
 use pitroom_service::Selector;
 
+use super::Outcome;
 use crate::cli::{StatusArgs, StopArgs, WaitArgs};
+use crate::error::CliError;
 use crate::output;
 use crate::output::{say, say_raw, tell};
 
@@ -50,44 +53,27 @@ pub(super) fn tally_line(records: &[RunRecord]) -> String {
     format!("{} runs: {}", records.len(), parts.join(", "))
 }
 
-pub(super) fn status(args: StatusArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn status(args: StatusArgs) -> Outcome {
+    let service = super::service()?;
     let single = args.group.is_none() && args.runs.len() <= 1;
-    let selector = match super::select(&service, &args.runs, args.group.as_deref()) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let selector = service.select(&args.runs, args.group.as_deref())?;
     let records = super::load_selected(&service, &selector);
     match records.as_slice() {
         [one] if single => print_one(one, args.json, false),
         _ => print_table(&records, args.json),
     }
-    set_exit_code(&records)
+    Ok(set_exit(&records))
 }
 
-pub(super) fn wait(args: WaitArgs) -> i32 {
-    let limit = match parse_duration(&args.timeout) {
-        Ok(d) => d,
-        Err(why) => {
-            output::error(format!("--timeout {why}"));
-            return exit::USAGE;
-        }
-    };
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn wait(args: WaitArgs) -> Outcome {
+    let limit =
+        parse_duration(&args.timeout).map_err(|why| CliError::usage(format!("--timeout {why}")))?;
+    let service = super::service()?;
     let single = args.group.is_none() && args.runs.len() <= 1;
-    let selector = match super::select(&service, &args.runs, args.group.as_deref()) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let selector = service.select(&args.runs, args.group.as_deref())?;
     let outcome = service.wait(&selector, Instant::now() + limit, args.any);
     if outcome.satisfied {
-        return report_finished(&outcome.records, single, &args, &selector);
+        return Ok(report_finished(&outcome.records, single, &args, &selector));
     }
     print_set_brief(&outcome.records, single, args.json);
     tell!(
@@ -95,7 +81,7 @@ pub(super) fn wait(args: WaitArgs) -> i32 {
         outcome.active(),
         wait_again(&selector, &outcome.records)
     );
-    exit::STILL_RUNNING
+    Ok(Exit::StillRunning)
 }
 
 fn report_finished(
@@ -103,7 +89,7 @@ fn report_finished(
     single: bool,
     args: &WaitArgs,
     selector: &Selector,
-) -> i32 {
+) -> Exit {
     let finished: Vec<RunRecord> = records
         .iter()
         .filter(|r| !r.state.is_active())
@@ -130,7 +116,7 @@ fn report_finished(
             wait_again(selector, records)
         );
     }
-    set_exit_code(&finished)
+    set_exit(&finished)
 }
 
 fn print_set_brief(records: &[RunRecord], single: bool, json: bool) {
@@ -162,20 +148,11 @@ fn wait_again(selector: &Selector, records: &[RunRecord]) -> String {
 
 /// `pitroom stop [run | -g NAME]`: asks each active run's supervisor to stop (it ends the
 /// worker's whole tree, or leaves the queue, and records `stopped`), then waits up to 15 s.
-pub(super) fn stop(args: StopArgs) -> i32 {
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+pub(super) fn stop(args: StopArgs) -> Outcome {
+    let service = super::service()?;
     let given: Vec<String> = args.run.iter().cloned().collect();
-    let selector = match super::select(&service, &given, args.group.as_deref()) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let records = match service.stop(&selector, STOP_SETTLE) {
-        Ok(r) => r,
-        Err(e) => return super::fail(&e),
-    };
+    let selector = service.select(&given, args.group.as_deref())?;
+    let records = service.stop(&selector, STOP_SETTLE)?;
     if args.json {
         match records.as_slice() {
             [one] => output::json(one),
@@ -186,5 +163,5 @@ pub(super) fn stop(args: StopArgs) -> i32 {
             say!("pitroom: run {} is {}", r.id, r.state.as_str());
         }
     }
-    exit::OK
+    Ok(Exit::Ok)
 }

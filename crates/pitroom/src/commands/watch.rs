@@ -6,12 +6,14 @@ use std::io::Write;
 use std::time::Instant;
 
 use pitroom_core::duration::parse_duration;
-use pitroom_core::{exit, report, RunRecord};
+use pitroom_core::exit::Exit;
+use pitroom_core::{report, RunRecord};
 use pitroom_service::events::Next;
 use pitroom_service::WatchEvent;
 
+use super::Outcome;
 use crate::cli::WatchArgs;
-use crate::output;
+use crate::error::CliError;
 use crate::output::{say, tell};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -21,22 +23,15 @@ enum Style {
     Table,
 }
 
-pub(super) fn watch(args: WatchArgs) -> i32 {
-    let limit = match args.timeout.as_deref().map(parse_duration).transpose() {
-        Ok(l) => l,
-        Err(why) => {
-            output::error(format!("--timeout {why}"));
-            return exit::USAGE;
-        }
-    };
-    let service = match super::service() {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let selector = match service.select_to_follow(&args.runs, args.group.as_deref()) {
-        Ok(s) => s,
-        Err(e) => return super::fail(&e),
-    };
+pub(super) fn watch(args: WatchArgs) -> Outcome {
+    let limit = args
+        .timeout
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|why| CliError::usage(format!("--timeout {why}")))?;
+    let service = super::service()?;
+    let selector = service.select_to_follow(&args.runs, args.group.as_deref())?;
     let style = if args.json {
         Style::Json
     } else if args.brief || !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -54,20 +49,43 @@ pub(super) fn watch(args: WatchArgs) -> i32 {
                     "pitroom: still running; call again: pitroom watch{}",
                     again(&args)
                 );
-                return exit::STILL_RUNNING;
+                return Ok(Exit::StillRunning);
             }
         };
         let records = stream.records();
-        match style {
+        let read = match style {
             Style::Json => print_line(&event),
-            Style::Brief => print_brief(&event, records),
+            Style::Brief => {
+                print_brief(&event, records);
+                Read::On
+            }
             Style::Table => table.draw(records),
+        };
+        if read == Read::Gone {
+            // No one is left to follow the runs; they go on without us.
+            return Ok(Exit::Ok);
         }
         if let WatchEvent::AllDone { runs, ok, .. } = event {
-            return if ok == runs { exit::OK } else { exit::FAILED };
+            return Ok(if ok == runs { Exit::Ok } else { Exit::Failed });
         }
     }
-    exit::OK
+    Ok(Exit::Ok)
+}
+
+/// Whether the reader of stdout is still there after a write.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    On,
+    Gone,
+}
+
+/// The reader's state after writing `text` and flushing it at once.
+fn write_now(text: &[u8]) -> Read {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text).and_then(|()| out.flush()) {
+        Ok(()) => Read::On,
+        Err(_) => Read::Gone,
+    }
 }
 
 fn again(args: &WatchArgs) -> String {
@@ -78,14 +96,11 @@ fn again(args: &WatchArgs) -> String {
 }
 
 /// One NDJSON line, flushed at once; a reader that went away ends the output.
-fn print_line(event: &WatchEvent) {
+fn print_line(event: &WatchEvent) -> Read {
     let Ok(line) = serde_json::to_string(event) else {
-        return;
+        return Read::On;
     };
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
-        std::process::exit(exit::OK);
-    }
+    write_now(format!("{line}\n").as_bytes())
 }
 
 /// A line per finished run, and the tally at the end.
@@ -110,8 +125,7 @@ struct Table {
 }
 
 impl Table {
-    fn draw(&mut self, records: &[RunRecord]) {
-        let mut out = std::io::stdout().lock();
+    fn draw(&mut self, records: &[RunRecord]) -> Read {
         let mut text = String::new();
         if self.drawn > 0 {
             // Up to the table's first line, then clear everything below.
@@ -123,13 +137,7 @@ impl Table {
         }
         text.push_str(&super::wait::tally_line(records));
         text.push('\n');
-        if out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .is_err()
-        {
-            std::process::exit(exit::OK);
-        }
         self.drawn = records.len() + 1;
+        write_now(text.as_bytes())
     }
 }

@@ -409,6 +409,28 @@ fn task_comes_from_stdin_only_with_a_dash_and_from_a_task_file() {
 }
 
 #[test]
+fn help_lists_every_exit_code_once_in_rising_order_with_its_meaning() {
+    let env = fake_env(answer("x"));
+    let dir = env.dir("plain");
+    let out = env.run(&dir, &["--help"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Written out, not taken from `pitroom_core::exit`: agents branch on these numbers and texts.
+    let table = "Exit codes:
+  0   ok
+  1   the worker failed or was stopped; a revert conflicted
+  2   usage error
+  3   refused, or a setup problem (missing worker CLI, busy repository, bad config)
+  4   timeout (what the worker did is kept)
+  5   read-only violation (a read run changed files; your tree is untouched)
+  6   --verify failed
+  75  still running: call `pitroom wait` again
+";
+    assert!(stdout.contains(table), "{stdout}");
+    assert_eq!(stdout.matches("Exit codes:").count(), 1, "{stdout}");
+}
+
+#[test]
 fn bad_input_gets_one_clear_line_and_the_right_exit_code() {
     let env = fake_env(answer("x"));
     let dir = env.dir("plain");
