@@ -252,14 +252,10 @@ impl Adapter for Custom {
             ));
         }
         Ok(Invocation {
-            program,
-            args,
             prompt,
-            files: Vec::new(),
             env,
-            env_remove: Vec::new(),
             notes,
-            links: Vec::new(),
+            ..Invocation::new(program, args)
         })
     }
 

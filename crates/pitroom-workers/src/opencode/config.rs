@@ -110,14 +110,18 @@ pub fn permission_profile(mode: Mode, web: bool) -> Value {
     })
 }
 
-/// The full `OPENCODE_CONFIG_CONTENT`: the user's global config and any config they pass via
-/// the environment, deep-merged, then Pitroom's settings on top.
-pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
+/// The full `<PREFIX>_CONFIG_CONTENT` of a CLI of the OpenCode family: the user's global config
+/// and any config they pass via the environment (found through `places`), deep-merged, then
+/// Pitroom's settings on top, with `permission` as the profile and the rules of the mode's agent.
+pub(crate) fn worker_config(
+    req: &InvocationRequest,
+    places: &ConfigPlaces,
+    permission: Value,
+) -> Value {
     let mut merged = Value::Object(Map::new());
-    for source in user_config_sources(req, &OPENCODE_CONFIG) {
+    for source in user_config_sources(req, places) {
         merge(&mut merged, source);
     }
-    let permission = permission_profile(req.mode, req.web);
     let agent = json!({
         "description": "Pitroom worker",
         "mode": "primary",
@@ -139,7 +143,7 @@ pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
         }
     }
     merge(&mut merged, overlay);
-    Ok(merged)
+    merged
 }
 
 /// Where a CLI of the OpenCode family keeps its user configuration: the folder under
@@ -298,7 +302,7 @@ mod tests {
             vec![("XDG_CONFIG_HOME", dir.path().display().to_string())],
             Mode::Read,
         );
-        let cfg = worker_config(&req).unwrap();
+        let cfg = crate::opencode::worker_config(&req);
         assert_eq!(cfg["provider"]["mine"]["options"]["baseURL"], "http://x");
         assert_eq!(cfg["model"], "mine/m1");
         assert_eq!(cfg["permission"]["edit"], "deny");
@@ -322,7 +326,7 @@ mod tests {
                 ],
                 mode,
             );
-            let cfg = worker_config(&req).unwrap();
+            let cfg = crate::opencode::worker_config(&req);
             assert_eq!(
                 cfg["agent"][agent]["permission"],
                 permission_profile(mode, false)
@@ -346,7 +350,7 @@ mod tests {
             ],
             Mode::Write,
         );
-        let cfg = worker_config(&req).unwrap();
+        let cfg = crate::opencode::worker_config(&req);
         assert_eq!(cfg["provider"]["a"]["name"], "A");
         assert_eq!(cfg["share"], "disabled", "pitroom's overlay wins");
         assert_eq!(
@@ -427,7 +431,7 @@ mod tests {
             ],
             Mode::Read,
         );
-        let cfg = worker_config(&req).unwrap();
+        let cfg = crate::opencode::worker_config(&req);
         assert_eq!(cfg["permission"]["edit"], "deny");
     }
 }
