@@ -22,7 +22,8 @@ use crate::adapter::{
     StreamParser,
 };
 use crate::events::{FailureKind, Mode};
-use crate::qwen::settings::{merge, read_json_object};
+use crate::json::merge;
+use crate::qwen::settings::read_json_object;
 pub use parse::GeminiStream;
 
 /// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).

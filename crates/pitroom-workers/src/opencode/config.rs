@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::adapter::InvocationRequest;
 use crate::events::Mode;
+use crate::json::merge;
 
 /// The agent Pitroom defines per mode, so a user's own `build` agent settings never apply.
 pub fn agent_name(mode: Mode) -> &'static str {
@@ -234,23 +235,6 @@ fn drop_trailing_commas(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// Deep merge: objects merge key by key, anything else is replaced.
-pub(crate) fn merge(base: &mut Value, overlay: Value) {
-    match (base, overlay) {
-        (Value::Object(base), Value::Object(overlay)) => {
-            for (k, v) in overlay {
-                match base.get_mut(&k) {
-                    Some(existing) => merge(existing, v),
-                    None => {
-                        base.insert(k, v);
-                    }
-                }
-            }
-        }
-        (base, overlay) => *base = overlay,
-    }
 }
 
 #[cfg(test)]
