@@ -133,7 +133,7 @@ impl Adapter for Antigravity {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let by_text = crate::opencode::classify::classify(evidence);
+        let by_text = crate::opencode::classify::TEXTS.classify(evidence);
         if by_text != FailureKind::Other {
             return by_text;
         }

@@ -126,7 +126,7 @@ impl Adapter for Claude {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        classify::classify(evidence)
+        classify::TEXTS.classify(evidence)
     }
 
     fn can_resume(&self) -> bool {

@@ -183,7 +183,7 @@ impl Adapter for Codex {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        classify::classify(evidence)
+        classify::TEXTS.classify(evidence)
     }
 
     fn can_resume(&self) -> bool {

@@ -227,7 +227,7 @@ impl Adapter for Cursor {
         } else if mentions(&haystack, AUTH) {
             FailureKind::Auth
         } else {
-            crate::opencode::classify::classify(evidence)
+            crate::opencode::classify::TEXTS.classify(evidence)
         }
     }
 

@@ -258,7 +258,7 @@ impl Adapter for Gemini {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let by_text = crate::opencode::classify::classify(evidence);
+        let by_text = crate::opencode::classify::TEXTS.classify(evidence);
         if by_text != FailureKind::Other {
             return by_text;
         }

@@ -62,7 +62,7 @@ impl Adapter for OpenCode {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        classify::classify(evidence)
+        classify::TEXTS.classify(evidence)
     }
 
     fn can_resume(&self) -> bool {

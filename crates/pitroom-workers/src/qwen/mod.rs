@@ -256,7 +256,7 @@ impl Adapter for Qwen {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        crate::opencode::classify::classify(evidence)
+        crate::opencode::classify::TEXTS.classify(evidence)
     }
 
     fn retry_signal(&self, stderr_line: &str) -> Option<String> {
