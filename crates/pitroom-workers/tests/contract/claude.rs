@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{errors, tools, Recorded};
+use super::recorded::{errors, summarize, texts, tools, Recorded};
 use pitroom_workers::claude::Claude;
 use pitroom_workers::{
     Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
@@ -49,10 +49,7 @@ fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
         })
     );
     assert!(finished[0].1.is_some_and(|c| c > 0.0));
-    let last_text = events.iter().rev().find_map(|e| match e {
-        WorkerEvent::Text { text, .. } => Some(text.as_str()),
-        _ => None,
-    });
+    let last_text = texts(&events).pop();
     assert!(
         last_text.is_some_and(|t| t.contains("calc.py:7")),
         "{events:?}"
@@ -61,19 +58,8 @@ fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
 
 #[test]
 fn write_run_reports_each_edited_file() {
-    let events = CLI.parse(&CLI.fixture("write-edit").0);
-    let edited: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::ToolCall {
-                edited: Some(p), ..
-            } => Some(p.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(edited.len(), 3, "{edited:?}");
-    assert!(edited.iter().any(|p| p.ends_with("/calc.py")));
-    assert!(edited.iter().any(|p| p.ends_with("/new file é.txt")));
+    CLI.summary("write-edit")
+        .assert_edited(3, &["/calc.py", "/new file é.txt"]);
 }
 
 #[test]
@@ -92,16 +78,7 @@ fn refused_calls_are_denied_under_the_tool_they_asked_for() {
             .map(|(n, _)| n)
             .collect();
         assert_eq!(denied, expected, "{name}");
-        assert!(
-            !events.iter().any(|e| matches!(
-                e,
-                WorkerEvent::ToolCall {
-                    edited: Some(_),
-                    ..
-                }
-            )),
-            "{name}"
-        );
+        assert!(summarize(&events).edited.is_empty(), "{name}");
     }
 }
 

@@ -73,6 +73,11 @@ impl Recorded {
             .or(Some(1))
     }
 
+    /// What the recorded stdout of `name` adds up to.
+    pub fn summary(&self, name: &str) -> Summary {
+        summarize(&self.parse(&self.events(name)))
+    }
+
     /// The events of `stream`, read by a fresh parser of this CLI's adapter.
     pub fn parse(&self, stream: &str) -> Vec<WorkerEvent> {
         parse_stream((self.adapter)().as_ref(), stream)
@@ -128,6 +133,30 @@ pub struct Summary {
     pub errors: Vec<(String, Option<u16>)>,
 }
 
+impl Summary {
+    /// The names of the tool calls that were denied, in order.
+    pub fn denied(&self) -> Vec<&str> {
+        self.tools
+            .iter()
+            .filter(|(_, o)| *o == ToolOutcome::Denied)
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// Asserts that `count` edits were reported, among them a file ending in each of `suffixes`.
+    #[track_caller]
+    pub fn assert_edited(&self, count: usize, suffixes: &[&str]) {
+        assert_eq!(self.edited.len(), count, "{:?}", self.edited);
+        for suffix in suffixes {
+            assert!(
+                self.edited.iter().any(|p| p.ends_with(suffix)),
+                "{suffix} not among {:?}",
+                self.edited
+            );
+        }
+    }
+}
+
 pub fn summarize(events: &[WorkerEvent]) -> Summary {
     let mut s = Summary::default();
     for e in events {
@@ -160,6 +189,17 @@ pub fn summarize(events: &[WorkerEvent]) -> Summary {
         }
     }
     s
+}
+
+/// The usage each finished step reported.
+pub fn usages(events: &[WorkerEvent]) -> Vec<Usage> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::StepFinished { usage, .. } => *usage,
+            _ => None,
+        })
+        .collect()
 }
 
 /// Each tool call: its name and outcome.
