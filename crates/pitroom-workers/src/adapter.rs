@@ -156,16 +156,21 @@ pub struct ModelInfo {
 }
 
 impl ModelInfo {
+    /// A model the CLI lists with no effort levels.
+    pub fn without_efforts(id: &str) -> ModelInfo {
+        ModelInfo {
+            id: id.to_string(),
+            efforts: Vec::new(),
+        }
+    }
+
     /// Models listed one id per line (blank lines skipped), with no efforts.
     pub fn lines(stdout: &str) -> Vec<ModelInfo> {
         stdout
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty())
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
+            .map(ModelInfo::without_efforts)
             .collect()
     }
 }

@@ -250,10 +250,7 @@ impl Adapter for Cursor {
             .filter_map(|line| line.trim().split_once(" - "))
             .map(|(id, _)| id.trim())
             .filter(|id| !id.is_empty() && !id.contains(char::is_whitespace))
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
+            .map(ModelInfo::without_efforts)
             .collect()
     }
 }

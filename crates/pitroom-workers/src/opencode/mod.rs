@@ -89,10 +89,7 @@ impl Adapter for OpenCode {
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && l.contains('/') && !l.contains(' '))
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
+            .map(ModelInfo::without_efforts)
             .collect()
     }
 }

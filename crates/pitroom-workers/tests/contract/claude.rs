@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{errors, summarize, texts, tools, Recorded};
+use super::recorded::{env_strings, errors, strings, summarize, texts, tools, Recorded};
 use pitroom_workers::claude::Claude;
 use pitroom_workers::{
     Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
@@ -131,13 +131,8 @@ fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
 
 fn args(mode: Mode) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    Claude
-        .invocation(&request(mode, &dir))
-        .expect("invocation")
-        .args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
+    let inv = Claude.invocation(&request(mode, &dir)).expect("invocation");
+    strings(&inv.args)
 }
 
 fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
@@ -179,11 +174,7 @@ fn the_prompt_comes_on_stdin_after_a_final_double_dash() {
     let mut req = request(Mode::Read, &dir);
     req.resume_session = Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f".into());
     let inv = Claude.invocation(&req).expect("invocation");
-    let a: Vec<String> = inv
-        .args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let a = strings(&inv.args);
     assert_eq!(
         value_after(&a, "--resume"),
         Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f")
@@ -200,16 +191,7 @@ fn each_run_has_a_private_config_dir_with_the_users_login_linked_in_and_retries_
     let inv = Claude
         .invocation(&request(Mode::Write, &dir))
         .expect("invocation");
-    let env: Vec<(String, String)> = inv
-        .env
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
+    let env = env_strings(&inv.env);
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let config = PathBuf::from(get("CLAUDE_CONFIG_DIR").expect("config dir"));
     assert!(config.starts_with(dir.path().join("shared")));

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{errors, summarize, texts, usages, Recorded};
+use super::recorded::{env_strings, errors, strings, summarize, texts, usages, Recorded};
 use pitroom_workers::codex::Codex;
 use pitroom_workers::{
     Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
@@ -122,13 +122,8 @@ fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
 
 fn args(mode: Mode) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    Codex
-        .invocation(&request(mode, &dir))
-        .expect("invocation")
-        .args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
+    let inv = Codex.invocation(&request(mode, &dir)).expect("invocation");
+    strings(&inv.args)
 }
 
 #[test]
@@ -183,16 +178,7 @@ fn each_run_has_a_private_codex_home_with_the_users_login_linked_in() {
     std::fs::write(user_home.join("auth.json"), "{}").unwrap();
     let req = request(Mode::Write, &dir);
     let inv = Codex.invocation(&req).expect("invocation");
-    let env: Vec<(String, String)> = inv
-        .env
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
+    let env = env_strings(&inv.env);
     let home = env
         .iter()
         .find(|(k, _)| k == "CODEX_HOME")

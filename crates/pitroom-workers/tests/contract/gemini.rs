@@ -5,7 +5,7 @@
 
 use super::recorded::Recorded;
 use pitroom_workers::gemini::Gemini;
-use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage};
+use pitroom_workers::{FailureKind, ToolOutcome, Usage};
 
 pub const CLI: Recorded = Recorded {
     dir: "gemini",
@@ -94,22 +94,14 @@ fn a_malformed_model_stream_gives_no_answer() {
 
 #[test]
 fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
-    let (_, stderr) = CLI.fixture("err429");
-    let gemini = Gemini;
-    let signals: Vec<String> = stderr
-        .lines()
-        .filter_map(|l| gemini.retry_signal(l))
-        .collect();
+    let stderr = CLI.stderr("err429");
+    let signals = CLI.retry_signals("err429");
     assert_eq!(signals.len(), 2, "maxAttempts 2: {stderr}");
     assert!(
         signals[0].contains("Resource has been exhausted"),
         "{signals:?}"
     );
     for name in ["err404", "quota-daily", "err400-key"] {
-        let (_, stderr) = CLI.fixture(name);
-        assert!(
-            stderr.lines().all(|l| gemini.retry_signal(l).is_none()),
-            "{name} is not retried"
-        );
+        assert!(CLI.retry_signals(name).is_empty(), "{name} is not retried");
     }
 }

@@ -5,7 +5,7 @@
 
 use super::recorded::Recorded;
 use pitroom_workers::opencode::OpenCode;
-use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage};
+use pitroom_workers::{FailureKind, ToolOutcome, Usage};
 
 pub const CLI: Recorded = Recorded {
     dir: "opencode",
@@ -101,16 +101,9 @@ fn the_endless_loop_shows_as_empty_steps() {
 
 #[test]
 fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
-    let (_, stderr) = CLI.fixture("err429");
-    let signals: Vec<String> = stderr
-        .lines()
-        .filter_map(|l| OpenCode.retry_signal(l))
-        .collect();
+    let stderr = CLI.stderr("err429");
+    let signals = CLI.retry_signals("err429");
     assert!(signals.len() >= 3, "{stderr}");
     assert_eq!(signals[0], "Rate limit reached for requests");
-    let (_, stderr) = CLI.fixture("unknown-model");
-    assert!(
-        stderr.lines().all(|l| OpenCode.retry_signal(l).is_none()),
-        "not a retry"
-    );
+    assert!(CLI.retry_signals("unknown-model").is_empty(), "not a retry");
 }

@@ -5,7 +5,7 @@
 
 use super::recorded::Recorded;
 use pitroom_workers::qwen::Qwen;
-use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage};
+use pitroom_workers::{FailureKind, ToolOutcome, Usage};
 
 pub const CLI: Recorded = Recorded {
     dir: "qwen",
@@ -91,17 +91,12 @@ fn a_malformed_model_stream_gives_no_answer() {
 
 #[test]
 fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
-    let (_, stderr) = CLI.fixture("err429");
-    let qwen = Qwen;
-    let signals: Vec<String> = stderr
-        .lines()
-        .filter_map(|l| qwen.retry_signal(l))
-        .collect();
+    let stderr = CLI.stderr("err429");
+    let signals = CLI.retry_signals("err429");
     assert!(!signals.is_empty(), "{stderr}");
     assert!(signals[0].contains("429"), "{signals:?}");
-    let (_, stderr) = CLI.fixture("err404");
     assert!(
-        stderr.lines().all(|l| qwen.retry_signal(l).is_none()),
+        CLI.retry_signals("err404").is_empty(),
         "an unknown model is not retried"
     );
 }

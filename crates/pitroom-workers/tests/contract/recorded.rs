@@ -2,6 +2,7 @@
 //! module reads them: a fixture is `<name>.jsonl` (stdout), with `<name>.stderr.txt` and an
 //! `<name>.exit` code when the recording kept them.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use pitroom_workers::{
@@ -106,6 +107,15 @@ impl Recorded {
         }
     }
 
+    /// The failed model calls the adapter reads in the recording's stderr, in order.
+    pub fn retry_signals(&self, name: &str) -> Vec<String> {
+        let adapter = (self.adapter)();
+        self.stderr(name)
+            .lines()
+            .filter_map(|l| adapter.retry_signal(l))
+            .collect()
+    }
+
     /// How the adapter classifies the recording as a failed run.
     pub fn classify(&self, name: &str) -> FailureKind {
         let (events, stderr) = self.fixture(name);
@@ -116,6 +126,25 @@ impl Recorded {
             exit_code: self.exit_code(name),
         })
     }
+}
+
+/// An invocation's arguments (or any OS strings) as text.
+pub fn strings(args: &[OsString]) -> Vec<String> {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// An invocation's environment as text.
+pub fn env_strings(env: &[(OsString, OsString)]) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
 }
 
 /// What a run's events add up to.
