@@ -22,7 +22,7 @@ use family::Family;
 
 pub use config::permission_profile;
 
-/// The OpenCode adapter. Kilo Code is a CLI of the same family ([`family`]).
+/// The OpenCode adapter. Kilo Code is a CLI of the same family (`opencode::family`).
 pub struct OpenCode;
 
 const OPENCODE: Family = Family {
