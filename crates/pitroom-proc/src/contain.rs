@@ -140,14 +140,7 @@ mod linux {
     }
 
     pub(super) fn mount_own_proc() -> nix::Result<()> {
-        unshare(CloneFlags::CLONE_NEWNS)?;
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-            None::<&str>,
-        )?;
+        crate::landlock::private_mount_namespace()?;
         mount(
             Some("proc"),
             "/proc",

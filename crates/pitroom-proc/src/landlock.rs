@@ -335,6 +335,9 @@ pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
 }
 
 #[cfg(target_os = "linux")]
+pub(crate) use linux::private_mount_namespace;
+
+#[cfg(target_os = "linux")]
 mod linux {
     use std::path::{Path, PathBuf};
 
@@ -491,8 +494,9 @@ mod linux {
         ruleset.restrict_self()
     }
 
-    /// A private mount namespace for this thread, nothing propagating back.
-    fn private_mount_namespace() -> nix::Result<()> {
+    /// A private mount namespace for this thread, nothing propagating back (also where the
+    /// containment mounts its own `/proc`).
+    pub(crate) fn private_mount_namespace() -> nix::Result<()> {
         unshare(CloneFlags::CLONE_NEWNS)?;
         mount(
             None::<&str>,

@@ -37,36 +37,26 @@
 //! Strings may use `{{workdir}}` (Claude's "Primary working directory") and `{{port}}`.
 
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
 use crate::fake_responses::http::{
-    self, error_reply, json_reply, lock, Chunk, Reply, Request, ScriptState, Server, StreamEnd,
+    self, error_reply, json_reply, lock, Chunk, Reply, Request, ScriptState, Scripted, StreamEnd,
 };
 
 /// A running fake Anthropic server; dropping it stops the server.
+#[derive(Debug)]
 pub struct FakeAnthropic {
-    server: Server,
-    log: Arc<Mutex<Vec<Value>>>,
+    server: Scripted,
 }
 
 impl FakeAnthropic {
     /// Starts the server on 127.0.0.1 with an OS-chosen port, serving `script`.
     pub fn start(script: Value) -> io::Result<FakeAnthropic> {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let state = Arc::new(Mutex::new(ScriptState::default()));
-        let handler_log = Arc::clone(&log);
-        let server = Server::start(
-            "fake-anthropic",
-            Arc::new(move |req: &Request, port: u16| {
-                let (reply, entry) = handle(&script, &state, req, port);
-                lock(&handler_log).push(entry);
-                reply
-            }),
-        )?;
-        Ok(FakeAnthropic { server, log })
+        let server = Scripted::start("fake-anthropic", script, handle)?;
+        Ok(FakeAnthropic { server })
     }
 
     pub fn port(&self) -> u16 {
@@ -81,23 +71,12 @@ impl FakeAnthropic {
     /// Every request so far: `{"method", "path", "headers", "body", "kind": "messages" | "aux" |
     /// "other", "scenario", "step", "hit"}`.
     pub fn requests(&self) -> Vec<Value> {
-        lock(&self.log).clone()
+        self.server.requests()
     }
 
     /// Only the scripted model requests (`"kind": "messages"`).
     pub fn model_requests(&self) -> Vec<Value> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r["kind"] == "messages")
-            .collect()
-    }
-}
-
-impl std::fmt::Debug for FakeAnthropic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FakeAnthropic")
-            .field("port", &self.port())
-            .finish_non_exhaustive()
+        self.server.requests_of_kind("messages")
     }
 }
 
@@ -126,11 +105,7 @@ fn handle(script: &Value, state: &Mutex<ScriptState>, req: &Request, port: u16) 
             .find_map(|m| http::scenario_tag(&text_of(&m["content"])).map(str::to_string))
             .unwrap_or_else(|| http::default_scenario(script));
         let step = step_index(&messages);
-        let (reply, hit) = lock(state).pick(script, &scenario, step);
-        entry["kind"] = "messages".into();
-        entry["scenario"] = scenario.clone().into();
-        entry["step"] = step.into();
-        entry["hit"] = hit.into();
+        let reply = lock(state).pick_logged(script, &scenario, step, "messages", &mut entry);
         (reply, scenario)
     } else {
         entry["kind"] = "aux".into();

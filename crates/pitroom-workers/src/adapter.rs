@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::events::{FailureKind, Mode, WorkerEvent};
-use crate::BinaryNotFound;
+use crate::{find_binary, program_of, BinaryNotFound};
 
 /// Directories a run gives its worker, so it never writes into the user's home.
 #[derive(Debug, Clone)]
@@ -64,6 +64,12 @@ impl InvocationRequest {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
     }
+
+    /// The binary of `backend`: its override variable when set, else its program on `PATH`.
+    pub(crate) fn find_program(&self, backend: &str) -> Result<PathBuf, AdapterError> {
+        let lookup = |k: &str| self.env_var(k);
+        Ok(find_binary(backend, program_of(backend), &lookup)?)
+    }
 }
 
 /// Where a CLI takes the run's prompt.
@@ -108,15 +114,11 @@ pub struct Invocation {
 }
 
 impl Invocation {
-    /// For a CLI with no command that lists models: an invocation that prints `ids`, one per
-    /// line (read back with [`ModelInfo::lines`]), so model listing runs the same way for every
-    /// CLI.
-    pub fn printing_models(ids: Vec<String>) -> Invocation {
-        let mut args: Vec<OsString> =
-            vec!["-c".into(), "printf '%s\\n' \"$@\"".into(), "models".into()];
-        args.extend(ids.into_iter().map(OsString::from));
+    /// `program args`, with the prompt on stdin and nothing else to set up; adapters add their
+    /// files, environment, notes and links with struct update syntax.
+    pub fn new(program: PathBuf, args: Vec<OsString>) -> Invocation {
         Invocation {
-            program: PathBuf::from("/bin/sh"),
+            program,
             args,
             prompt: PromptInput::Stdin,
             files: Vec::new(),
@@ -125,6 +127,16 @@ impl Invocation {
             notes: Vec::new(),
             links: Vec::new(),
         }
+    }
+
+    /// For a CLI with no command that lists models: an invocation that prints `ids`, one per
+    /// line (read back with [`ModelInfo::lines`]), so model listing runs the same way for every
+    /// CLI.
+    pub fn printing_models(ids: Vec<String>) -> Invocation {
+        let mut args: Vec<OsString> =
+            vec!["-c".into(), "printf '%s\\n' \"$@\"".into(), "models".into()];
+        args.extend(ids.into_iter().map(OsString::from));
+        Invocation::new(PathBuf::from("/bin/sh"), args)
     }
 }
 
@@ -144,16 +156,21 @@ pub struct ModelInfo {
 }
 
 impl ModelInfo {
+    /// A model the CLI lists with no effort levels.
+    pub fn without_efforts(id: &str) -> ModelInfo {
+        ModelInfo {
+            id: id.to_string(),
+            efforts: Vec::new(),
+        }
+    }
+
     /// Models listed one id per line (blank lines skipped), with no efforts.
     pub fn lines(stdout: &str) -> Vec<ModelInfo> {
         stdout
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty())
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
+            .map(ModelInfo::without_efforts)
             .collect()
     }
 }

@@ -46,3 +46,26 @@ impl FailureTexts {
         }
     }
 }
+
+#[cfg(test)]
+impl FailureTexts {
+    /// The kind of a run that failed with one error event, `message` with HTTP `status`, and
+    /// `stderr_tail` on stderr: how the tables are tested on a CLI's real texts.
+    pub(crate) fn kind_of(
+        &self,
+        message: &str,
+        status: Option<u16>,
+        stderr_tail: &str,
+    ) -> FailureKind {
+        let events = [WorkerEvent::Error {
+            message: message.into(),
+            status,
+            retry_after: None,
+        }];
+        self.classify(&FailureEvidence {
+            events: &events,
+            stderr_tail,
+            exit_code: Some(1),
+        })
+    }
+}

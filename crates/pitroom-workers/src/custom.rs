@@ -252,14 +252,10 @@ impl Adapter for Custom {
             ));
         }
         Ok(Invocation {
-            program,
-            args,
             prompt,
-            files: Vec::new(),
             env,
-            env_remove: Vec::new(),
             notes,
-            links: Vec::new(),
+            ..Invocation::new(program, args)
         })
     }
 
@@ -387,31 +383,34 @@ impl StreamParser for CustomStream {
 /// In an argument of a config-described CLI: the path of the file holding the prompt.
 pub const PROMPT_FILE: &str = "{prompt_file}";
 
+/// A whole definition as a user writes one (`docs/workers/custom.md`'s shape): every argument
+/// list, every event and the error patterns. The unit tests and the fuzzer start from it.
+#[cfg(test)]
+pub(crate) fn example_def() -> serde_json::Value {
+    serde_json::json!({
+        "command": "/bin/true",
+        "read": ["run", "--json", "--read-only"],
+        "write": ["run", "--json"],
+        "model": ["--model", "{model}"],
+        "resume": ["--resume", "{session}"],
+        "events": {
+            "kind": "/type", "session": "/session",
+            "text": "message", "text_field": "/content",
+            "tool": "tool", "tool_name": "/name", "tool_input": "/input/path", "tool_status": "/status",
+            "step": "usage", "input_tokens": "/in", "output_tokens": "/out", "cost": "/usd",
+            "error": "error", "error_message": "/message", "error_status": "/code"
+        },
+        "errors": {"rate_limited": "429|slow down", "auth": "401|api key", "model_unavailable": "no such model"}
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::adapter::StateDirs;
 
     fn def() -> WorkerDef {
-        WorkerDef::from_value(
-            "mycli",
-            &serde_json::json!({
-                "command": "/bin/true",
-                "read": ["run", "--json", "--read-only"],
-                "write": ["run", "--json"],
-                "model": ["--model", "{model}"],
-                "resume": ["--resume", "{session}"],
-                "events": {
-                    "kind": "/type", "session": "/session",
-                    "text": "message", "text_field": "/content",
-                    "tool": "tool", "tool_name": "/name", "tool_input": "/input/path", "tool_status": "/status",
-                    "step": "usage", "input_tokens": "/in", "output_tokens": "/out", "cost": "/usd",
-                    "error": "error", "error_message": "/message", "error_status": "/code"
-                },
-                "errors": {"rate_limited": "429|slow down", "auth": "401|api key", "model_unavailable": "no such model"}
-            }),
-        )
-        .expect("valid")
+        WorkerDef::from_value("mycli", &example_def()).expect("valid")
     }
 
     fn req(mode: Mode) -> InvocationRequest {

@@ -121,24 +121,7 @@ fn collect_names(value: &Value, keys: &mut Vec<String>, kinds: &mut Vec<String>)
     }
 }
 
-/// The config-described adapter of `docs/workers/custom.md`'s shape, and lines of its stream.
-fn custom_def() -> Value {
-    json!({
-        "command": "/bin/true",
-        "read": ["run", "--json"],
-        "write": ["run"],
-        "resume": ["--resume", "{session}"],
-        "events": {
-            "kind": "/type", "session": "/session",
-            "text": "message", "text_field": "/content",
-            "tool": "tool", "tool_name": "/name", "tool_input": "/input/path", "tool_status": "/status",
-            "step": "usage", "input_tokens": "/in", "output_tokens": "/out", "cost": "/usd",
-            "error": "error", "error_message": "/message", "error_status": "/code"
-        },
-        "errors": {"rate_limited": "429|slow down", "auth": "401|api key"}
-    })
-}
-
+/// Lines of the stream of [`crate::custom::example_def`]'s CLI.
 const CUSTOM_LINES: &[&str] = &[
     r#"{"type":"message","session":"s1","content":"hello"}"#,
     r#"{"type":"tool","name":"edit","input":{"path":"a.rs"},"status":"ok"}"#,
@@ -153,7 +136,8 @@ fn fresh_adapters() -> Vec<(String, Box<dyn Adapter>)> {
         .iter()
         .filter_map(|b| adapter_for(b).map(|a| (b.to_string(), a)))
         .collect();
-    let def = WorkerDef::from_value("mycli", &custom_def()).expect("a valid custom worker");
+    let def = WorkerDef::from_value("mycli", &crate::custom::example_def())
+        .expect("a valid custom worker");
     out.push((
         "custom".into(),
         Box::new(Custom {
@@ -505,7 +489,7 @@ proptest! {
     ) {
         // An arbitrary table is a definition or a message, never a panic.
         let _ = WorkerDef::from_value("fuzz", &def);
-        let mut base = custom_def();
+        let mut base = crate::custom::example_def();
         let names = [
             "kind", "session", "text", "text_field", "tool", "tool_name", "tool_input",
             "tool_status", "step", "input_tokens", "output_tokens", "cost", "error",

@@ -19,10 +19,12 @@ mod facts;
 #[cfg(test)]
 mod fuzz;
 pub mod gemini;
+mod json;
 pub mod kilo;
 pub mod opencode;
 pub mod qwen;
 pub mod secret_files;
+mod summary;
 
 pub use adapter::{
     parse_stream, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest,

@@ -58,21 +58,7 @@ pub(super) fn branch_rule(rest: &[String]) -> Result<(), &'static str> {
         short_flags: "larvqi",
         ..NO_OPTIONS
     };
-    const LISTING: &[&str] = &[
-        "-l",
-        "--list",
-        "--contains",
-        "--no-contains",
-        "--with",
-        "--without",
-        "--merged",
-        "--no-merged",
-        "--points-at",
-    ];
-    match scan(rest, &SPEC) {
-        Some(s) if s.positionals.is_empty() || s.saw(LISTING) => Ok(()),
-        _ => Err(REFS),
-    }
+    ref_listing(rest, &SPEC, &["-l", "--list"])
 }
 
 /// Listing and verifying only.
@@ -101,22 +87,26 @@ pub(super) fn tag_rule(rest: &[String]) -> Result<(), &'static str> {
         short_optional: "n",
         ..NO_OPTIONS
     };
-    const LISTING: &[&str] = &[
-        "-l",
-        "--list",
-        "-v",
-        "--verify",
-        "-n",
-        "--contains",
-        "--no-contains",
-        "--with",
-        "--without",
-        "--merged",
-        "--no-merged",
-        "--points-at",
-    ];
-    match scan(rest, &SPEC) {
-        Some(s) if s.positionals.is_empty() || s.saw(LISTING) => Ok(()),
+    ref_listing(rest, &SPEC, &["-l", "--list", "-v", "--verify", "-n"])
+}
+
+/// The filters of git's ref listings (`branch`, `tag`): any of them puts the command in list
+/// mode, where a positional is a pattern, not a ref to create.
+const REF_FILTERS: &[&str] = &[
+    "--contains",
+    "--no-contains",
+    "--with",
+    "--without",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+];
+
+/// A ref listing (`branch`, `tag`) under `spec`: allowed when it names no ref, or when one of
+/// the command's `list_mode` options or a ref filter says its positionals are patterns.
+fn ref_listing(rest: &[String], spec: &Spec, list_mode: &[&str]) -> Result<(), &'static str> {
+    match scan(rest, spec) {
+        Some(s) if s.positionals.is_empty() || s.saw(list_mode) || s.saw(REF_FILTERS) => Ok(()),
         _ => Err(REFS),
     }
 }

@@ -37,9 +37,11 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::fake_responses::http::{lock, reason};
 
 const MAX_BODY: usize = 64 * 1024 * 1024;
 const HANG_LIMIT: Duration = Duration::from_secs(600);
@@ -56,10 +58,6 @@ struct Shared {
     log: Mutex<Vec<Value>>,
     hits: Mutex<HashMap<(String, usize), usize>>,
     connections: Mutex<Vec<TcpStream>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl FakeGemini {
@@ -720,20 +718,6 @@ fn extra_headers(reply: &Value) -> Vec<(String, String)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Error",
-    }
 }
 
 fn send_json(

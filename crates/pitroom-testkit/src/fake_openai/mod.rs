@@ -70,9 +70,11 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::fake_responses::http::{lock, reason};
 
 mod input;
 mod output;
@@ -216,11 +218,6 @@ struct State {
     hits: HashMap<(String, usize), usize>,
     log: Vec<Value>,
     seq: u64,
-}
-
-/// Locks without panicking: a poisoned lock still holds usable test data.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Shared {

@@ -16,7 +16,7 @@ pub(super) fn write_head(
 ) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {status} {}\r\nServer: fake-openai/1.0\r\n",
-        reason_phrase(status)
+        reason(status)
     );
     // Script-supplied headers must not be able to break the framing.
     let clean = |s: &str| s.replace(['\r', '\n'], " ");
@@ -70,25 +70,6 @@ pub(super) fn send_bad_request(out: &mut TcpStream, why: &str) -> io::Result<()>
     let error = json!({"error": {"message": format!("bad request: {why}"),
                                  "type": "invalid_request_error"}});
     send_json(out, 400, &error, &[], true)
-}
-
-pub(super) fn reason_phrase(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        408 => "Request Timeout",
-        413 => "Request Entity Too Large",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "",
-    }
 }
 
 /// JSON text exactly as Python's `json.dumps` writes it (`", "` and `": "`

@@ -1,6 +1,8 @@
 //! The HTTP plumbing and script walking shared by the Responses and Anthropic fakes: a small
 //! HTTP/1.1 server (one thread per connection, `Connection: close` on every reply) that can
-//! stream SSE with pauses, drop a stream or hang it.
+//! stream SSE with pauses, drop a stream or hang it, and the scripted server on it. The Gemini
+//! and OpenAI fakes, which keep servers of their own, take the status phrases and the lock from
+//! here.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -21,6 +23,7 @@ const DEFAULT_HANG: Duration = Duration::from_secs(600);
 
 pub(crate) type Handler = Arc<dyn Fn(&Request, u16) -> Reply + Send + Sync>;
 
+/// Locks without panicking: a poisoned lock still holds usable test data.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -164,6 +167,24 @@ impl ScriptState {
         };
         (reply.as_object().cloned().unwrap_or_default(), hit)
     }
+
+    /// [`ScriptState::pick`], noted in the request's log `entry` as a request of `kind` with
+    /// its scenario, step and hit.
+    pub fn pick_logged(
+        &mut self,
+        script: &Value,
+        scenario: &str,
+        step: usize,
+        kind: &str,
+        entry: &mut Value,
+    ) -> Map<String, Value> {
+        let (reply, hit) = self.pick(script, scenario, step);
+        entry["kind"] = kind.into();
+        entry["scenario"] = scenario.into();
+        entry["step"] = step.into();
+        entry["hit"] = hit.into();
+        reply
+    }
 }
 
 /// `scenario:NAME` (or `scenario=NAME`) in `text`.
@@ -255,6 +276,59 @@ pub(crate) fn random_hex(len: usize) -> String {
     }
     out.truncate(len);
     out
+}
+
+/// How a fake answers one request from its script: the reply, and the request's log entry.
+pub(crate) type Handle = fn(&Value, &Mutex<ScriptState>, &Request, u16) -> (Reply, Value);
+
+/// A running scripted fake: a [`Server`] whose every request is answered by a [`Handle`] from
+/// the script and logged; dropping it stops the server.
+pub(crate) struct Scripted {
+    server: Server,
+    log: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Scripted {
+    /// Starts the server `name` on 127.0.0.1 with an OS-chosen port, serving `script`.
+    pub fn start(name: &str, script: Value, handle: Handle) -> io::Result<Scripted> {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let state = Mutex::new(ScriptState::default());
+        let handler_log = Arc::clone(&log);
+        let server = Server::start(
+            name,
+            Arc::new(move |req: &Request, port: u16| {
+                let (reply, entry) = handle(&script, &state, req, port);
+                lock(&handler_log).push(entry);
+                reply
+            }),
+        )?;
+        Ok(Scripted { server, log })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.server.port()
+    }
+
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.log).clone()
+    }
+
+    /// The requests logged with `"kind": kind`.
+    pub fn requests_of_kind(&self, kind: &str) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["kind"] == kind)
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Scripted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scripted")
+            .field("port", &self.port())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A running server; dropping it stops it and cuts every open stream short.
@@ -508,19 +582,24 @@ fn write_head(
     out.write_all(head.as_bytes())
 }
 
-fn reason(status: u16) -> &'static str {
+/// The reason phrase of an HTTP status line (empty for a status not listed: HTTP/1.1 allows it).
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Request Entity Too Large",
+        422 => "Unprocessable Entity",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
+        504 => "Gateway Timeout",
         529 => "Overloaded",
-        _ => "Status",
+        _ => "",
     }
 }
 

@@ -46,7 +46,7 @@
 //! context) and `{{port}}`.
 
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -57,30 +57,20 @@ mod items;
 mod tests;
 
 use self::http::{
-    error_reply, json_reply, lock, Chunk, Reply, Request, ScriptState, Server, StreamEnd,
+    error_reply, json_reply, lock, Chunk, Reply, Request, ScriptState, Scripted, StreamEnd,
 };
 
 /// A running fake Responses API server; dropping it stops the server.
+#[derive(Debug)]
 pub struct FakeResponses {
-    server: Server,
-    log: Arc<Mutex<Vec<Value>>>,
+    server: Scripted,
 }
 
 impl FakeResponses {
     /// Starts the server on 127.0.0.1 with an OS-chosen port, serving `script`.
     pub fn start(script: Value) -> io::Result<FakeResponses> {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let state = Arc::new(Mutex::new(ScriptState::default()));
-        let handler_log = Arc::clone(&log);
-        let server = Server::start(
-            "fake-responses",
-            Arc::new(move |req: &Request, port: u16| {
-                let (reply, entry) = handle(&script, &state, req, port);
-                lock(&handler_log).push(entry);
-                reply
-            }),
-        )?;
-        Ok(FakeResponses { server, log })
+        let server = Scripted::start("fake-responses", script, handle)?;
+        Ok(FakeResponses { server })
     }
 
     pub fn port(&self) -> u16 {
@@ -95,23 +85,12 @@ impl FakeResponses {
     /// Every request so far: `{"method", "path", "headers", "body", "kind": "responses" |
     /// "other", "scenario", "step", "hit"}`.
     pub fn requests(&self) -> Vec<Value> {
-        lock(&self.log).clone()
+        self.server.requests()
     }
 
     /// Only the model requests (`POST …/responses`).
     pub fn model_requests(&self) -> Vec<Value> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r["kind"] == "responses")
-            .collect()
-    }
-}
-
-impl std::fmt::Debug for FakeResponses {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FakeResponses")
-            .field("port", &self.port())
-            .finish_non_exhaustive()
+        self.server.requests_of_kind("responses")
     }
 }
 
@@ -142,11 +121,7 @@ fn handle(script: &Value, state: &Mutex<ScriptState>, req: &Request, port: u16) 
         .find_map(|t| http::scenario_tag(t).map(str::to_string))
         .unwrap_or_else(|| http::default_scenario(script));
     let step = step_index(&input);
-    let (reply, hit) = lock(state).pick(script, &scenario, step);
-    entry["kind"] = "responses".into();
-    entry["scenario"] = scenario.clone().into();
-    entry["step"] = step.into();
-    entry["hit"] = hit.into();
+    let reply = lock(state).pick_logged(script, &scenario, step, "responses", &mut entry);
     let workdir = input.iter().rev().find_map(cwd_of).unwrap_or_default();
     let reply = http::fill_placeholders(reply, &workdir, port);
     (answer(&reply, &body, &scenario), entry)

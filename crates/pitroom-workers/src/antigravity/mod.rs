@@ -26,7 +26,6 @@ use crate::adapter::{
     SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, WorkerEvent};
-use crate::{find_binary, program_of};
 pub use parse::AntigravityStream;
 
 /// The Antigravity CLI adapter (each run's stream gets its own [`AntigravityStream`]).
@@ -45,15 +44,6 @@ const AUTH: &[&str] = &[
 ];
 
 impl Antigravity {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary(
-            "antigravity",
-            program_of("antigravity"),
-            &lookup,
-        )?)
-    }
-
     fn home(req: &InvocationRequest) -> PathBuf {
         req.dirs.shared.join(HOME_DIR)
     }
@@ -100,7 +90,7 @@ impl Adapter for Antigravity {
                     .into(),
             });
         }
-        let program = Self::program(req)?;
+        let program = req.find_program("antigravity")?;
         let mut notes = Vec::new();
         let mut args: Vec<OsString> = ["--output-format", "stream-json", "--sandbox"]
             .map(OsString::from)
@@ -127,17 +117,14 @@ impl Adapter for Antigravity {
         args.push("-p".into());
         let prompt = PromptInput::Argument { index: args.len() };
         Ok(Invocation {
-            program,
-            args,
             prompt,
             files: vec![Self::settings_file(req)],
             env: vec![
                 ("HOME".into(), Self::home(req).into()),
                 ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             ],
-            env_remove: Vec::new(),
             notes,
-            links: Vec::new(),
+            ..Invocation::new(program, args)
         })
     }
 
@@ -146,7 +133,7 @@ impl Adapter for Antigravity {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let by_text = crate::opencode::classify::classify(evidence);
+        let by_text = crate::opencode::classify::TEXTS.classify(evidence);
         if by_text != FailureKind::Other {
             return by_text;
         }

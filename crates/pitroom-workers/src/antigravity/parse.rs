@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
-use crate::qwen::parse::{one_line, summarize_input};
+use crate::json::str_at;
+use crate::qwen::parse::summarize_input;
+use crate::summary::{one_line, ERROR_CHARS};
 
 /// Step types that are tool calls (a subagent step is reported like one, so it is visible).
 const TOOL_STEPS: &[&str] = &["tool", "subagent"];
@@ -125,7 +127,7 @@ fn tool_call(step: &Value, kind: &str) -> WorkerEvent {
         summary: summarize_input(info.get("parameters").unwrap_or(&Value::Null)),
         name,
         outcome,
-        error: error.map(|e| one_line(&e, 300)),
+        error: error.map(|e| one_line(&e, ERROR_CHARS)),
         // Antigravity runs are read-only in Pitroom (see the adapter): nothing is edited.
         edited: None,
     }
@@ -176,7 +178,7 @@ fn denied_actions(result: &Value) -> Vec<WorkerEvent> {
                 name: name.to_string(),
                 summary: summarize_input(action.get("parameters").unwrap_or(&Value::Null)),
                 outcome: ToolOutcome::Denied,
-                error: Some(one_line(&why, 300)),
+                error: Some(one_line(&why, ERROR_CHARS)),
                 edited: None,
             }
         })
@@ -202,12 +204,6 @@ fn status_in(message: &str) -> Option<u16> {
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|d| d.parse::<u16>().ok())
         .find(|s| matches!(s, 400 | 401 | 403 | 404 | 429 | 500 | 502 | 503 | 529))
-}
-
-fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_str)
 }
 
 #[cfg(test)]

@@ -1,62 +1,39 @@
 //! Failure classification from Claude Code's real error texts (2.1.332, see
 //! `docs/workers/claude.md`).
 
-use crate::adapter::FailureEvidence;
 use crate::classify::FailureTexts;
-use crate::events::FailureKind;
 
-const MODEL_UNAVAILABLE: &[&str] = &[
-    "issue with the selected model",
-    "may not exist or you may not have access",
-    "not_found_error",
-    "model_not_found",
-];
-const RATE_LIMITED: &[&str] = &[
-    "request rejected (429)",
-    "rate limit",
-    "usage limit",
-    "credit balance is too low",
-    "overloaded",
-    // 503: the provider is out of capacity for now, like a rate limit.
-    "service unavailable",
-];
-const AUTH: &[&str] = &[
-    "invalid api key",
-    "authentication",
-    "not logged in",
-    "please run /login",
-    "oauth token",
-    "forbidden",
-];
-
-const TEXTS: FailureTexts = FailureTexts {
-    model_unavailable: MODEL_UNAVAILABLE,
-    rate_limited: RATE_LIMITED,
-    auth: AUTH,
+pub(crate) const TEXTS: FailureTexts = FailureTexts {
+    model_unavailable: &[
+        "issue with the selected model",
+        "may not exist or you may not have access",
+        "not_found_error",
+        "model_not_found",
+    ],
+    rate_limited: &[
+        "request rejected (429)",
+        "rate limit",
+        "usage limit",
+        "credit balance is too low",
+        "overloaded",
+        // 503: the provider is out of capacity for now, like a rate limit.
+        "service unavailable",
+    ],
+    auth: &[
+        "invalid api key",
+        "authentication",
+        "not logged in",
+        "please run /login",
+        "oauth token",
+        "forbidden",
+    ],
     rate_limit_statuses: &[429, 529],
 };
-
-pub fn classify(evidence: &FailureEvidence<'_>) -> FailureKind {
-    TEXTS.classify(evidence)
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::WorkerEvent;
-
-    fn kind(message: &str, status: Option<u16>) -> FailureKind {
-        let events = [WorkerEvent::Error {
-            message: message.into(),
-            status,
-            retry_after: None,
-        }];
-        classify(&FailureEvidence {
-            events: &events,
-            stderr_tail: "",
-            exit_code: Some(1),
-        })
-    }
+    use crate::events::FailureKind;
 
     #[test]
     fn real_claude_texts_are_classified() {
@@ -73,8 +50,12 @@ mod tests {
             ("Not logged in · Please run /login", None, FailureKind::Auth),
         ];
         for (message, status, expected) in cases {
-            assert_eq!(kind(message, status), expected, "{message}");
-            assert_eq!(kind(message, None), expected, "{message} (text alone)");
+            assert_eq!(TEXTS.kind_of(message, status, ""), expected, "{message}");
+            assert_eq!(
+                TEXTS.kind_of(message, None, ""),
+                expected,
+                "{message} (text alone)"
+            );
         }
     }
 }

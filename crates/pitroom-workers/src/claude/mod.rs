@@ -16,11 +16,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
-    StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
 };
 use crate::events::FailureKind;
-use crate::{find_binary, program_of};
 
 pub use profile::{permissions, tools};
 
@@ -40,11 +38,6 @@ pub struct Claude;
 const CONFIG: &str = "config";
 
 impl Claude {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("claude", program_of("claude"), &lookup)?)
-    }
-
     fn config_dir(req: &InvocationRequest) -> PathBuf {
         req.dirs.shared.join(CONFIG)
     }
@@ -83,7 +76,7 @@ impl Adapter for Claude {
     }
 
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
+        let program = req.find_program("claude")?;
         let mut notes = Vec::new();
         let mut args: Vec<OsString> = ["-p", "--output-format", "stream-json", "--verbose"]
             .iter()
@@ -120,14 +113,11 @@ impl Adapter for Claude {
         // flag; the prompt itself comes on stdin, which the engine closes after it.
         args.push("--".into());
         Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
             env: Self::env(req),
             env_remove: vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
             notes,
             links: Self::links(req),
+            ..Invocation::new(program, args)
         })
     }
 
@@ -136,7 +126,7 @@ impl Adapter for Claude {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        classify::classify(evidence)
+        classify::TEXTS.classify(evidence)
     }
 
     fn can_resume(&self) -> bool {
@@ -146,14 +136,9 @@ impl Adapter for Claude {
     /// `claude --version`: proof the CLI runs; the models are its aliases.
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
         Ok(Invocation {
-            program: Self::program(req)?,
-            args: vec!["--version".into()],
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
             env: Self::env(req),
-            env_remove: Vec::new(),
-            notes: Vec::new(),
             links: Self::links(req),
+            ..Invocation::new(req.find_program("claude")?, vec!["--version".into()])
         })
     }
 

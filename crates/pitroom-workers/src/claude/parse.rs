@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file in `file_path` (`notebook_path`).
 const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
@@ -138,7 +139,7 @@ impl Calls {
                 summary: summarize(&input),
                 name,
                 outcome,
-                error: (outcome != ToolOutcome::Ok).then(|| one_line(&text, 300)),
+                error: (outcome != ToolOutcome::Ok).then(|| one_line(&text, ERROR_CHARS)),
                 edited,
             });
         }
@@ -228,32 +229,20 @@ fn is_denial(text: &str) -> bool {
     DENIAL_TEXTS.iter().any(|d| lower.contains(d))
 }
 
-/// A short account of a call's input: the path, command or pattern it names.
-fn summarize(input: &Value) -> String {
-    let picked = [
-        "file_path",
-        "notebook_path",
-        "command",
-        "pattern",
-        "path",
-        "url",
-        "query",
-    ]
-    .iter()
-    .find_map(|k| input[*k].as_str());
-    match picked {
-        Some(s) => one_line(s, 160),
-        None if input.is_null() => String::new(),
-        None => one_line(&input.to_string(), 160),
-    }
-}
+/// The fields of a tool's input that tell most about the call, most telling first.
+const INPUT_KEYS: &[&str] = &[
+    "file_path",
+    "notebook_path",
+    "command",
+    "pattern",
+    "path",
+    "url",
+    "query",
+];
 
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
-    }
+/// The most telling field of a tool's input, on one line.
+fn summarize(input: &Value) -> String {
+    input_summary(input, INPUT_KEYS)
 }
 
 #[cfg(test)]

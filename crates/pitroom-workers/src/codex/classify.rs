@@ -1,64 +1,41 @@
 //! Failure classification from Codex's real error texts (0.171.0, see `docs/workers/codex.md`).
 
-use crate::adapter::FailureEvidence;
 use crate::classify::FailureTexts;
-use crate::events::FailureKind;
 
-const MODEL_UNAVAILABLE: &[&str] = &[
-    "does not exist or you do not have access",
-    "model_not_found",
-    "model not found",
-    "unsupported model",
-    "is not supported when using codex",
-];
-const RATE_LIMITED: &[&str] = &[
-    "too many requests",
-    "rate limit",
-    "quota exceeded",
-    "usage limit",
-    "insufficient_quota",
-    "service unavailable",
-];
-const AUTH: &[&str] = &[
-    "unauthorized",
-    "incorrect api key",
-    "invalid api key",
-    "missing environment variable",
-    "not logged in",
-    "please log in",
-    "forbidden",
-    "token has expired",
-    "refresh token",
-];
-
-const TEXTS: FailureTexts = FailureTexts {
-    model_unavailable: MODEL_UNAVAILABLE,
-    rate_limited: RATE_LIMITED,
-    auth: AUTH,
+pub(crate) const TEXTS: FailureTexts = FailureTexts {
+    model_unavailable: &[
+        "does not exist or you do not have access",
+        "model_not_found",
+        "model not found",
+        "unsupported model",
+        "is not supported when using codex",
+    ],
+    rate_limited: &[
+        "too many requests",
+        "rate limit",
+        "quota exceeded",
+        "usage limit",
+        "insufficient_quota",
+        "service unavailable",
+    ],
+    auth: &[
+        "unauthorized",
+        "incorrect api key",
+        "invalid api key",
+        "missing environment variable",
+        "not logged in",
+        "please log in",
+        "forbidden",
+        "token has expired",
+        "refresh token",
+    ],
     rate_limit_statuses: &[429, 503, 529],
 };
-
-pub fn classify(evidence: &FailureEvidence<'_>) -> FailureKind {
-    TEXTS.classify(evidence)
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::WorkerEvent;
-
-    fn kind(message: &str) -> FailureKind {
-        let events = [WorkerEvent::Error {
-            message: message.into(),
-            status: crate::codex::parse::status_in(message),
-            retry_after: None,
-        }];
-        classify(&FailureEvidence {
-            events: &events,
-            stderr_tail: "",
-            exit_code: Some(1),
-        })
-    }
+    use crate::events::FailureKind;
 
     #[test]
     fn real_codex_texts_are_classified() {
@@ -75,7 +52,11 @@ mod tests {
             ("stream disconnected before completion: stream closed before response.completed", FailureKind::Other),
         ];
         for (message, expected) in cases {
-            assert_eq!(kind(message), expected, "{message}");
+            assert_eq!(
+                TEXTS.kind_of(message, crate::codex::parse::status_in(message), ""),
+                expected,
+                "{message}"
+            );
         }
     }
 }

@@ -17,10 +17,9 @@ use std::path::{Path, PathBuf};
 
 use crate::adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    PromptInput, StreamParser,
+    StreamParser,
 };
 use crate::events::{FailureKind, ToolOutcome, WorkerEvent};
-use crate::{find_binary, program_of};
 
 pub use config::EFFORTS;
 
@@ -39,11 +38,6 @@ const MAX_USER_NAMESPACES: &str = "/proc/sys/user/max_user_namespaces";
 const RUST_LOG: &str = "error,codex_sandboxing=warn";
 
 impl Codex {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("codex", program_of("codex"), &lookup)?)
-    }
-
     fn home(req: &InvocationRequest) -> PathBuf {
         req.dirs.shared.join(HOME)
     }
@@ -142,7 +136,7 @@ impl Adapter for Codex {
                 why: "its sandbox needs user namespaces, and /proc/sys/user/max_user_namespaces is 0 (every command would fail)".into(),
             });
         }
-        let program = Self::program(req)?;
+        let program = req.find_program("codex")?;
         let mut notes = Vec::new();
         let overrides = Self::overrides(req, &mut notes)?;
         let mut args = Self::exec_args(&overrides);
@@ -156,14 +150,10 @@ impl Adapter for Codex {
         // `-`: the prompt is read whole from stdin, which the engine closes after it.
         args.push("-".into());
         Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
             env: Self::env(req),
-            env_remove: Vec::new(),
             notes,
             links: Self::links(req),
+            ..Invocation::new(program, args)
         })
     }
 
@@ -193,7 +183,7 @@ impl Adapter for Codex {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        classify::classify(evidence)
+        classify::TEXTS.classify(evidence)
     }
 
     fn can_resume(&self) -> bool {
@@ -211,21 +201,16 @@ impl Adapter for Codex {
     }
 
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
+        let program = req.find_program("codex")?;
         // The bundled catalogue: a refresh would reach chatgpt.com.
         let args = ["debug", "models", "--bundled"]
             .iter()
             .map(OsString::from)
             .collect();
         Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
             env: Self::env(req),
-            env_remove: Vec::new(),
-            notes: Vec::new(),
             links: Self::links(req),
+            ..Invocation::new(program, args)
         })
     }
 

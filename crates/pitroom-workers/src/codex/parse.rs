@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::summary::{one_line, ERROR_CHARS, INPUT_CHARS};
 
 /// Texts a command's output shows when Codex's sandbox, not the command, refused a write.
 const SANDBOX_DENIALS: &[&str] = &["read-only file system", "operation not permitted"];
@@ -116,9 +117,12 @@ fn command(item: &Value) -> WorkerEvent {
     };
     WorkerEvent::ToolCall {
         name: "shell".into(),
-        summary: one_line(&unwrap_shell(item["command"].as_str().unwrap_or("")), 160),
+        summary: one_line(
+            &unwrap_shell(item["command"].as_str().unwrap_or("")),
+            INPUT_CHARS,
+        ),
         outcome,
-        error: (outcome != ToolOutcome::Ok).then(|| one_line(output, 300)),
+        error: (outcome != ToolOutcome::Ok).then(|| one_line(output, ERROR_CHARS)),
         edited: None,
     }
 }
@@ -151,7 +155,7 @@ fn file_changes(item: &Value) -> Vec<WorkerEvent> {
             let kind = change["kind"].as_str().unwrap_or("update");
             WorkerEvent::ToolCall {
                 name: "apply_patch".into(),
-                summary: one_line(&format!("{kind} {path}"), 160),
+                summary: one_line(&format!("{kind} {path}"), INPUT_CHARS),
                 outcome: if ok {
                     ToolOutcome::Ok
                 } else {
@@ -178,16 +182,10 @@ fn mcp_call(item: &Value) -> WorkerEvent {
         } else {
             ToolOutcome::Ok
         },
-        error: item["error"]["message"].as_str().map(|m| one_line(m, 300)),
+        error: item["error"]["message"]
+            .as_str()
+            .map(|m| one_line(m, ERROR_CHARS)),
         edited: None,
-    }
-}
-
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
     }
 }
 

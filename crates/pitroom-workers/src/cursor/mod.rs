@@ -18,11 +18,10 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
-    SettingsFile, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
+    StreamParser,
 };
 use crate::events::{FailureKind, Mode, WorkerEvent};
-use crate::{find_binary, program_of};
 pub use parse::CursorStream;
 
 /// The Cursor CLI adapter (each run's stream gets its own [`CursorStream`]).
@@ -58,11 +57,6 @@ const AUTH: &[&str] = &[
 ];
 
 impl Cursor {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("cursor", program_of("cursor"), &lookup)?)
-    }
-
     fn home(req: &InvocationRequest) -> PathBuf {
         req.dirs.shared.join(HOME_DIR)
     }
@@ -167,7 +161,7 @@ impl Adapter for Cursor {
     }
 
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
+        let program = req.find_program("cursor")?;
         let mut notes = Vec::new();
         // The prompt comes on stdin: print mode reads a piped stdin whole.
         let mut args: Vec<OsString> = [
@@ -206,14 +200,11 @@ impl Adapter for Cursor {
             ("NO_UPDATE_NOTIFIER".into(), "1".into()),
         ];
         Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
             files: vec![Self::config_file(req)],
             env,
-            env_remove: Vec::new(),
             notes,
             links: Self::credential_links(req),
+            ..Invocation::new(program, args)
         })
     }
 
@@ -236,7 +227,7 @@ impl Adapter for Cursor {
         } else if mentions(&haystack, AUTH) {
             FailureKind::Auth
         } else {
-            crate::opencode::classify::classify(evidence)
+            crate::opencode::classify::TEXTS.classify(evidence)
         }
     }
 
@@ -245,16 +236,10 @@ impl Adapter for Cursor {
     }
 
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        Ok(Invocation {
-            program: Self::program(req)?,
-            args: vec!["--list-models".into()],
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            notes: Vec::new(),
-            links: Vec::new(),
-        })
+        Ok(Invocation::new(
+            req.find_program("cursor")?,
+            vec!["--list-models".into()],
+        ))
     }
 
     /// Lines `id - Display name` (the list's documented shape is not pinned; anything else,
@@ -265,10 +250,7 @@ impl Adapter for Cursor {
             .filter_map(|line| line.trim().split_once(" - "))
             .map(|(id, _)| id.trim())
             .filter(|id| !id.is_empty() && !id.contains(char::is_whitespace))
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
+            .map(ModelInfo::without_efforts)
             .collect()
     }
 }
@@ -355,7 +337,7 @@ mod tests {
             PathBuf::from("/bin/true"),
             "no launcher in between"
         );
-        assert_eq!(inv.prompt, PromptInput::Stdin);
+        assert_eq!(inv.prompt, crate::PromptInput::Stdin);
         let config_dir = inv
             .env
             .iter()

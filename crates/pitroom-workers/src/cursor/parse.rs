@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, WorkerEvent};
-use crate::qwen::parse::{one_line, summarize_input};
+use crate::json::str_at;
+use crate::qwen::parse::summarize_input;
+use crate::summary::{one_line, ERROR_CHARS};
 
 /// Tools whose successful call changes the file named in its `path`.
 const EDIT_TOOLS: &[&str] = &["write", "edit", "delete", "applyPatch"];
@@ -131,7 +133,7 @@ fn completed(name: String, args: &Value, result: Option<&Value>) -> WorkerEvent 
         summary: summarize_input(args),
         name,
         outcome,
-        error: error.map(|e| one_line(&e, 300)),
+        error: error.map(|e| one_line(&e, ERROR_CHARS)),
         edited,
     }
 }
@@ -181,12 +183,6 @@ fn result(value: &Value) -> Vec<WorkerEvent> {
         usage: None,
         cost: None,
     }]
-}
-
-fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_str)
 }
 
 #[cfg(test)]

@@ -18,12 +18,12 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
-    SettingsFile, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
+    StreamParser,
 };
 use crate::events::{FailureKind, Mode};
-use crate::qwen::settings::{merge, read_json_object};
-use crate::{find_binary, program_of};
+use crate::json::merge;
+use crate::qwen::settings::read_json_object;
 pub use parse::GeminiStream;
 
 /// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).
@@ -50,11 +50,6 @@ const WEB_TOOLS: &[&str] = &["google_web_search", "web_fetch"];
 const EDIT_TOOLS: &[&str] = &["write_file", "replace"];
 
 impl Gemini {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("gemini", program_of("gemini"), &lookup)?)
-    }
-
     fn cli_home(req: &InvocationRequest) -> PathBuf {
         req.dirs.shared.join(HOME_DIR)
     }
@@ -213,7 +208,7 @@ impl Adapter for Gemini {
     }
 
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
+        let program = req.find_program("gemini")?;
         let mut notes = Vec::new();
         // The prompt comes on stdin; Gemini reads it whole and appends the (empty) -p text.
         let mut args: Vec<OsString> = ["-p", "", "-o", "stream-json", "--skip-trust"]
@@ -245,9 +240,6 @@ impl Adapter for Gemini {
             ("PWD".into(), req.workdir.clone().into()),
         ];
         Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
             files: vec![Self::settings_file(req), Self::policy_file(req)],
             env,
             env_remove: vec![
@@ -257,6 +249,7 @@ impl Adapter for Gemini {
             ],
             notes,
             links: Self::credential_links(req),
+            ..Invocation::new(program, args)
         })
     }
 
@@ -265,7 +258,7 @@ impl Adapter for Gemini {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let by_text = crate::opencode::classify::classify(evidence);
+        let by_text = crate::opencode::classify::TEXTS.classify(evidence);
         if by_text != FailureKind::Other {
             return by_text;
         }

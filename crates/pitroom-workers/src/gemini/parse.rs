@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
-use crate::qwen::parse::{one_line, summarize_input};
+use crate::json::{str_at, u64_at};
+use crate::qwen::parse::summarize_input;
+use crate::summary::{one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file named in `file_path`.
 const EDIT_TOOLS: &[&str] = &["write_file", "replace", "edit"];
@@ -127,7 +129,7 @@ fn tool_call(state: &mut State, value: &Value) -> WorkerEvent {
         summary: summarize_input(&params),
         name,
         outcome,
-        error: failed.then(|| one_line(message, 300)),
+        error: failed.then(|| one_line(message, ERROR_CHARS)),
         edited,
     }
 }
@@ -138,10 +140,10 @@ fn result(value: &Value) -> Vec<WorkerEvent> {
     if let Some(stats) = value.get("stats") {
         let usage = Usage {
             // `input` excludes cached tokens; `input_tokens` includes them.
-            input: u64_at(stats, "input"),
-            output: u64_at(stats, "output_tokens"),
+            input: u64_at(stats, &["input"]),
+            output: u64_at(stats, &["output_tokens"]),
             reasoning: 0,
-            cache_read: u64_at(stats, "cached"),
+            cache_read: u64_at(stats, &["cached"]),
             cache_write: 0,
         };
         if !usage.is_zero() {
@@ -184,16 +186,6 @@ fn retry_after(message: &str) -> Option<u64> {
     let rest = message.split("retry after ").nth(1)?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
-}
-
-fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_str)
-}
-
-fn u64_at(value: &Value, key: &str) -> u64 {
-    value.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 #[cfg(test)]

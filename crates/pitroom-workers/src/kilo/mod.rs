@@ -8,68 +8,38 @@
 //! denied, telemetry, session ingest, presence, codebase indexing and the daemon are switched
 //! off, and every XDG directory is private so no running Kilo daemon is attached.
 
-use std::ffi::OsString;
-use std::path::PathBuf;
-
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    PromptInput, StreamParser,
+    StateDirs, StreamParser,
 };
 use crate::events::FailureKind;
-use crate::opencode::config::{
-    agent_name, merge, permission_profile, user_config_sources, ConfigPlaces,
-};
+use crate::opencode::config::{permission_profile, ConfigPlaces};
+use crate::opencode::family::Family;
 use crate::opencode::OpenCode;
-use crate::{find_binary, program_of};
 
 /// The Kilo Code adapter.
 pub struct Kilo;
 
-const DATA: &str = "data";
-const CONFIG: &str = "config";
-const CACHE: &str = "cache";
-
-/// Kilo's own tools that OpenCode lacks and that start work outliving the run or reach out.
-const DENIED_KILO_TOOLS: &[&str] = &[
-    "background_process",
-    "schedule_wakeup",
-    "cancel_wakeup",
-    "board_post",
-    "board_read",
-];
-
-impl Kilo {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("kilo", program_of("kilo"), &lookup)?)
-    }
-
-    fn base_env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
-        let shared = &req.dirs.shared;
-        let scratch = &req.dirs.scratch;
-        let mut env: Vec<(OsString, OsString)> = vec![
-            ("XDG_DATA_HOME".into(), shared.join(DATA).into()),
-            ("XDG_CONFIG_HOME".into(), shared.join(CONFIG).into()),
-            ("XDG_CACHE_HOME".into(), shared.join(CACHE).into()),
-            // Daemon discovery lives in the state dir: a private one per run means no running
-            // Kilo daemon (which would ignore the run's permissions) is attached.
-            ("XDG_STATE_HOME".into(), scratch.join("state").into()),
-            ("TMPDIR".into(), scratch.join("tmp").into()),
-            ("KILO_NO_DAEMON".into(), "1".into()),
-            ("KILO_DISABLE_AUTOUPDATE".into(), "1".into()),
-            ("KILO_DISABLE_MODELS_FETCH".into(), "1".into()),
-            ("KILO_TELEMETRY_LEVEL".into(), "off".into()),
-            ("KILO_DISABLE_SESSION_INGEST".into(), "1".into()),
-            ("KILO_DISABLE_PRESENCE".into(), "1".into()),
-            ("KILO_DISABLE_CODEBASE_INDEXING".into(), "1".into()),
-            ("npm_config_registry".into(), "http://127.0.0.1:9/".into()),
-        ];
-        env.push(("PWD".into(), req.workdir.clone().into()));
-        env
-    }
-}
+const KILO: Family = Family {
+    id: "kilo",
+    name: "Kilo",
+    config: KILO_CONFIG,
+    env: &[
+        ("KILO_NO_DAEMON", "1"),
+        ("KILO_DISABLE_AUTOUPDATE", "1"),
+        ("KILO_DISABLE_MODELS_FETCH", "1"),
+        ("KILO_TELEMETRY_LEVEL", "off"),
+        ("KILO_DISABLE_SESSION_INGEST", "1"),
+        ("KILO_DISABLE_PRESENCE", "1"),
+        ("KILO_DISABLE_CODEBASE_INDEXING", "1"),
+    ],
+    env_remove: &["KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_SERVER_URL"],
+    // Kilo keeps OpenCode's database schema under its own name.
+    db_file: "kilo.db",
+    permission: kilo_permission_profile,
+};
 
 /// Where the user's Kilo configuration lives (Kilo also reads OpenCode's file names there).
 const KILO_CONFIG: ConfigPlaces = ConfigPlaces {
@@ -83,6 +53,15 @@ const KILO_CONFIG: ConfigPlaces = ConfigPlaces {
     ],
     env_prefix: "KILO",
 };
+
+/// Kilo's own tools that OpenCode lacks and that start work outliving the run or reach out.
+const DENIED_KILO_TOOLS: &[&str] = &[
+    "background_process",
+    "schedule_wakeup",
+    "cancel_wakeup",
+    "board_post",
+    "board_read",
+];
 
 /// OpenCode's permission profile plus Kilo's extra tools denied.
 pub fn kilo_permission_profile(req: &InvocationRequest) -> Value {
@@ -98,58 +77,12 @@ pub fn kilo_permission_profile(req: &InvocationRequest) -> Value {
 /// The full `KILO_CONFIG_CONTENT`: the user's config, their permission rules replaced by the
 /// profile, and Pitroom's agent for the mode.
 pub fn worker_config(req: &InvocationRequest) -> Value {
-    let mut merged = Value::Object(Map::new());
-    for source in user_config_sources(req, &KILO_CONFIG) {
-        merge(&mut merged, source);
-    }
-    let permission = kilo_permission_profile(req);
-    if let Value::Object(map) = &mut merged {
-        map.remove("permission");
-        // A user's agent named like Pitroom's would merge its rules into the profile.
-        if let Some(Value::Object(agents)) = map.get_mut("agent") {
-            agents.remove(agent_name(req.mode));
-        }
-    }
-    let overlay = json!({
-        "autoupdate": false,
-        "share": "disabled",
-        "permission": permission.clone(),
-        "agent": { agent_name(req.mode): {
-            "description": "Pitroom worker",
-            "mode": "primary",
-            "permission": permission,
-        }},
-    });
-    merge(&mut merged, overlay);
-    merged
+    KILO.worker_config(req)
 }
-
-/// Kilo keeps provider credentials in `$XDG_DATA_HOME/kilo/auth.json`; the worker's data dir
-/// is private, so the user's file is linked into it.
-fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
-    let data_home = req
-        .env_var("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            req.env_var("HOME")
-                .map(|h| PathBuf::from(h).join(".local/share"))
-        });
-    let Some(auth) = data_home.map(|d| d.join("kilo").join("auth.json")) else {
-        return Vec::new();
-    };
-    if !auth.is_file() {
-        return Vec::new();
-    }
-    let link = req.dirs.shared.join(DATA).join("kilo").join("auth.json");
-    vec![(link, auth)]
-}
-
-const ENV_REMOVE: &[&str] = &["KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_SERVER_URL"];
 
 impl Adapter for Kilo {
     fn id(&self) -> &'static str {
-        "kilo"
+        KILO.id
     }
 
     /// Kilo starts several seconds slower than OpenCode and retries the same way: stopped after
@@ -159,36 +92,12 @@ impl Adapter for Kilo {
         2
     }
 
-    /// Kilo keeps OpenCode's database schema, as `kilo/kilo.db` in its data dir.
-    fn session_model(&self, dirs: &crate::adapter::StateDirs, session: &str) -> Option<String> {
-        let db = dirs.shared.join(DATA).join("kilo").join("kilo.db");
-        crate::opencode::session_model_in(&db, session)
+    fn session_model(&self, dirs: &StateDirs, session: &str) -> Option<String> {
+        KILO.session_model(dirs, session)
     }
 
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
-        let mut notes = Vec::new();
-        let mut env = Self::base_env(req);
-        env.push((
-            "KILO_CONFIG_CONTENT".into(),
-            worker_config(req).to_string().into(),
-        ));
-        // Applied after every config source, so nothing loosens the mode's rules.
-        env.push((
-            "KILO_PERMISSION".into(),
-            kilo_permission_profile(req).to_string().into(),
-        ));
-        let args = crate::opencode::run_args("Kilo", req, &mut notes);
-        Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
-            env,
-            env_remove: ENV_REMOVE.iter().map(OsString::from).collect(),
-            notes,
-            links: credential_links(req),
-        })
+        KILO.run_invocation(req)
     }
 
     fn parser(&self) -> Box<dyn StreamParser> {
@@ -196,7 +105,7 @@ impl Adapter for Kilo {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        crate::opencode::classify::classify(evidence)
+        crate::opencode::classify::TEXTS.classify(evidence)
     }
 
     fn retry_signal(&self, stderr_line: &str) -> Option<String> {
@@ -209,22 +118,7 @@ impl Adapter for Kilo {
     }
 
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
-        let mut env = Self::base_env(req);
-        env.push((
-            "KILO_CONFIG_CONTENT".into(),
-            worker_config(req).to_string().into(),
-        ));
-        Ok(Invocation {
-            program,
-            args: vec!["models".into()],
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
-            env,
-            env_remove: ENV_REMOVE.iter().map(OsString::from).collect(),
-            notes: Vec::new(),
-            links: credential_links(req),
-        })
+        KILO.models_invocation(req)
     }
 
     fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
@@ -234,8 +128,9 @@ impl Adapter for Kilo {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::ffi::OsString;
 
+    use super::*;
     use crate::events::Mode;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {

@@ -1,73 +1,50 @@
 //! Failure classification from OpenCode's real error texts (see `docs/workers/opencode.md` §6).
 
-use crate::adapter::FailureEvidence;
 use crate::classify::FailureTexts;
-use crate::events::FailureKind;
 
-const MODEL_UNAVAILABLE: &[&str] = &[
-    "model_not_found",
-    "does not exist",
-    "model not found",
-    "providermodelnotfounderror",
-    "providernotfounderror",
-    "unknown model",
-    "no such model",
-    "is not supported",
-    "not_found_error",
-];
-const RATE_LIMITED: &[&str] = &[
-    "rate limit",
-    "rate_limit",
-    "ratelimit",
-    "too many requests",
-    "quota",
-    "usage limit",
-    "resource_exhausted",
-    "endpoint is unavailable",
-    "overloaded",
-    // 503: the provider is out of capacity for now, like a rate limit.
-    "service unavailable",
-];
-const AUTH: &[&str] = &[
-    "incorrect api key",
-    "invalid api key",
-    "invalid_api_key",
-    "unauthorized",
-    "authentication",
-    "freetiererror",
-    "not logged in",
-    "api key",
-    "forbidden",
-];
-
-const TEXTS: FailureTexts = FailureTexts {
-    model_unavailable: MODEL_UNAVAILABLE,
-    rate_limited: RATE_LIMITED,
-    auth: AUTH,
+pub(crate) const TEXTS: FailureTexts = FailureTexts {
+    model_unavailable: &[
+        "model_not_found",
+        "does not exist",
+        "model not found",
+        "providermodelnotfounderror",
+        "providernotfounderror",
+        "unknown model",
+        "no such model",
+        "is not supported",
+        "not_found_error",
+    ],
+    rate_limited: &[
+        "rate limit",
+        "rate_limit",
+        "ratelimit",
+        "too many requests",
+        "quota",
+        "usage limit",
+        "resource_exhausted",
+        "endpoint is unavailable",
+        "overloaded",
+        // 503: the provider is out of capacity for now, like a rate limit.
+        "service unavailable",
+    ],
+    auth: &[
+        "incorrect api key",
+        "invalid api key",
+        "invalid_api_key",
+        "unauthorized",
+        "authentication",
+        "freetiererror",
+        "not logged in",
+        "api key",
+        "forbidden",
+    ],
     rate_limit_statuses: &[429, 503, 529],
 };
-
-pub fn classify(evidence: &FailureEvidence<'_>) -> FailureKind {
-    TEXTS.classify(evidence)
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::WorkerEvent;
-
-    fn kind(message: &str, status: Option<u16>, stderr: &str) -> FailureKind {
-        let events = [WorkerEvent::Error {
-            message: message.into(),
-            status,
-            retry_after: None,
-        }];
-        classify(&FailureEvidence {
-            events: &events,
-            stderr_tail: stderr,
-            exit_code: Some(1),
-        })
-    }
+    use crate::events::FailureKind;
 
     #[test]
     fn real_opencode_texts_are_classified() {
@@ -98,7 +75,7 @@ mod tests {
             ("The operation timed out.", None, FailureKind::Other),
         ];
         for (message, status, expected) in cases {
-            assert_eq!(kind(message, status, ""), expected, "{message}");
+            assert_eq!(TEXTS.kind_of(message, status, ""), expected, "{message}");
         }
     }
 
@@ -106,7 +83,7 @@ mod tests {
     fn generic_server_error_is_explained_by_the_logs() {
         let stderr = "ERROR service=session error=ProviderModelNotFoundError: Model not found: fake/nonexistent.";
         assert_eq!(
-            kind(
+            TEXTS.kind_of(
                 "Unexpected server error. Check server logs for details.",
                 None,
                 stderr

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::adapter::InvocationRequest;
 use crate::events::Mode;
+use crate::json::merge;
 
 /// The agent Pitroom defines per mode, so a user's own `build` agent settings never apply.
 pub fn agent_name(mode: Mode) -> &'static str {
@@ -110,14 +111,18 @@ pub fn permission_profile(mode: Mode, web: bool) -> Value {
     })
 }
 
-/// The full `OPENCODE_CONFIG_CONTENT`: the user's global config and any config they pass via
-/// the environment, deep-merged, then Pitroom's settings on top.
-pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
+/// The full `<PREFIX>_CONFIG_CONTENT` of a CLI of the OpenCode family: the user's global config
+/// and any config they pass via the environment (found through `places`), deep-merged, then
+/// Pitroom's settings on top, with `permission` as the profile and the rules of the mode's agent.
+pub(crate) fn worker_config(
+    req: &InvocationRequest,
+    places: &ConfigPlaces,
+    permission: Value,
+) -> Value {
     let mut merged = Value::Object(Map::new());
-    for source in user_config_sources(req, &OPENCODE_CONFIG) {
+    for source in user_config_sources(req, places) {
         merge(&mut merged, source);
     }
-    let permission = permission_profile(req.mode, req.web);
     let agent = json!({
         "description": "Pitroom worker",
         "mode": "primary",
@@ -139,7 +144,7 @@ pub fn worker_config(req: &InvocationRequest) -> Result<Value, String> {
         }
     }
     merge(&mut merged, overlay);
-    Ok(merged)
+    merged
 }
 
 /// Where a CLI of the OpenCode family keeps its user configuration: the folder under
@@ -232,23 +237,6 @@ fn drop_trailing_commas(text: &str) -> String {
     out
 }
 
-/// Deep merge: objects merge key by key, anything else is replaced.
-pub(crate) fn merge(base: &mut Value, overlay: Value) {
-    match (base, overlay) {
-        (Value::Object(base), Value::Object(overlay)) => {
-            for (k, v) in overlay {
-                match base.get_mut(&k) {
-                    Some(existing) => merge(existing, v),
-                    None => {
-                        base.insert(k, v);
-                    }
-                }
-            }
-        }
-        (base, overlay) => *base = overlay,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +286,7 @@ mod tests {
             vec![("XDG_CONFIG_HOME", dir.path().display().to_string())],
             Mode::Read,
         );
-        let cfg = worker_config(&req).unwrap();
+        let cfg = crate::opencode::worker_config(&req);
         assert_eq!(cfg["provider"]["mine"]["options"]["baseURL"], "http://x");
         assert_eq!(cfg["model"], "mine/m1");
         assert_eq!(cfg["permission"]["edit"], "deny");
@@ -322,7 +310,7 @@ mod tests {
                 ],
                 mode,
             );
-            let cfg = worker_config(&req).unwrap();
+            let cfg = crate::opencode::worker_config(&req);
             assert_eq!(
                 cfg["agent"][agent]["permission"],
                 permission_profile(mode, false)
@@ -346,7 +334,7 @@ mod tests {
             ],
             Mode::Write,
         );
-        let cfg = worker_config(&req).unwrap();
+        let cfg = crate::opencode::worker_config(&req);
         assert_eq!(cfg["provider"]["a"]["name"], "A");
         assert_eq!(cfg["share"], "disabled", "pitroom's overlay wins");
         assert_eq!(
@@ -427,7 +415,7 @@ mod tests {
             ],
             Mode::Read,
         );
-        let cfg = worker_config(&req).unwrap();
+        let cfg = crate::opencode::worker_config(&req);
         assert_eq!(cfg["permission"]["edit"], "deny");
     }
 }

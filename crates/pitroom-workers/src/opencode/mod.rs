@@ -7,178 +7,54 @@
 
 pub(crate) mod classify;
 pub(crate) mod config;
+pub(crate) mod family;
 pub(crate) mod parse;
 
-use std::ffi::OsString;
-use std::path::PathBuf;
+use serde_json::Value;
 
 use crate::adapter::{
     Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    PromptInput, StreamParser,
+    StreamParser,
 };
 use crate::events::FailureKind;
-use crate::{find_binary, program_of};
+use config::OPENCODE_CONFIG;
+use family::Family;
 
-pub use config::{permission_profile, worker_config};
+pub use config::permission_profile;
 
-/// The OpenCode adapter. Kilo Code shares its stream format and will reuse the parser.
+/// The OpenCode adapter. Kilo Code is a CLI of the same family (`opencode::family`).
 pub struct OpenCode;
 
-/// Where OpenCode keeps its state, relative to the shared per-backend directory.
-const DATA: &str = "data";
-/// OpenCode's own database in its data dir: sessions, messages, parts.
-const DB_FILE: &str = "opencode.db";
+const OPENCODE: Family = Family {
+    id: "opencode",
+    name: "OpenCode",
+    config: OPENCODE_CONFIG,
+    env: &[
+        ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+    ],
+    env_remove: &["OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR"],
+    db_file: "opencode.db",
+    permission: |req| permission_profile(req.mode, req.web),
+};
 
-/// `provider/model` of `session` from OpenCode's database (`session.model` holds
-/// `{"id": …, "providerID": …}`); opened read-only, so a run that is still writing it is never
-/// disturbed. `None` when the file, the session or the field is missing.
-pub(crate) fn session_model_in(db: &std::path::Path, session: &str) -> Option<String> {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .ok()?;
-    conn.busy_timeout(std::time::Duration::from_secs(2)).ok()?;
-    let model: String = conn
-        .query_row("SELECT model FROM session WHERE id = ?1", [session], |r| {
-            r.get(0)
-        })
-        .ok()?;
-    let value: serde_json::Value = serde_json::from_str(&model).ok()?;
-    let id = value["id"].as_str().filter(|s| !s.is_empty())?;
-    Some(
-        match value["providerID"].as_str().filter(|s| !s.is_empty()) {
-            Some(provider) => format!("{provider}/{id}"),
-            None => id.to_string(),
-        },
-    )
-}
-const CONFIG: &str = "config";
-const CACHE: &str = "cache";
-
-impl OpenCode {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("opencode", program_of("opencode"), &lookup)?)
-    }
-
-    /// Environment shared by runs and model listings: private state dirs, no outbound traffic
-    /// beyond the model provider.
-    fn base_env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
-        let shared = &req.dirs.shared;
-        let scratch = &req.dirs.scratch;
-        let mut env: Vec<(OsString, OsString)> = vec![
-            ("XDG_DATA_HOME".into(), shared.join(DATA).into()),
-            ("XDG_CONFIG_HOME".into(), shared.join(CONFIG).into()),
-            ("XDG_CACHE_HOME".into(), shared.join(CACHE).into()),
-            // Lock files and daemon discovery live in the state dir: a private one per run means
-            // no shared `opencode serve` is ever attached.
-            ("XDG_STATE_HOME".into(), scratch.join("state").into()),
-            // Bun extracts a 5.5 MB library into TMPDIR on every start and never removes it.
-            ("TMPDIR".into(), scratch.join("tmp").into()),
-            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
-            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
-            // OpenCode installs `@opencode-ai/plugin` in the background with an embedded npm
-            // client; a dead loopback registry switches that off without failing the run.
-            ("npm_config_registry".into(), "http://127.0.0.1:9/".into()),
-        ];
-        env.push(("PWD".into(), req.workdir.clone().into()));
-        env
-    }
-}
-
-/// OpenCode keeps provider credentials (`opencode auth login`) in `$XDG_DATA_HOME/opencode/
-/// auth.json`. The worker's data dir is private, so the user's file is linked into it.
-fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
-    let data_home = req
-        .env_var("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            req.env_var("HOME")
-                .map(|h| PathBuf::from(h).join(".local/share"))
-        });
-    let Some(data_home) = data_home else {
-        return Vec::new();
-    };
-    let auth = data_home.join("opencode").join("auth.json");
-    if !auth.is_file() {
-        return Vec::new();
-    }
-    let link = req
-        .dirs
-        .shared
-        .join(DATA)
-        .join("opencode")
-        .join("auth.json");
-    vec![(link, auth)]
-}
-
-/// `run` and its flags, the same for every CLI of the OpenCode family (OpenCode, Kilo): the
-/// mode's agent, a title, logs on stderr, the work dir, the model and its effort variant, the
-/// session to resume. `cli` names the CLI in notes.
-pub(crate) fn run_args(
-    cli: &str,
-    req: &InvocationRequest,
-    notes: &mut Vec<String>,
-) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["run", "--format", "json", "--agent"]
-        .map(OsString::from)
-        .to_vec();
-    args.push(config::agent_name(req.mode).into());
-    // A title skips the CLI's extra title-generation model call.
-    args.extend(["--title".into(), OsString::from(&req.title)]);
-    // Logs on stderr: the real cause of "Unexpected server error" is only there.
-    args.extend(["--print-logs", "--log-level", "WARN"].map(OsString::from));
-    args.extend(["--dir".into(), req.workdir.clone().into_os_string()]);
-    if let Some(model) = &req.model {
-        args.extend(["--model".into(), OsString::from(model)]);
-    }
-    match (&req.effort, &req.model) {
-        (Some(effort), Some(_)) => args.extend(["--variant".into(), OsString::from(effort)]),
-        (Some(effort), None) => notes.push(format!(
-            "--effort {effort} dropped: {cli} sets effort per model variant, and no model is pinned"
-        )),
-        _ => {}
-    }
-    if let Some(session) = &req.resume_session {
-        args.extend(["--session".into(), OsString::from(session)]);
-    }
-    args
+/// The full `OPENCODE_CONFIG_CONTENT`: the user's config, their permission rules replaced by the
+/// mode's profile, and Pitroom's agent for the mode.
+pub fn worker_config(req: &InvocationRequest) -> Value {
+    OPENCODE.worker_config(req)
 }
 
 impl Adapter for OpenCode {
     fn id(&self) -> &'static str {
-        "opencode"
+        OPENCODE.id
     }
 
     fn session_model(&self, dirs: &crate::adapter::StateDirs, session: &str) -> Option<String> {
-        session_model_in(
-            &dirs.shared.join(DATA).join("opencode").join(DB_FILE),
-            session,
-        )
+        OPENCODE.session_model(dirs, session)
     }
 
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
-        let mut notes = Vec::new();
-        let config = worker_config(req).map_err(AdapterError::Config)?;
-        let mut env = Self::base_env(req);
-        env.push(("OPENCODE_CONFIG_CONTENT".into(), config.to_string().into()));
-        // OPENCODE_PERMISSION is applied after every config source: setting it to the
-        // profile keeps any other source from loosening the mode's rules.
-        let permission = permission_profile(req.mode, req.web);
-        env.push(("OPENCODE_PERMISSION".into(), permission.to_string().into()));
-
-        let args = run_args("OpenCode", req, &mut notes);
-        Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
-            env,
-            env_remove: vec!["OPENCODE_CONFIG".into(), "OPENCODE_CONFIG_DIR".into()],
-            notes,
-            links: credential_links(req),
-        })
+        OPENCODE.run_invocation(req)
     }
 
     fn parser(&self) -> Box<dyn StreamParser> {
@@ -186,7 +62,7 @@ impl Adapter for OpenCode {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        classify::classify(evidence)
+        classify::TEXTS.classify(evidence)
     }
 
     fn can_resume(&self) -> bool {
@@ -205,20 +81,7 @@ impl Adapter for OpenCode {
     }
 
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
-        let config = worker_config(req).map_err(AdapterError::Config)?;
-        let mut env = Self::base_env(req);
-        env.push(("OPENCODE_CONFIG_CONTENT".into(), config.to_string().into()));
-        Ok(Invocation {
-            program,
-            args: vec!["models".into()],
-            prompt: PromptInput::Stdin,
-            files: Vec::new(),
-            env,
-            env_remove: vec!["OPENCODE_CONFIG".into(), "OPENCODE_CONFIG_DIR".into()],
-            notes: Vec::new(),
-            links: credential_links(req),
-        })
+        OPENCODE.models_invocation(req)
     }
 
     fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
@@ -226,21 +89,19 @@ impl Adapter for OpenCode {
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && l.contains('/') && !l.contains(' '))
-            .map(|id| ModelInfo {
-                id: id.to_string(),
-                efforts: Vec::new(),
-            })
+            .map(ModelInfo::without_efforts)
             .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::family::session_model_in;
     use super::*;
 
     fn db_with(rows: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(DB_FILE);
+        let path = dir.path().join(OPENCODE.db_file);
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute("CREATE TABLE session (id TEXT PRIMARY KEY, model TEXT)", [])
             .unwrap();

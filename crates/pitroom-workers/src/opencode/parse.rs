@@ -5,6 +5,8 @@
 use serde_json::Value;
 
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::json::{str_at, u64_at};
+use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file named in `filePath`.
 const EDIT_TOOLS: &[&str] = &["edit", "write", "patch", "multiedit", "apply_patch"];
@@ -92,7 +94,7 @@ fn tool_call(part: &Value) -> Option<WorkerEvent> {
         summary: summarize_input(input),
         name,
         outcome,
-        error: problem.map(|e| one_line(e, 300)),
+        error: problem.map(|e| one_line(e, ERROR_CHARS)),
         edited,
     })
 }
@@ -159,40 +161,14 @@ fn retry_after(headers: &Value) -> Option<u64> {
     header("retry-after").and_then(|v| v.trim().parse::<f64>().ok().map(|s| s.ceil() as u64))
 }
 
+/// The fields of a tool's input that tell most about the call, most telling first.
+const INPUT_KEYS: &[&str] = &[
+    "filePath", "path", "pattern", "command", "url", "query", "name",
+];
+
 /// The most telling field of a tool's input, on one line.
 fn summarize_input(input: &Value) -> String {
-    let keys = [
-        "filePath", "path", "pattern", "command", "url", "query", "name",
-    ];
-    let found = keys.iter().find_map(|k| str_at(input, &[k]));
-    match found {
-        Some(s) => one_line(s, 160),
-        None if input.is_null() => String::new(),
-        None => one_line(&input.to_string(), 160),
-    }
-}
-
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    }
-}
-
-fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_str)
-}
-
-fn u64_at(value: &Value, path: &[&str]) -> u64 {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
+    input_summary(input, INPUT_KEYS)
 }
 
 #[cfg(test)]

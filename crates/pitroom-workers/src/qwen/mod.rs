@@ -22,11 +22,10 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
-    SettingsFile, StreamParser,
+    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
+    StreamParser,
 };
 use crate::events::{FailureKind, Mode};
-use crate::{find_binary, program_of};
 pub use parse::QwenStream;
 use settings::read_json_object;
 
@@ -58,11 +57,6 @@ const WEB_TOOLS: &[&str] = &["web_fetch", "web_search"];
 const EDIT_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
 
 impl Qwen {
-    fn program(req: &InvocationRequest) -> Result<PathBuf, AdapterError> {
-        let lookup = |k: &str| req.env_var(k);
-        Ok(find_binary("qwen", program_of("qwen"), &lookup)?)
-    }
-
     fn home(req: &InvocationRequest) -> PathBuf {
         req.dirs.shared.join(HOME_DIR)
     }
@@ -203,7 +197,7 @@ impl Adapter for Qwen {
     }
 
     fn invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let program = Self::program(req)?;
+        let program = req.find_program("qwen")?;
         let mut notes = Vec::new();
         let mut args: Vec<OsString> = ["-o", "stream-json", "--max-wall-time", MAX_WALL_TIME]
             .map(OsString::from)
@@ -245,9 +239,6 @@ impl Adapter for Qwen {
             args,
         );
         Ok(Invocation {
-            program,
-            args,
-            prompt: PromptInput::Stdin,
             files: vec![Self::settings_file(req), Self::mode_settings_file(req)],
             env: Self::env(req),
             env_remove: vec![
@@ -256,6 +247,7 @@ impl Adapter for Qwen {
             ],
             notes,
             links: Self::credential_links(req),
+            ..Invocation::new(program, args)
         })
     }
 
@@ -264,7 +256,7 @@ impl Adapter for Qwen {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        crate::opencode::classify::classify(evidence)
+        crate::opencode::classify::TEXTS.classify(evidence)
     }
 
     fn retry_signal(&self, stderr_line: &str) -> Option<String> {

@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::json::{str_at, u64_at};
+use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file named in `file_path`.
 const EDIT_TOOLS: &[&str] = &["write_file", "edit", "replace", "notebook_edit"];
@@ -122,7 +124,7 @@ impl QwenStream {
             summary: summarize_input(&input),
             name,
             outcome,
-            error: is_error.then(|| one_line(&output, 300)),
+            error: is_error.then(|| one_line(&output, ERROR_CHARS)),
             edited,
         }
     }
@@ -198,12 +200,12 @@ fn blocks(message: &Value) -> impl Iterator<Item = &Value> {
 }
 
 fn usage(u: &Value) -> Usage {
-    let input = u64_at(u, "input_tokens");
-    let cache_read = u64_at(u, "cache_read_input_tokens");
+    let input = u64_at(u, &["input_tokens"]);
+    let cache_read = u64_at(u, &["cache_read_input_tokens"]);
     Usage {
         // Qwen's input_tokens include the cached ones; normalised input excludes them.
         input: input.saturating_sub(cache_read),
-        output: u64_at(u, "output_tokens"),
+        output: u64_at(u, &["output_tokens"]),
         reasoning: 0,
         cache_read,
         cache_write: 0,
@@ -228,43 +230,21 @@ fn is_denial(text: &str) -> bool {
     DENIAL_TEXTS.iter().any(|d| lower.contains(d))
 }
 
+/// The fields of a tool's input that tell most about the call, most telling first.
+const INPUT_KEYS: &[&str] = &[
+    "file_path",
+    "absolute_path",
+    "path",
+    "pattern",
+    "command",
+    "url",
+    "query",
+    "dir_path",
+];
+
 /// The most telling field of a tool's input, on one line.
 pub(crate) fn summarize_input(input: &Value) -> String {
-    let keys = [
-        "file_path",
-        "absolute_path",
-        "path",
-        "pattern",
-        "command",
-        "url",
-        "query",
-        "dir_path",
-    ];
-    match keys.iter().find_map(|k| str_at(input, &[k])) {
-        Some(s) => one_line(s, 160),
-        None if input.is_null() => String::new(),
-        None => one_line(&input.to_string(), 160),
-    }
-}
-
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    }
-}
-
-fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_str)
-}
-
-fn u64_at(value: &Value, key: &str) -> u64 {
-    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+    input_summary(input, INPUT_KEYS)
 }
 
 #[cfg(test)]

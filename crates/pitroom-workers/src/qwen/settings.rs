@@ -18,20 +18,3 @@ pub(crate) fn read_json_object(path: &Path) -> Map<String, Value> {
         })
         .unwrap_or_default()
 }
-
-/// Deep merge: objects merge key by key, anything else is replaced.
-pub(crate) fn merge(base: &mut Value, overlay: Value) {
-    match (base, overlay) {
-        (Value::Object(base), Value::Object(overlay)) => {
-            for (k, v) in overlay {
-                match base.get_mut(&k) {
-                    Some(existing) => merge(existing, v),
-                    None => {
-                        base.insert(k, v);
-                    }
-                }
-            }
-        }
-        (base, overlay) => *base = overlay,
-    }
-}

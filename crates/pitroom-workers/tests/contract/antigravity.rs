@@ -3,7 +3,7 @@
 //! there for the source of each shape). The adapter is unproven against the real CLI. Each
 //! fixture is also checked torn and with noise lines mixed in.
 
-use super::recorded::{texts, tools, Recorded};
+use super::recorded::{texts, tools, usages, Recorded};
 use pitroom_workers::antigravity::Antigravity;
 use pitroom_workers::{FailureKind, ToolOutcome, Usage, WorkerEvent};
 
@@ -28,13 +28,7 @@ fn read_run_yields_the_conversation_one_tool_call_one_joined_answer_and_the_turn
         texts(&events),
         vec!["SUMMARY: divide() has no zero check: calc.py:2\nDETAILS: b == 0 raises ZeroDivisionError."]
     );
-    let usage: Vec<Usage> = events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::StepFinished { usage, .. } => *usage,
-            _ => None,
-        })
-        .collect();
+    let usage = usages(&events);
     assert_eq!(
         usage,
         vec![Usage {

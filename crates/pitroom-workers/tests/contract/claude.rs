@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{errors, tools, Recorded};
+use super::recorded::{env_strings, errors, strings, summarize, texts, tools, Recorded};
 use pitroom_workers::claude::Claude;
 use pitroom_workers::{
     Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
@@ -49,10 +49,7 @@ fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
         })
     );
     assert!(finished[0].1.is_some_and(|c| c > 0.0));
-    let last_text = events.iter().rev().find_map(|e| match e {
-        WorkerEvent::Text { text, .. } => Some(text.as_str()),
-        _ => None,
-    });
+    let last_text = texts(&events).pop();
     assert!(
         last_text.is_some_and(|t| t.contains("calc.py:7")),
         "{events:?}"
@@ -61,19 +58,8 @@ fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
 
 #[test]
 fn write_run_reports_each_edited_file() {
-    let events = CLI.parse(&CLI.fixture("write-edit").0);
-    let edited: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::ToolCall {
-                edited: Some(p), ..
-            } => Some(p.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(edited.len(), 3, "{edited:?}");
-    assert!(edited.iter().any(|p| p.ends_with("/calc.py")));
-    assert!(edited.iter().any(|p| p.ends_with("/new file é.txt")));
+    CLI.summary("write-edit")
+        .assert_edited(3, &["/calc.py", "/new file é.txt"]);
 }
 
 #[test]
@@ -92,16 +78,7 @@ fn refused_calls_are_denied_under_the_tool_they_asked_for() {
             .map(|(n, _)| n)
             .collect();
         assert_eq!(denied, expected, "{name}");
-        assert!(
-            !events.iter().any(|e| matches!(
-                e,
-                WorkerEvent::ToolCall {
-                    edited: Some(_),
-                    ..
-                }
-            )),
-            "{name}"
-        );
+        assert!(summarize(&events).edited.is_empty(), "{name}");
     }
 }
 
@@ -154,13 +131,8 @@ fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
 
 fn args(mode: Mode) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    Claude
-        .invocation(&request(mode, &dir))
-        .expect("invocation")
-        .args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
+    let inv = Claude.invocation(&request(mode, &dir)).expect("invocation");
+    strings(&inv.args)
 }
 
 fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
@@ -202,11 +174,7 @@ fn the_prompt_comes_on_stdin_after_a_final_double_dash() {
     let mut req = request(Mode::Read, &dir);
     req.resume_session = Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f".into());
     let inv = Claude.invocation(&req).expect("invocation");
-    let a: Vec<String> = inv
-        .args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let a = strings(&inv.args);
     assert_eq!(
         value_after(&a, "--resume"),
         Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f")
@@ -223,16 +191,7 @@ fn each_run_has_a_private_config_dir_with_the_users_login_linked_in_and_retries_
     let inv = Claude
         .invocation(&request(Mode::Write, &dir))
         .expect("invocation");
-    let env: Vec<(String, String)> = inv
-        .env
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
+    let env = env_strings(&inv.env);
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let config = PathBuf::from(get("CLAUDE_CONFIG_DIR").expect("config dir"));
     assert!(config.starts_with(dir.path().join("shared")));

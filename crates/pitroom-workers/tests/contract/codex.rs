@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{errors, Recorded};
+use super::recorded::{env_strings, errors, strings, summarize, texts, usages, Recorded};
 use pitroom_workers::codex::Codex;
 use pitroom_workers::{
     Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
@@ -38,13 +38,7 @@ fn read_run_yields_the_thread_a_shell_call_usage_and_the_cited_answer() {
         tools,
         vec![("shell", ToolOutcome::Ok, "grep -n 'def divide' calc.py")]
     );
-    let usage: Vec<Usage> = events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::StepFinished { usage, .. } => *usage,
-            _ => None,
-        })
-        .collect();
+    let usage = usages(&events);
     assert_eq!(
         usage,
         vec![Usage {
@@ -55,10 +49,7 @@ fn read_run_yields_the_thread_a_shell_call_usage_and_the_cited_answer() {
             cache_write: 0
         }]
     );
-    let last_text = events.iter().rev().find_map(|e| match e {
-        WorkerEvent::Text { text, .. } => Some(text.as_str()),
-        _ => None,
-    });
+    let last_text = texts(&events).pop();
     assert!(
         last_text.is_some_and(|t| t.contains("calc.py:7")),
         "{events:?}"
@@ -68,19 +59,8 @@ fn read_run_yields_the_thread_a_shell_call_usage_and_the_cited_answer() {
 
 #[test]
 fn write_run_reports_each_patched_file() {
-    let events = CLI.parse(&CLI.fixture("write-patch").0);
-    let edited: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::ToolCall {
-                edited: Some(p), ..
-            } => Some(p.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(edited.len(), 3, "{edited:?}");
-    assert!(edited.iter().any(|p| p.ends_with("/calc.py")));
-    assert!(edited.iter().any(|p| p.ends_with("/new file é.txt")));
+    CLI.summary("write-patch")
+        .assert_edited(3, &["/calc.py", "/new file é.txt"]);
 }
 
 #[test]
@@ -89,13 +69,7 @@ fn writes_refused_by_the_sandbox_show_only_on_stderr_and_become_denied_calls() {
         let (events, stderr) = CLI.fixture(name);
         let from_stdout = CLI.parse(&events);
         assert!(
-            !from_stdout.iter().any(|e| matches!(
-                e,
-                WorkerEvent::ToolCall {
-                    edited: Some(_),
-                    ..
-                }
-            )),
+            summarize(&from_stdout).edited.is_empty(),
             "{name}: no edit reported"
         );
         let denied: Vec<WorkerEvent> = stderr
@@ -148,13 +122,8 @@ fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
 
 fn args(mode: Mode) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    Codex
-        .invocation(&request(mode, &dir))
-        .expect("invocation")
-        .args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
+    let inv = Codex.invocation(&request(mode, &dir)).expect("invocation");
+    strings(&inv.args)
 }
 
 #[test]
@@ -209,16 +178,7 @@ fn each_run_has_a_private_codex_home_with_the_users_login_linked_in() {
     std::fs::write(user_home.join("auth.json"), "{}").unwrap();
     let req = request(Mode::Write, &dir);
     let inv = Codex.invocation(&req).expect("invocation");
-    let env: Vec<(String, String)> = inv
-        .env
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
+    let env = env_strings(&inv.env);
     let home = env
         .iter()
         .find(|(k, _)| k == "CODEX_HOME")

@@ -3,7 +3,7 @@
 //! each shape). The adapter is unproven against the real CLI: these tests pin the documented
 //! format, not a recorded one. Each fixture is also checked torn and with noise lines mixed in.
 
-use super::recorded::{texts, tool_edits, Recorded};
+use super::recorded::{strings, texts, tool_edits, Recorded};
 use pitroom_workers::cursor::Cursor;
 use pitroom_workers::{Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, WorkerEvent};
 
@@ -107,11 +107,7 @@ fn the_launch_resumes_the_session_drops_effort_and_never_forces() {
     let root = tempfile::tempdir().unwrap();
     for mode in [Mode::Read, Mode::Write, Mode::Isolate] {
         let inv = Cursor.invocation(&request(mode, root.path())).unwrap();
-        let cli: Vec<String> = inv
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let cli = strings(&inv.args);
         assert!(
             cli.windows(2).any(|w| w == ["--resume", "2f6c9a8e"]),
             "{cli:?}"

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::recorded::strings;
+
 use pitroom_workers::{
     adapter_for, Adapter, AdapterError, Custom, Invocation, InvocationRequest, Mode, PromptInput,
     StateDirs, WorkerDef, KNOWN_BACKENDS,
@@ -96,11 +98,7 @@ fn invocation(adapter: &dyn Adapter, mode: Mode, root: &Path) -> Option<Invocati
 }
 
 fn words(inv: &Invocation) -> Vec<String> {
-    let mut all: Vec<String> = inv
-        .args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let mut all = strings(&inv.args);
     all.extend(
         inv.env
             .iter()
@@ -235,11 +233,7 @@ fn no_adapter_passes_the_task_on_the_command_line() {
         let Ok(inv) = adapter.invocation(&req) else {
             continue;
         };
-        let args: Vec<String> = inv
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = strings(&inv.args);
         assert!(
             !args.iter().any(|a| a == "rm" || a == "evil"),
             "{}: title text split into arguments: {args:?}",

@@ -3,9 +3,9 @@
 //! `record_gemini_fixtures` in the `pitroom` crate; see the README there). Each fixture is also
 //! checked torn (its last line cut in half) and with noise lines mixed in.
 
-use super::recorded::{summarize, Recorded};
+use super::recorded::Recorded;
 use pitroom_workers::gemini::Gemini;
-use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage};
+use pitroom_workers::{FailureKind, ToolOutcome, Usage};
 
 pub const CLI: Recorded = Recorded {
     dir: "gemini",
@@ -16,7 +16,7 @@ pub const CLI: Recorded = Recorded {
 
 #[test]
 fn read_run_yields_session_usage_one_tool_call_and_one_joined_answer() {
-    let s = summarize(&CLI.parse(&CLI.fixture("read").0));
+    let s = CLI.summary("read");
     assert!(s.session.is_some());
     assert_eq!(
         s.model.as_deref(),
@@ -44,22 +44,14 @@ fn read_run_yields_session_usage_one_tool_call_and_one_joined_answer() {
 
 #[test]
 fn write_run_reports_each_edit_with_its_file() {
-    let s = summarize(&CLI.parse(&CLI.fixture("write-edit").0));
-    assert_eq!(s.edited.len(), 3, "{s:?}");
-    assert!(s.edited.iter().any(|p| p.ends_with("/calc.py")));
-    assert!(s.edited.iter().any(|p| p.ends_with("/README.md")));
-    assert!(s.edited.iter().any(|p| p.ends_with("/new file é.txt")));
+    let s = CLI.summary("write-edit");
+    s.assert_edited(3, &["/calc.py", "/README.md", "/new file é.txt"]);
 }
 
 #[test]
 fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
-    let s = summarize(&CLI.parse(&CLI.fixture("read-edit-denied").0));
-    let denied: Vec<&str> = s
-        .tools
-        .iter()
-        .filter(|(_, o)| *o == ToolOutcome::Denied)
-        .map(|(n, _)| n.as_str())
-        .collect();
+    let s = CLI.summary("read-edit-denied");
+    let denied = s.denied();
     assert!(
         denied.contains(&"replace") && denied.contains(&"write_file"),
         "{:?}",
@@ -79,7 +71,7 @@ fn api_failures_are_errors_never_answers_and_classify_from_text_or_exit_code() {
         ("err500", FailureKind::Other, Some(244)),
     ];
     for (name, kind, exit) in cases {
-        let s = summarize(&CLI.parse(&CLI.fixture(name).0));
+        let s = CLI.summary(name);
         assert!(
             s.texts.is_empty(),
             "{name}: an error is not an answer: {s:?}"
@@ -96,28 +88,20 @@ fn api_failures_are_errors_never_answers_and_classify_from_text_or_exit_code() {
 
 #[test]
 fn a_malformed_model_stream_gives_no_answer() {
-    let s = summarize(&CLI.parse(&CLI.fixture("malformed-sse").0));
+    let s = CLI.summary("malformed-sse");
     assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
 }
 
 #[test]
 fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
-    let (_, stderr) = CLI.fixture("err429");
-    let gemini = Gemini;
-    let signals: Vec<String> = stderr
-        .lines()
-        .filter_map(|l| gemini.retry_signal(l))
-        .collect();
+    let stderr = CLI.stderr("err429");
+    let signals = CLI.retry_signals("err429");
     assert_eq!(signals.len(), 2, "maxAttempts 2: {stderr}");
     assert!(
         signals[0].contains("Resource has been exhausted"),
         "{signals:?}"
     );
     for name in ["err404", "quota-daily", "err400-key"] {
-        let (_, stderr) = CLI.fixture(name);
-        assert!(
-            stderr.lines().all(|l| gemini.retry_signal(l).is_none()),
-            "{name} is not retried"
-        );
+        assert!(CLI.retry_signals(name).is_empty(), "{name} is not retried");
     }
 }

@@ -6,7 +6,7 @@
 
 use super::recorded::{errors, tool_edits, Recorded};
 use pitroom_workers::kilo::Kilo;
-use pitroom_workers::{Adapter, FailureKind, ToolOutcome, WorkerEvent};
+use pitroom_workers::{FailureKind, ToolOutcome, WorkerEvent};
 
 pub const CLI: Recorded = Recorded {
     dir: "kilo",
@@ -84,16 +84,14 @@ fn retried_failures_are_signalled_on_stderr_and_classified_from_it() {
     ] {
         let (events, stderr) = CLI.fixture(name);
         assert!(events.is_empty(), "{name}: stopped before any event");
-        let signals: Vec<String> = stderr
-            .lines()
-            .filter_map(|l| Kilo.retry_signal(l))
-            .collect();
+        let signals = CLI.retry_signals(name);
         assert_eq!(signals.len(), 3, "{name}: {stderr}");
         assert_eq!(CLI.classify(name), kind, "{name}");
     }
-    let (_, stderr) = CLI.fixture("err429");
-    let first = stderr.lines().find_map(|l| Kilo.retry_signal(l));
-    assert_eq!(first.as_deref(), Some("Rate limit reached for requests"));
+    assert_eq!(
+        CLI.retry_signals("err429").first().map(String::as_str),
+        Some("Rate limit reached for requests")
+    );
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! `record_opencode_fixtures` in the `pitroom` crate). Each fixture is also checked torn (its
 //! last line cut in half, as when the stream is read live) and with noise lines mixed in.
 
-use super::recorded::{summarize, Recorded};
+use super::recorded::Recorded;
 use pitroom_workers::opencode::OpenCode;
-use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage, WorkerEvent};
+use pitroom_workers::{FailureKind, ToolOutcome, Usage};
 
 pub const CLI: Recorded = Recorded {
     dir: "opencode",
@@ -17,7 +17,7 @@ pub const CLI: Recorded = Recorded {
 /// What a run's events add up to.
 #[test]
 fn read_run_yields_session_steps_usage_and_the_cited_answer() {
-    let s = summarize(&CLI.parse(&CLI.fixture("read").0));
+    let s = CLI.summary("read");
     assert!(s.session.is_some_and(|id| id.starts_with("ses_")));
     assert_eq!(s.steps, 2);
     assert_eq!(s.tools, vec![("read".to_string(), ToolOutcome::Ok)]);
@@ -37,30 +37,14 @@ fn read_run_yields_session_steps_usage_and_the_cited_answer() {
 
 #[test]
 fn write_run_reports_edits_with_their_files() {
-    let events = CLI.parse(&CLI.fixture("write-edit").0);
-    let edited: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            WorkerEvent::ToolCall {
-                edited: Some(path), ..
-            } => Some(path.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(edited.len(), 3, "{edited:?}");
-    assert!(edited.iter().any(|p| p.ends_with("/calc.py")));
-    assert!(edited.iter().any(|p| p.ends_with("/new file é.txt")));
+    CLI.summary("write-edit")
+        .assert_edited(3, &["/calc.py", "/new file é.txt"]);
 }
 
 #[test]
 fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
-    let s = summarize(&CLI.parse(&CLI.fixture("read-edit-denied").0));
-    let denied: Vec<&str> = s
-        .tools
-        .iter()
-        .filter(|(_, o)| *o == ToolOutcome::Denied)
-        .map(|(n, _)| n.as_str())
-        .collect();
+    let s = CLI.summary("read-edit-denied");
+    let denied = s.denied();
     assert!(
         denied.contains(&"edit") && denied.contains(&"write"),
         "{:?}",
@@ -70,7 +54,7 @@ fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
 
 #[test]
 fn a_denied_git_commit_is_counted_as_denied() {
-    let s = summarize(&CLI.parse(&CLI.fixture("bash-git-denied").0));
+    let s = CLI.summary("bash-git-denied");
     assert!(
         s.tools.contains(&("bash".to_string(), ToolOutcome::Denied)),
         "{:?}",
@@ -86,7 +70,7 @@ fn http_errors_keep_their_status_and_classify() {
         ("err500", Some(500), FailureKind::Other),
     ];
     for (name, status, kind) in cases {
-        let s = summarize(&CLI.parse(&CLI.fixture(name).0));
+        let s = CLI.summary(name);
         assert_eq!(s.errors.len(), 1, "{name}");
         assert_eq!(s.errors[0].1, status, "{name}");
         assert_eq!(CLI.classify(name), kind, "{name}");
@@ -95,14 +79,14 @@ fn http_errors_keep_their_status_and_classify() {
 
 #[test]
 fn unknown_model_is_explained_only_by_the_logs() {
-    let s = summarize(&CLI.parse(&CLI.fixture("unknown-model").0));
+    let s = CLI.summary("unknown-model");
     assert!(s.errors[0].0.contains("Unexpected server error"));
     assert_eq!(CLI.classify("unknown-model"), FailureKind::ModelUnavailable);
 }
 
 #[test]
 fn malformed_stream_is_an_error_not_an_answer() {
-    let s = summarize(&CLI.parse(&CLI.fixture("malformed-sse").0));
+    let s = CLI.summary("malformed-sse");
     assert!(s.errors[0].0.contains("JSON parsing failed"));
     assert!(s.texts.is_empty());
     assert_eq!(CLI.classify("malformed-sse"), FailureKind::Other);
@@ -110,23 +94,16 @@ fn malformed_stream_is_an_error_not_an_answer() {
 
 #[test]
 fn the_endless_loop_shows_as_empty_steps() {
-    let s = summarize(&CLI.parse(&CLI.fixture("no-finish-reason").0));
+    let s = CLI.summary("no-finish-reason");
     assert!(s.steps >= 3, "{s:?}");
     assert_eq!(s.empty_steps, s.steps, "every step lacks a finish reason");
 }
 
 #[test]
 fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
-    let (_, stderr) = CLI.fixture("err429");
-    let signals: Vec<String> = stderr
-        .lines()
-        .filter_map(|l| OpenCode.retry_signal(l))
-        .collect();
+    let stderr = CLI.stderr("err429");
+    let signals = CLI.retry_signals("err429");
     assert!(signals.len() >= 3, "{stderr}");
     assert_eq!(signals[0], "Rate limit reached for requests");
-    let (_, stderr) = CLI.fixture("unknown-model");
-    assert!(
-        stderr.lines().all(|l| OpenCode.retry_signal(l).is_none()),
-        "not a retry"
-    );
+    assert!(CLI.retry_signals("unknown-model").is_empty(), "not a retry");
 }

@@ -3,9 +3,9 @@
 //! `record_qwen_fixtures` in the `pitroom` crate; see the README there). Each fixture is also
 //! checked torn (its last line cut in half) and with noise lines mixed in.
 
-use super::recorded::{summarize, Recorded};
+use super::recorded::Recorded;
 use pitroom_workers::qwen::Qwen;
-use pitroom_workers::{Adapter, FailureKind, ToolOutcome, Usage};
+use pitroom_workers::{FailureKind, ToolOutcome, Usage};
 
 pub const CLI: Recorded = Recorded {
     dir: "qwen",
@@ -16,7 +16,7 @@ pub const CLI: Recorded = Recorded {
 
 #[test]
 fn read_run_yields_session_usage_one_tool_call_and_the_cited_answer() {
-    let s = summarize(&CLI.parse(&CLI.fixture("read").0));
+    let s = CLI.summary("read");
     assert!(s.session.is_some());
     assert_eq!(
         s.model.as_deref(),
@@ -44,23 +44,15 @@ fn read_run_yields_session_usage_one_tool_call_and_the_cited_answer() {
 
 #[test]
 fn write_run_reports_each_edit_with_its_file() {
-    let s = summarize(&CLI.parse(&CLI.fixture("write-edit").0));
-    assert_eq!(s.edited.len(), 3, "{s:?}");
-    assert!(s.edited.iter().any(|p| p.ends_with("/calc.py")));
-    assert!(s.edited.iter().any(|p| p.ends_with("/README.md")));
-    assert!(s.edited.iter().any(|p| p.ends_with("/new file é.txt")));
+    let s = CLI.summary("write-edit");
+    s.assert_edited(3, &["/calc.py", "/README.md", "/new file é.txt"]);
     assert!(s.tools.iter().all(|(_, o)| *o == ToolOutcome::Ok), "{s:?}");
 }
 
 #[test]
 fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
-    let s = summarize(&CLI.parse(&CLI.fixture("read-edit-denied").0));
-    let denied: Vec<&str> = s
-        .tools
-        .iter()
-        .filter(|(_, o)| *o == ToolOutcome::Denied)
-        .map(|(n, _)| n.as_str())
-        .collect();
+    let s = CLI.summary("read-edit-denied");
+    let denied = s.denied();
     assert!(
         denied.contains(&"edit") && denied.contains(&"write_file"),
         "{:?}",
@@ -78,7 +70,7 @@ fn api_failures_are_errors_with_their_status_never_answers() {
         ("err500", 500, FailureKind::Other),
     ];
     for (name, status, kind) in cases {
-        let s = summarize(&CLI.parse(&CLI.fixture(name).0));
+        let s = CLI.summary(name);
         assert!(
             s.texts.is_empty(),
             "{name}: an error is not an answer: {s:?}"
@@ -93,23 +85,18 @@ fn api_failures_are_errors_with_their_status_never_answers() {
 
 #[test]
 fn a_malformed_model_stream_gives_no_answer() {
-    let s = summarize(&CLI.parse(&CLI.fixture("malformed-sse").0));
+    let s = CLI.summary("malformed-sse");
     assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
 }
 
 #[test]
 fn retried_model_errors_are_seen_in_stderr_as_they_happen() {
-    let (_, stderr) = CLI.fixture("err429");
-    let qwen = Qwen;
-    let signals: Vec<String> = stderr
-        .lines()
-        .filter_map(|l| qwen.retry_signal(l))
-        .collect();
+    let stderr = CLI.stderr("err429");
+    let signals = CLI.retry_signals("err429");
     assert!(!signals.is_empty(), "{stderr}");
     assert!(signals[0].contains("429"), "{signals:?}");
-    let (_, stderr) = CLI.fixture("err404");
     assert!(
-        stderr.lines().all(|l| qwen.retry_signal(l).is_none()),
+        CLI.retry_signals("err404").is_empty(),
         "an unknown model is not retried"
     );
 }

@@ -2,6 +2,7 @@
 //! module reads them: a fixture is `<name>.jsonl` (stdout), with `<name>.stderr.txt` and an
 //! `<name>.exit` code when the recording kept them.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use pitroom_workers::{
@@ -73,6 +74,11 @@ impl Recorded {
             .or(Some(1))
     }
 
+    /// What the recorded stdout of `name` adds up to.
+    pub fn summary(&self, name: &str) -> Summary {
+        summarize(&self.parse(&self.events(name)))
+    }
+
     /// The events of `stream`, read by a fresh parser of this CLI's adapter.
     pub fn parse(&self, stream: &str) -> Vec<WorkerEvent> {
         parse_stream((self.adapter)().as_ref(), stream)
@@ -101,6 +107,15 @@ impl Recorded {
         }
     }
 
+    /// The failed model calls the adapter reads in the recording's stderr, in order.
+    pub fn retry_signals(&self, name: &str) -> Vec<String> {
+        let adapter = (self.adapter)();
+        self.stderr(name)
+            .lines()
+            .filter_map(|l| adapter.retry_signal(l))
+            .collect()
+    }
+
     /// How the adapter classifies the recording as a failed run.
     pub fn classify(&self, name: &str) -> FailureKind {
         let (events, stderr) = self.fixture(name);
@@ -111,6 +126,25 @@ impl Recorded {
             exit_code: self.exit_code(name),
         })
     }
+}
+
+/// An invocation's arguments (or any OS strings) as text.
+pub fn strings(args: &[OsString]) -> Vec<String> {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// An invocation's environment as text.
+pub fn env_strings(env: &[(OsString, OsString)]) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
 }
 
 /// What a run's events add up to.
@@ -126,6 +160,30 @@ pub struct Summary {
     pub usage: Usage,
     pub texts: Vec<String>,
     pub errors: Vec<(String, Option<u16>)>,
+}
+
+impl Summary {
+    /// The names of the tool calls that were denied, in order.
+    pub fn denied(&self) -> Vec<&str> {
+        self.tools
+            .iter()
+            .filter(|(_, o)| *o == ToolOutcome::Denied)
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// Asserts that `count` edits were reported, among them a file ending in each of `suffixes`.
+    #[track_caller]
+    pub fn assert_edited(&self, count: usize, suffixes: &[&str]) {
+        assert_eq!(self.edited.len(), count, "{:?}", self.edited);
+        for suffix in suffixes {
+            assert!(
+                self.edited.iter().any(|p| p.ends_with(suffix)),
+                "{suffix} not among {:?}",
+                self.edited
+            );
+        }
+    }
 }
 
 pub fn summarize(events: &[WorkerEvent]) -> Summary {
@@ -160,6 +218,17 @@ pub fn summarize(events: &[WorkerEvent]) -> Summary {
         }
     }
     s
+}
+
+/// The usage each finished step reported.
+pub fn usages(events: &[WorkerEvent]) -> Vec<Usage> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            WorkerEvent::StepFinished { usage, .. } => *usage,
+            _ => None,
+        })
+        .collect()
 }
 
 /// Each tool call: its name and outcome.

@@ -331,15 +331,7 @@ impl Demo {
         );
         say!("Only the worker is a stand-in: this binary, started as {name}, replays");
         say!("a fixed script in OpenCode's stream format. No model, no key, nothing leaves this machine.");
-        say!();
-        say!("  sample project  {}", self.project.display());
-        say!(
-            "                  (a git repository; README.md has an uncommitted edit of \"yours\")"
-        );
-        say!(
-            "  state dir       PITROOM_HOME={}  (your own runs are not touched)",
-            self.state.display()
-        );
+        self.say_places();
         say!(
             "  worker          PITROOM_OPENCODE_BIN={}",
             self.worker.display()
@@ -347,11 +339,8 @@ impl Demo {
         say!("  config          PITROOM_CONFIG={}", self.config.display());
     }
 
-    fn intro_real(&self, real: &Real) {
-        let cli = real.worker.backend;
-        say!("pitroom demo: the real pitroom commands on a sample project, with your real {cli} as the worker.");
-        say!("Only the model is a stand-in: a scripted model server in this process, on 127.0.0.1, answers");
-        say!("{cli} from a fixed script. Not a model: no key, no token spent.");
+    /// The sample project and the state dir, as both intros show them.
+    fn say_places(&self) {
         say!();
         say!("  sample project  {}", self.project.display());
         say!(
@@ -361,6 +350,14 @@ impl Demo {
             "  state dir       PITROOM_HOME={}  (your own runs are not touched)",
             self.state.display()
         );
+    }
+
+    fn intro_real(&self, real: &Real) {
+        let cli = real.worker.backend;
+        say!("pitroom demo: the real pitroom commands on a sample project, with your real {cli} as the worker.");
+        say!("Only the model is a stand-in: a scripted model server in this process, on 127.0.0.1, answers");
+        say!("{cli} from a fixed script. Not a model: no key, no token spent.");
+        self.say_places();
         say!(
             "  worker          {}={}  (the real CLI)",
             real.worker.bin_var(),

@@ -18,7 +18,7 @@
 //!   root): `gemini-extension.json`, its context file, `hooks/hooks.json` in Gemini's dialect
 //!   (AfterTool, `run_shell_command`, milliseconds) and the `skills/` folder itself.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::skills::SKILLS;
 
@@ -120,54 +120,40 @@ fn claude_marketplace() -> Value {
 fn claude_hooks() -> Value {
     json!({
         "description": "Pitroom: at session start, that Pitroom is installed and how to delegate (the using-pitroom skill); after a Bash command that ran pitroom, a card per run it started, ended or applied.",
-        "hooks": {
-            "SessionStart": [{"hooks": [{
-                "type": "command",
-                "command": hook_command("hook session-start"),
-                "timeout": 10
-            }]}],
-            "PostToolUse": [{"matcher": "Bash", "hooks": [{
-                "type": "command",
-                "command": hook_command("hook-card"),
-                "timeout": 10
-            }]}]
-        }
+        "hooks": hooks("PostToolUse", "Bash", 10),
     })
 }
 
 fn codex_hooks() -> Value {
-    json!({
-        "hooks": {
-            "SessionStart": [{"hooks": [{
-                "type": "command",
-                "command": hook_command("hook session-start"),
-                "timeout": 10
-            }]}],
-            "PostToolUse": [{"matcher": "^Bash$", "hooks": [{
-                "type": "command",
-                "command": hook_command("hook-card"),
-                "timeout": 10
-            }]}]
-        }
-    })
+    json!({"hooks": hooks("PostToolUse", "^Bash$", 10)})
 }
 
 /// Gemini CLI's dialect: AfterTool, its shell tool's name, timeouts in milliseconds.
 fn gemini_hooks() -> Value {
-    json!({
-        "hooks": {
-            "SessionStart": [{"hooks": [{
-                "type": "command",
-                "command": hook_command("hook session-start"),
-                "timeout": 10_000
-            }]}],
-            "AfterTool": [{"matcher": "run_shell_command", "hooks": [{
-                "type": "command",
-                "command": hook_command("hook-card"),
-                "timeout": 10_000
-            }]}]
-        }
-    })
+    json!({"hooks": hooks("AfterTool", "run_shell_command", 10_000)})
+}
+
+/// The hooks every host gets: the session-start hook, and the card hook after the host's shell
+/// tool (`after_tool` names the event, `shell_tool` matches the tool) ran; each may take 10 s,
+/// in the host's unit (`timeout`).
+fn hooks(after_tool: &str, shell_tool: &str, timeout: u64) -> Map<String, Value> {
+    let hook = |command: &str| {
+        json!([{
+            "type": "command",
+            "command": hook_command(command),
+            "timeout": timeout
+        }])
+    };
+    let mut events = Map::new();
+    events.insert(
+        "SessionStart".into(),
+        json!([{"hooks": hook("hook session-start")}]),
+    );
+    events.insert(
+        after_tool.into(),
+        json!([{"matcher": shell_tool, "hooks": hook("hook-card")}]),
+    );
+    events
 }
 
 fn plugin_readme() -> String {
