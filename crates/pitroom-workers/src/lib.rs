@@ -14,6 +14,7 @@ pub mod claude;
 pub mod codex;
 pub mod cursor;
 pub mod custom;
+mod denied;
 mod events;
 mod facts;
 #[cfg(test)]

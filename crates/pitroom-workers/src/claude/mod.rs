@@ -10,7 +10,7 @@
 
 mod classify;
 mod parse;
-mod profile;
+pub(crate) mod profile;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

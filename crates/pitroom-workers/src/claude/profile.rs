@@ -16,50 +16,6 @@ const WRITE_TOOLS: &[&str] = &["Edit", "Write", "NotebookEdit", "Bash"];
 /// Tools that reach the web, offered only with `--web`.
 const WEB_TOOLS: &[&str] = &["WebFetch", "WebSearch"];
 
-/// Shell commands no worker may run, whatever the mode (Claude matches `Bash(prefix:*)`).
-const DENIED_COMMANDS: &[&str] = &[
-    "git commit",
-    "git push",
-    "git reset",
-    "git checkout",
-    "git restore",
-    "git switch",
-    "git stash",
-    "git clean",
-    "git rebase",
-    "git merge",
-    "git cherry-pick",
-    "git revert",
-    "git am",
-    "git update-ref",
-    "git add",
-    "git rm",
-    "git mv",
-    "git gc",
-    "git prune",
-    "git filter-branch",
-    "git replace",
-    "git notes",
-    "git worktree",
-    "sudo",
-    "su",
-    "doas",
-    "npm publish",
-    "pnpm publish",
-    "yarn publish",
-    "cargo publish",
-    "twine upload",
-    "gh",
-    "pitroom",
-    "opencode",
-    "codex",
-    "claude",
-    "gemini",
-    "qwen",
-    "kilo",
-    "cursor-agent",
-];
-
 /// Keys of the user's `settings.json` that reach their model: provider variables, a key
 /// helper, the model. Hooks, permissions, MCP servers and plugins stay behind.
 const PROVIDER_KEYS: &[&str] = &[
@@ -94,8 +50,9 @@ pub fn permissions(mode: Mode, web: bool) -> Value {
             deny.push(format!("{tool}({pattern})"));
         }
     }
-    for command in DENIED_COMMANDS {
-        deny.push(format!("Bash({command}:*)"));
+    // Claude matches a command by its leading words: `Bash(prefix:*)`.
+    for pattern in crate::denied::patterns() {
+        deny.push(format!("Bash({}:*)", crate::denied::words(&pattern)));
     }
     json!({"allow": allow, "deny": deny, "defaultMode": "dontAsk"})
 }

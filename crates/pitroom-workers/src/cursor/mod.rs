@@ -32,8 +32,6 @@ pub struct Cursor;
 const HOME_DIR: &str = "cursor-home";
 /// The login Cursor keeps in its config directory, linked into the private one.
 const CREDENTIAL_FILES: &[&str] = &["auth.json"];
-/// Other agent CLIs and Pitroom itself: no recursive delegation.
-const AGENT_PROGRAMS: &[&str] = &["agent", "agy"];
 
 /// Texts that name each failure kind (beyond the generic ones every adapter shares), from
 /// Cursor's reported error messages; see the docs for their sources.
@@ -133,9 +131,8 @@ pub(crate) fn cli_config(mode: Mode, web: bool) -> serde_json::Value {
 
 /// The floor's commands as `Shell(base)` or `Shell(base:args)` tokens: `git push*` →
 /// `Shell(git:push*)`, `sudo *` → `Shell(sudo)`, `pitroom*` → `Shell(pitroom*)`.
-fn denied_shell_tokens() -> Vec<String> {
-    let mut tokens: Vec<String> = crate::opencode::config::DENIED_COMMANDS
-        .iter()
+pub(crate) fn denied_shell_tokens() -> Vec<String> {
+    crate::denied::patterns()
         .map(|pattern| {
             let pattern = pattern.trim();
             match pattern.split_once(' ') {
@@ -146,9 +143,7 @@ fn denied_shell_tokens() -> Vec<String> {
                 None => format!("Shell({pattern})"),
             }
         })
-        .collect();
-    tokens.extend(AGENT_PROGRAMS.iter().map(|p| format!("Shell({p})")));
-    tokens
+        .collect()
 }
 
 fn mentions(haystack: &str, needles: &[&str]) -> bool {
@@ -313,7 +308,7 @@ mod tests {
             "Shell(sudo)",
             "Shell(gh)",
             "Read(**/.env)",
-            "Shell(agy)",
+            "Shell(agy*)",
         ] {
             assert!(
                 deny.iter().any(|t| t == token),

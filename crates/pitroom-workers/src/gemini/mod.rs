@@ -139,9 +139,8 @@ pub(crate) fn policy(mode: Mode, web: bool) -> String {
     let mut out = String::from("# Written by Pitroom for one worker run.\n");
     let mut rule = |body: String| out.push_str(&format!("\n[[rule]]\n{body}"));
     rule("toolName = \"run_shell_command\"\ndecision = \"allow\"\npriority = 100\n".into());
-    let prefixes: Vec<String> = crate::opencode::config::DENIED_COMMANDS
-        .iter()
-        .map(|p| toml_string(p.trim_end_matches('*').trim()))
+    let prefixes: Vec<String> = crate::denied::patterns()
+        .map(|p| toml_string(crate::denied::words(&p)))
         .collect();
     rule(format!(
         "toolName = \"run_shell_command\"\ncommandPrefix = [{}]\ndecision = \"deny\"\npriority = 900\n",

@@ -17,51 +17,6 @@ pub fn agent_name(mode: Mode) -> &'static str {
     }
 }
 
-/// Shell commands no worker may run, whatever the mode. OpenCode matches bash patterns per
-/// sub-command, and the later, more specific rule wins over `"*"`.
-pub(crate) const DENIED_COMMANDS: &[&str] = &[
-    "git commit*",
-    "git push*",
-    "git reset*",
-    "git checkout*",
-    "git restore*",
-    "git switch*",
-    "git stash*",
-    "git clean*",
-    "git rebase*",
-    "git merge*",
-    "git cherry-pick*",
-    "git revert*",
-    "git am *",
-    "git update-ref*",
-    "git add*",
-    "git rm *",
-    "git mv *",
-    "git gc*",
-    "git prune*",
-    "git filter-branch*",
-    "git replace*",
-    "git notes*",
-    "git worktree*",
-    "sudo *",
-    "su *",
-    "doas *",
-    "npm publish*",
-    "pnpm publish*",
-    "yarn publish*",
-    "cargo publish*",
-    "twine upload*",
-    "gh *",
-    "pitroom*",
-    "opencode*",
-    "codex*",
-    "claude*",
-    "gemini*",
-    "qwen*",
-    "kilo*",
-    "cursor-agent*",
-];
-
 /// `{"*": base, <secret pattern>: "deny", <template pattern>: base}` for a path-taking tool.
 fn path_rules(base: &str) -> Value {
     let mut rules = Map::new();
@@ -81,8 +36,10 @@ fn path_rules(base: &str) -> Value {
 pub fn permission_profile(mode: Mode, web: bool) -> Value {
     let mut bash = Map::new();
     bash.insert("*".into(), "allow".into());
-    for pattern in DENIED_COMMANDS {
-        bash.insert((*pattern).into(), "deny".into());
+    // OpenCode matches bash patterns per sub-command; the later, more specific rule wins
+    // over `"*"`.
+    for pattern in crate::denied::patterns() {
+        bash.insert(pattern, "deny".into());
     }
     let edit = if mode.may_edit() {
         path_rules("allow")

@@ -158,8 +158,8 @@ pub(crate) fn deny_rules(mode: Mode, web: bool) -> Vec<String> {
         .into_iter()
         .map(str::to_string)
         .collect();
-    for pattern in crate::opencode::config::DENIED_COMMANDS {
-        let base = pattern.trim_end_matches('*').trim();
+    for pattern in crate::denied::patterns() {
+        let base = crate::denied::words(&pattern);
         rules.push(format!("Bash({base})"));
         rules.push(format!("Bash({base} *)"));
     }
