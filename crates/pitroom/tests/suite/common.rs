@@ -97,3 +97,22 @@ pub fn processes_with_cmdline(needle: &str) -> Vec<i32> {
 pub fn processes_with_env(needle: &str) -> Vec<i32> {
     processes_where("environ", needle)
 }
+
+/// The fake worker's shell calls in the latest run in `repo`, as its event stream has them:
+/// (command, exit code, output).
+pub fn shell_calls(env: &TestEnv, repo: &Path) -> Vec<(String, i64, String)> {
+    let events = env.run(repo, &["show", "--events"]);
+    String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "tool_use")
+        .map(|v| {
+            let state = &v["part"]["state"];
+            (
+                state["input"]["command"].as_str().unwrap_or("").to_string(),
+                state["metadata"]["exit"].as_i64().unwrap_or(-1),
+                state["output"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}

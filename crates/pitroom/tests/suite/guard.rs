@@ -7,7 +7,7 @@ use std::path::Path;
 use pitroom_testkit::repo::dirty_repo;
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, text, PITROOM};
+use super::common::{code, fake_env, shell_calls, text, PITROOM};
 
 /// Commands that must succeed through the guard.
 const ALLOWED: &[&str] = &[
@@ -93,24 +93,6 @@ fn state_of(env: &pitroom_testkit::TestEnv, repo: &Path, remote: &Path) -> Vec<S
     ]
 }
 
-/// The shell calls of the last run, from its events: (command, exit status, output).
-fn tool_calls(env: &pitroom_testkit::TestEnv, repo: &Path) -> Vec<(String, i64, String)> {
-    let events = env.run(repo, &["show", "--events"]);
-    String::from_utf8_lossy(&events.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "tool_use")
-        .map(|v| {
-            let state = &v["part"]["state"];
-            (
-                state["input"]["command"].as_str().unwrap_or("").to_string(),
-                state["metadata"]["exit"].as_i64().unwrap_or(-1),
-                state["output"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn no_git_trick_changes_history_refs_index_stash_or_remote() {
     let mut script: Vec<Value> = ALLOWED
@@ -147,7 +129,7 @@ fn no_git_trick_changes_history_refs_index_stash_or_remote() {
         "clean did not run"
     );
 
-    let calls = tool_calls(&env, &repo);
+    let calls = shell_calls(&env, &repo);
     assert_eq!(calls.len(), ALLOWED.len() + ATTACKS.len());
     for (command, exit, output) in &calls {
         if ALLOWED.contains(&command.as_str()) {
@@ -270,7 +252,7 @@ fn no_worker_raises_privileges_publishes_or_starts_another_agent() {
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["-w", "try to publish"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let calls = tool_calls(&env, &repo);
+    let calls = shell_calls(&env, &repo);
     assert_eq!(calls.len(), refused.len() + allowed.len());
     for (command, exit, output) in &calls {
         if allowed.contains(&command.as_str()) {
@@ -320,7 +302,7 @@ fn probe_worker_git(env: &mut pitroom_testkit::TestEnv) -> String {
     let head = env.git(&repo, &["rev-parse", "HEAD"]);
     let out = env.run(&repo, &["-w", "probe the guard"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let calls = tool_calls(env, &repo);
+    let calls = shell_calls(env, &repo);
     assert_eq!(calls.len(), GUARD_PROBE.len(), "{calls:?}");
     let outcome = |command: &str| {
         calls

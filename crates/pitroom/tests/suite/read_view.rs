@@ -3,30 +3,10 @@
 //! every secret-looking file hidden behind an empty one; elsewhere, or when asked, a read-only
 //! copy. The record says which view the run had.
 
-use std::path::Path;
-
 use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, invocation_file, record, text};
-
-/// The worker's shell calls as the event stream has them: (command, exit code, output).
-fn shell_calls(env: &pitroom_testkit::TestEnv, repo: &Path) -> Vec<(String, i64, String)> {
-    let events = env.run(repo, &["show", "--events"]);
-    String::from_utf8_lossy(&events.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "tool_use")
-        .map(|v| {
-            let state = &v["part"]["state"];
-            (
-                state["input"]["command"].as_str().unwrap_or("").to_string(),
-                state["metadata"]["exit"].as_i64().unwrap_or(-1),
-                state["output"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
-}
+use super::common::{code, fake_env, invocation_file, record, shell_calls, text};
 
 /// A dirty repository with secrets a worker could open: an ignored `.env`, a key deep in an
 /// ignored `node_modules`, and a tracked certificate.
