@@ -287,7 +287,9 @@ struct ProbeRepo {
 
 impl ProbeRepo {
     fn create() -> Result<ProbeRepo, String> {
-        let repo = ProbeRepo { dir: fresh_dir()? };
+        let repo = ProbeRepo {
+            dir: super::fresh_temp_dir("pitroom-probe-")?,
+        };
         std::fs::write(
             repo.dir.join("README.md"),
             "A scratch repository for `pitroom doctor --probe`; it is removed when the probe ends.\n",
@@ -338,36 +340,6 @@ impl Drop for ProbeRepo {
             ));
         }
     }
-}
-
-/// A new, empty directory under the system's temporary directory.
-fn fresh_dir() -> Result<PathBuf, String> {
-    let base = std::env::temp_dir();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    for attempt in 0..16u32 {
-        let dir = base.join(format!(
-            "pitroom-probe-{}-{:08x}",
-            std::process::id(),
-            nanos.wrapping_add(attempt.wrapping_mul(0x9e37_79b9))
-        ));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(format!(
-                    "could not create a directory in {} ({e}); set TMPDIR to a writable directory",
-                    base.display()
-                ))
-            }
-        }
-    }
-    Err(format!(
-        "could not create a fresh directory in {}",
-        base.display()
-    ))
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ impl Demo {
         let exe = std::env::current_exe().map_err(|e| {
             format!("could not find the pitroom binary itself ({e}); run it by its full path")
         })?;
-        let root = fresh_dir()?;
+        let root = crate::commands::fresh_temp_dir("pitroom-demo-")?;
         let mut demo = Demo {
             home_dir: root.join("home"),
             project: root.join("calc"),
@@ -458,38 +458,6 @@ fn what_next(real: Option<&str>) {
     say!("  npm i -g opencode-ai            # OpenCode, the default worker; its free models need no key");
     say!("  pitroom doctor                  # checks git, the state dir, the worker CLIs, the safety layers");
     say!("  cd your-project && pitroom \"Where can divide fail?\"");
-}
-
-/// A new, empty directory under the system's temporary directory.
-fn fresh_dir() -> Result<PathBuf, String> {
-    let base = std::env::temp_dir();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    let mut last = None;
-    for attempt in 0..16u32 {
-        let dir = base.join(format!(
-            "pitroom-demo-{}-{:08x}",
-            std::process::id(),
-            nanos.wrapping_add(attempt.wrapping_mul(0x9e37_79b9))
-        ));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => {
-                return Err(format!(
-                    "could not create a directory in {} ({e}); set TMPDIR to a writable directory",
-                    base.display()
-                ))
-            }
-        }
-    }
-    Err(format!(
-        "could not create a fresh directory in {}: {}",
-        base.display(),
-        last.map(|e| e.to_string()).unwrap_or_default()
-    ))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {

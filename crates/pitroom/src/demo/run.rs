@@ -180,11 +180,12 @@ fn stop(child: &mut std::process::Child) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::{fresh_dir, LIMIT};
+    use crate::commands::fresh_temp_dir;
+    use crate::demo::LIMIT;
 
     #[test]
     fn a_command_past_its_limit_is_stopped() {
-        let dir = fresh_dir().expect("temp dir");
+        let dir = fresh_temp_dir("pitroom-demo-test-").expect("temp dir");
         let started = Instant::now();
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "echo before; exec sleep 30"]);
@@ -201,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_command_s_output_and_exit_status_come_back() {
-        let dir = fresh_dir().expect("temp dir");
+        let dir = fresh_temp_dir("pitroom-demo-test-").expect("temp dir");
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "echo out; echo err >&2; exit 3"]);
         let result = bounded(cmd, &dir.join("log"), LIMIT);
