@@ -6,37 +6,20 @@ use std::path::Path;
 use pitroom_git::{ApplyCheck, Direction};
 use pitroom_workers::Mode;
 
+pub use crate::patch::PatchError;
 use crate::home::Home;
 use crate::record::RunRecord;
 
-#[derive(Debug, thiserror::Error)]
-pub enum IsolateError {
-    /// Not something apply/discard can do, or deletions not allowed (exit 3).
-    #[error("{0}")]
-    Refused(String),
-    /// The patch does not fit the current tree (exit 1); nothing was changed.
-    #[error("{0}")]
-    Conflict(String),
-    /// Paths the patch cannot land exactly (exit 3), found before anything was written: the
-    /// message names each path and why, the hint says what to do.
-    #[error("{message}")]
-    Unsafe { message: String, hint: String },
-    #[error(transparent)]
-    Git(#[from] pitroom_git::GitError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-}
-
-fn require_isolated(record: &RunRecord) -> Result<(), IsolateError> {
+fn require_isolated(record: &RunRecord) -> Result<(), PatchError> {
     let id = &record.id;
     if record.spec.mode != Mode::Isolate {
-        return Err(IsolateError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} is a {} run, not an isolated one (-i)",
             record.spec.mode.as_str()
         )));
     }
     if record.state.is_active() {
-        return Err(IsolateError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} is still running; wait for it first: pitroom wait {id}"
         )));
     }
@@ -49,22 +32,22 @@ pub fn apply(
     home: &Home,
     record: &mut RunRecord,
     allow_delete: bool,
-) -> Result<usize, IsolateError> {
+) -> Result<usize, PatchError> {
     require_isolated(record)?;
     let id = record.id.clone();
     if record.applied {
-        return Err(IsolateError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} was already applied"
         )));
     }
     let patch = home.run_dir(&id).join("changes.patch");
     if record.changes.is_empty() || !patch.is_file() {
-        return Err(IsolateError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} changed nothing; nothing to apply"
         )));
     }
     let Some(repo) = record.repo.clone() else {
-        return Err(IsolateError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} has no repository on record"
         )));
     };
@@ -80,7 +63,7 @@ pub fn apply(
             .take(10)
             .map(|p| pitroom_git::quote_path(p.as_bytes()))
             .collect();
-        return Err(IsolateError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} deletes {} file(s); nothing was applied: {}{}\nReview with `pitroom show --patch {id}`, then apply with --allow-delete",
             deletions.len(),
             shown.join(", "),
@@ -92,7 +75,7 @@ pub fn apply(
     let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Forward, copy, &[])?;
     if !edges.problems.is_empty() {
         let (lines, hint) = describe(&edges.problems);
-        return Err(IsolateError::Unsafe {
+        return Err(PatchError::Unsafe {
             message: format!(
                 "run {id} was not applied; nothing was changed. {} path(s) cannot land exactly:\n{lines}",
                 edges.problems.len()
@@ -104,7 +87,7 @@ pub fn apply(
         ApplyCheck::Clean => {}
         ApplyCheck::Conflict { files, detail } => {
             let task = home.run_dir(&id).join("task.md");
-            return Err(IsolateError::Conflict(format!(
+            return Err(PatchError::Conflict(format!(
                 "run {id} does not apply to your current tree; nothing was changed.\nConflicting: {}\n{detail}\nRe-run the task on the current tree: pitroom run -i --task-file {}",
                 if files.is_empty() { "(see below)".to_string() } else { files.join(", ") },
                 task.display()
@@ -134,10 +117,10 @@ pub(crate) fn describe(problems: &[pitroom_git::EdgeProblem]) -> (String, String
 }
 
 /// Removes an isolated run's copy and keeps its patch.
-pub fn discard(home: &Home, record: &mut RunRecord) -> Result<(), IsolateError> {
+pub fn discard(home: &Home, record: &mut RunRecord) -> Result<(), PatchError> {
     require_isolated(record)?;
     if record.discarded || record.copy.as_deref().is_none_or(|c| !c.exists()) {
-        return Err(IsolateError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {} has no copy left to discard (applied or discarded already)",
             record.id
         )));

@@ -17,6 +17,7 @@ pub mod guard_env;
 pub mod home;
 pub mod isolate;
 pub mod log;
+mod patch;
 pub mod plan;
 pub mod prompt;
 pub mod receipt;

@@ -3,53 +3,37 @@
 use pitroom_git::{ApplyCheck, Direction};
 use pitroom_workers::Mode;
 
+pub use crate::patch::PatchError;
 use crate::home::Home;
 use crate::record::RunRecord;
 
-#[derive(Debug, thiserror::Error)]
-pub enum RevertError {
-    /// Not something revert can do (exit 3).
-    #[error("{0}")]
-    Refused(String),
-    /// The files changed since the run (exit 1).
-    #[error("{0}")]
-    Conflict(String),
-    /// Paths the patch cannot restore exactly (exit 3), found before anything was written.
-    #[error("{message}")]
-    Unsafe { message: String, hint: String },
-    #[error(transparent)]
-    Git(#[from] pitroom_git::GitError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-}
-
 /// Reverse-applies run `record`'s patch to its repository and marks the run reverted.
-pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError> {
+pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, PatchError> {
     let id = record.id.clone();
     if record.spec.mode != Mode::Write {
-        return Err(RevertError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} is a {} run; only write runs change your tree, so there is nothing to revert",
             record.spec.mode.as_str()
         )));
     }
     if record.state.is_active() {
-        return Err(RevertError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} is still running; stop it first (pitroom wait {id})"
         )));
     }
     if record.reverted {
-        return Err(RevertError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} was already reverted"
         )));
     }
     let Some(repo) = record.repo.clone() else {
-        return Err(RevertError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} ran outside a git repository, so no patch was recorded"
         )));
     };
     let patch = home.run_dir(&id).join("changes.patch");
     if record.changes.is_empty() || !patch.is_file() {
-        return Err(RevertError::Refused(format!(
+        return Err(PatchError::Refused(format!(
             "run {id} changed nothing; nothing to revert"
         )));
     }
@@ -64,7 +48,7 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError>
             "pitroom show --patch)",
             &format!("pitroom show --patch {id})"),
         );
-        return Err(RevertError::Unsafe {
+        return Err(PatchError::Unsafe {
             message: format!(
                 "run {id} was not reverted; nothing was changed. {} path(s) cannot be restored exactly:\n{lines}",
                 edges.problems.len()
@@ -88,7 +72,7 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, RevertError>
     match applied? {
         ApplyCheck::Clean => {}
         ApplyCheck::Conflict { detail: why, .. } => {
-            return Err(RevertError::Conflict(format!(
+            return Err(PatchError::Conflict(format!(
                 "run {id} cannot be reverted: its files changed since the run, so nothing was touched.\n{why}\nInspect the patch with: pitroom show --patch {id}"
             )))
         }

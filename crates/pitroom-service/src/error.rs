@@ -91,26 +91,12 @@ impl From<pitroom_core::HomeError> for ServiceError {
     }
 }
 
-impl From<pitroom_core::isolate::IsolateError> for ServiceError {
-    fn from(e: pitroom_core::isolate::IsolateError) -> ServiceError {
-        use pitroom_core::isolate::IsolateError;
+impl From<pitroom_core::isolate::PatchError> for ServiceError {
+    fn from(e: pitroom_core::isolate::PatchError) -> ServiceError {
+        use pitroom_core::isolate::PatchError;
         let kind = match e {
-            IsolateError::Conflict(_) => ErrorKind::Failed,
-            IsolateError::Unsafe { message, hint } => {
-                return ServiceError::refused(message).with_hint(hint)
-            }
-            _ => ErrorKind::Refused,
-        };
-        ServiceError::new(kind, e.to_string())
-    }
-}
-
-impl From<pitroom_core::revert::RevertError> for ServiceError {
-    fn from(e: pitroom_core::revert::RevertError) -> ServiceError {
-        use pitroom_core::revert::RevertError;
-        let kind = match e {
-            RevertError::Conflict(_) => ErrorKind::Failed,
-            RevertError::Unsafe { message, hint } => {
+            PatchError::Conflict(_) => ErrorKind::Failed,
+            PatchError::Unsafe { message, hint } => {
                 return ServiceError::refused(message).with_hint(hint)
             }
             _ => ErrorKind::Refused,
