@@ -464,4 +464,20 @@ mod tests {
         assert_eq!(c.duration("timeout"), Some(Duration::from_secs(1800)));
         assert_eq!(c.warnings.len(), 1);
     }
+
+    #[test]
+    fn every_default_in_the_key_table_is_a_usable_value() {
+        let env = env_from(vec![("PITROOM_CONFIG", "/nonexistent".into())]);
+        let c = Config::load(&env, &FlagValues::default()).unwrap();
+        for (key, _, _, default) in KEYS {
+            if default.is_some() {
+                assert_eq!(c.source(key), Source::Default, "{key}");
+                assert!(
+                    c.entries.contains_key(*key),
+                    "{key}'s default does not convert"
+                );
+            }
+        }
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
 }

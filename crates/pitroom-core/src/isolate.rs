@@ -6,8 +6,8 @@ use std::path::Path;
 use pitroom_git::{ApplyCheck, Direction};
 use pitroom_workers::Mode;
 
-pub use crate::patch::PatchError;
 use crate::home::Home;
+pub use crate::patch::PatchError;
 use crate::record::RunRecord;
 
 fn require_isolated(record: &RunRecord) -> Result<(), PatchError> {
@@ -28,17 +28,11 @@ fn require_isolated(record: &RunRecord) -> Result<(), PatchError> {
 
 /// Applies run `record`'s patch to its repository's work tree. Deletions need `allow_delete`.
 /// On success the record is marked applied and the copy removed; returns the files changed.
-pub fn apply(
-    home: &Home,
-    record: &mut RunRecord,
-    allow_delete: bool,
-) -> Result<usize, PatchError> {
+pub fn apply(home: &Home, record: &mut RunRecord, allow_delete: bool) -> Result<usize, PatchError> {
     require_isolated(record)?;
     let id = record.id.clone();
     if record.applied {
-        return Err(PatchError::Refused(format!(
-            "run {id} was already applied"
-        )));
+        return Err(PatchError::Refused(format!("run {id} was already applied")));
     }
     let patch = home.run_dir(&id).join("changes.patch");
     if record.changes.is_empty() || !patch.is_file() {

@@ -3,8 +3,8 @@
 use pitroom_git::{ApplyCheck, Direction};
 use pitroom_workers::Mode;
 
-pub use crate::patch::PatchError;
 use crate::home::Home;
+pub use crate::patch::PatchError;
 use crate::record::RunRecord;
 
 /// Reverse-applies run `record`'s patch to its repository and marks the run reverted.

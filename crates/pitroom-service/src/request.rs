@@ -136,7 +136,9 @@ impl Service {
         } else {
             fallback_targets(&config, &custom, &mut warnings)
         };
-        let secs = |key: &str| config.duration(key).map(|d| d.as_secs_f64());
+        // Every duration and text below has its default in the config's key table (which a
+        // test holds usable): a value is always there.
+        let secs = |key: &str| config.duration(key).map_or(0.0, |d| d.as_secs_f64());
         let spec = RunSpec {
             task,
             mode,
@@ -145,12 +147,12 @@ impl Service {
             effort,
             web: config.flag("web"),
             dir,
-            timeout_secs: secs("timeout").unwrap_or(1800.0),
-            watchdog_secs: secs("watchdog").unwrap_or(60.0),
+            timeout_secs: secs("timeout"),
+            watchdog_secs: secs("watchdog"),
             background: request.background,
             allow_non_git: request.allow_non_git,
             parent: parent_id,
-            primary: config.text("primary").unwrap_or_else(|| "sonnet".into()),
+            primary: config.text("primary").unwrap_or_default(),
             price: config.text("price"),
             // Bad entries are reported with the config's other warnings.
             worker_prices: Some(WorkerPrices::from_config(&config).0),
@@ -161,7 +163,7 @@ impl Service {
                 Vec::new()
             },
             verify: request.verify.clone(),
-            verify_timeout_secs: secs("verify_timeout").unwrap_or(900.0),
+            verify_timeout_secs: secs("verify_timeout"),
             fallback,
             custom_workers: custom,
             sandbox_writable: config
