@@ -17,22 +17,24 @@ use super::common::{code, text};
 /// nothing about classification.
 const TIMEOUT: &str = "300s";
 
-/// One failure shape: its name, the scenario that plays it, the classification the record must
-/// carry and the most model requests the CLI may send under Pitroom's retry cap.
-pub type Shape = (&'static str, &'static str, &'static str, usize);
+/// One failure shape: its name, the scenario that plays it and the classification the record
+/// must carry.
+pub type Shape = (&'static str, &'static str, &'static str);
 
-/// Runs every shape (`run` gets the task and its time limit as arguments of `pitroom run`, `requests` counts the fake's model requests so far,
-/// `record` reads the latest run record), prints one matrix line per shape and fails with all
-/// the cells that went wrong at once.
+/// Runs every shape (`run` gets the task and its time limit as arguments of `pitroom run`,
+/// `requests` counts the fake's model requests so far, `record` reads the latest run record),
+/// prints one matrix line per shape and fails with all the cells that went wrong at once. Each
+/// shape may send at most `max_requests` model requests: the CLI's retry cap under Pitroom.
 pub fn walk(
     cli: &str,
     shapes: &[Shape],
+    max_requests: usize,
     run: impl Fn(&[&str]) -> Output,
     requests: impl Fn() -> usize,
     record: impl Fn() -> Value,
 ) {
     let mut wrong = Vec::new();
-    for &(name, scenario, expected, max_requests) in shapes {
+    for &(name, scenario, expected) in shapes {
         let before = requests();
         let started = Instant::now();
         let task = format!("anything scenario:{scenario}");

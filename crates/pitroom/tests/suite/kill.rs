@@ -9,7 +9,7 @@ use nix::unistd::Pid;
 use serde_json::{json, Value};
 
 use super::common::{code, eventually, fake_env, processes_with_cmdline, processes_with_env, text};
-use super::opencode_e2e::World;
+use super::real_cli::{opencode, World};
 
 fn sigkill_leaves_no_survivor(
     env: &pitroom_testkit::TestEnv,
@@ -57,14 +57,14 @@ fn sigkill_of_pitroom_leaves_no_fake_worker_or_background_job() {
 
 #[test]
 fn sigkill_of_pitroom_leaves_no_real_opencode_or_its_shell_job() {
-    let w = World::new();
+    let w = World::new(&opencode::CLI);
     let server = &w.server;
     sigkill_leaves_no_survivor(
         &w.env,
         &w.repo,
         "sleep 313.7",
         &["start a job scenario:bgkill", "-t", "120s"],
-        || server.chat_requests().len() >= 2,
+        || server.model_requests().len() >= 2,
     );
 }
 

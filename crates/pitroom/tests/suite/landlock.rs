@@ -228,7 +228,7 @@ fn landlock_turned_off_is_on_record_and_in_the_report() {
 
 #[test]
 fn a_real_opencode_read_run_works_under_landlock_and_its_shell_cannot_write_outside() {
-    let w = super::opencode_e2e::World::new();
+    let w = super::real_cli::World::new(&super::real_cli::opencode::CLI);
     let before = fingerprint(&w.repo);
     let out = w.run(&["Where can divide fail?", "-t", "90s"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -253,8 +253,8 @@ fn a_real_opencode_read_run_works_under_landlock_and_its_shell_cannot_write_outs
 
 #[test]
 fn a_real_codex_run_keeps_its_own_sandbox_and_the_record_says_landlock_was_skipped() {
-    let w = super::codex_e2e::World::new();
-    let out = w.run(&["Where can divide fail?", "-t", "90s"]);
+    let w = super::real_cli::World::new(&super::real_cli::codex::CLI);
+    let out = w.task(&["Where can divide fail?", "-t", "90s"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r = record(&w.env, &w.repo);
     assert_eq!(r["safety"]["landlock"]["landlock"], "skipped", "{r:#}");

@@ -9,7 +9,7 @@ use pitroom_testkit::{real_cli, FakeAnthropic};
 use serde_json::{json, Value};
 
 use super::common::{code, text, PITROOM};
-use super::opencode_e2e::World;
+use super::real_cli::{opencode, World};
 
 /// Claude Code's tool name for `pitroom_run` of the MCP server named `pitroom`.
 const RUN_TOOL: &str = "mcp__pitroom__pitroom_run";
@@ -46,7 +46,7 @@ fn tool_results(request: &Value) -> String {
 
 #[test]
 fn claude_code_delegates_through_pitroom_mcp_and_reads_the_verified_answer_back() {
-    let world = World::new();
+    let world = World::new(&opencode::CLI);
     let claude = real_cli::claude().expect("the pinned Claude Code installs from npm");
     let primary = FakeAnthropic::start(primary_script()).expect("fake Anthropic starts");
     let config = world.env.root.join("mcp.json");
@@ -120,7 +120,7 @@ fn claude_code_delegates_through_pitroom_mcp_and_reads_the_verified_answer_back(
     assert!(answered.contains("receipt: worker processed"), "{answered}");
     // The worker really was OpenCode on its own fake model server.
     assert!(
-        !world.server.chat_requests().is_empty(),
+        !world.server.model_requests().is_empty(),
         "OpenCode never called its model"
     );
     let result: Value = serde_json::from_slice(&out.stdout).expect("claude's JSON result");

@@ -30,7 +30,7 @@ use pitroom_testkit::{real_cli, FakeResponses};
 use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
-use super::opencode_e2e::World;
+use super::real_cli::{opencode, World};
 
 /// The namespace Codex gives the tools of the MCP server named `pitroom`.
 const NAMESPACE: &str = "mcp__pitroom";
@@ -85,7 +85,7 @@ fn searched_tools(request: &Value) -> Vec<Value> {
 #[test]
 fn codex_delegates_through_pitroom_mcp_registered_by_print_config_and_reads_the_verified_answer_back(
 ) {
-    let world = World::new();
+    let world = World::new(&opencode::CLI);
     let codex = real_cli::codex().expect("the pinned Codex CLI installs from npm");
     let primary = FakeResponses::start(primary_script()).expect("fake Responses starts");
     let codex_home = world.env.root.join("codex-home");
@@ -169,7 +169,7 @@ fn codex_delegates_through_pitroom_mcp_registered_by_print_config_and_reads_the_
     assert!(answered.contains("receipt: worker processed"), "{answered}");
     // The worker really was OpenCode on its own fake model server, and Pitroom recorded it.
     assert!(
-        !world.server.chat_requests().is_empty(),
+        !world.server.model_requests().is_empty(),
         "OpenCode never called its model"
     );
     let run = record(&world.env, &world.repo);

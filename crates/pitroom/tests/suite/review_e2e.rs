@@ -6,11 +6,11 @@ use pitroom_testkit::{real_cli, FakeAnthropic};
 use serde_json::{json, Value};
 
 use super::common::{code, text};
-use super::opencode_e2e::World;
+use super::real_cli::{opencode, World};
 
 /// Real OpenCode as the implementer and real Claude Code, answering `reply`, as the reviewer.
 fn world(reply: &str) -> (World, FakeAnthropic) {
-    let mut world = World::new();
+    let mut world = World::new(&opencode::CLI);
     let claude = real_cli::claude().expect("the pinned Claude Code installs from npm");
     // The package quotes the implementer's task, `scenario:edit` included, so the reviewer's
     // fake model answers under that scenario's name too.

@@ -1,0 +1,198 @@
+//! Gemini CLI (`@google/gemini-cli`), reaching the fake Gemini API through the user's own
+//! environment (`GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`, `GEMINI_MODEL`). Its checks hold
+//! the policy Pitroom gives it in read mode.
+
+use pitroom_testkit::real_cli;
+use serde_json::{json, Value};
+
+use super::super::recorder::Recorder;
+use super::{
+    Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead, Setting,
+    Unproven, Usage, World,
+};
+
+pub const CLI: RealCli = RealCli {
+    worker: "gemini",
+    pinned: real_cli::GEMINI,
+    install: real_cli::gemini,
+    bin_var: "PITROOM_GEMINI_BIN",
+    api: Api::Gemini,
+    script,
+    provider: Provider {
+        config: None,
+        env: &[
+            ("GOOGLE_GEMINI_BASE_URL", Setting::BaseUrl),
+            ("GEMINI_API_KEY", Setting::Is("fake-gemini-key")),
+            // The user's default model, from their environment (skips the router side call).
+            ("GEMINI_MODEL", Setting::Is("gemini-2.5-pro")),
+        ],
+        node22: false,
+        offline: true,
+    },
+    timeout: "90s",
+    resumable_stall: "hang",
+    stall_limit: "15s",
+    retry_cap: 2,
+    read: ReadFacts {
+        view: "in_place",
+        // Gemini's stats: input excludes cached tokens; (1000-200)+(1500-1000), 200+1000 cached.
+        usage: Usage {
+            input: 1300,
+            cache_read: 1200,
+            output: None,
+            reasoning: None,
+        },
+        priced: false,
+        session: |s| !s.is_empty(),
+        asked_model: Some("gemini-2.5-pro"),
+        reported_model: None,
+        // The shell is offered (allowed by the policy) in read mode.
+        offered: &["read_file", "run_shell_command"],
+        withheld: &[
+            "write_file",
+            "replace",
+            "google_web_search",
+            "web_fetch",
+            "invoke_agent",
+        ],
+    },
+    read_mode_writes: &["try to fix divide scenario:edit"],
+    refusal_on_stderr: &[],
+    git_commit: Some(GitCommit {
+        task: "commit scenario:gitcommit",
+        denied_by_profile: true,
+    }),
+    // Only `.env`: the policy also refuses `config/.env.example` (seen: `read_file
+    // config/.env.example (denied)`), though Pitroom's own rule leaves templates readable. The
+    // `.env` read itself ends as a failed call (seen: `read_file .env (failed)`), not a denied one.
+    secret_read: Some(SecretRead {
+        task: "read the env scenario:secret",
+        template: false,
+        denied: false,
+    }),
+    rate_limits: &[ModelError::rate_limited("err429")],
+    other_errors: &[
+        ModelError::is("err404", "model_unavailable"),
+        ModelError::is("err400", "auth"),
+    ],
+    failure_shapes: &[
+        ("429 with retry-after", "ff429after", "rate_limited"),
+        ("429 without retry-after", "ff429", "rate_limited"),
+        ("RESOURCE_EXHAUSTED quota 429", "daily", "rate_limited"),
+        ("404 unknown model", "ff404", "model_unavailable"),
+        ("500", "ff500", "other"),
+        ("503", "ff503", "rate_limited"),
+    ],
+    listed_model: None,
+    effort_at: None,
+    checks: Checks {
+        read: one_model_call_per_step,
+        write: |_, _| {},
+    },
+    unproven: &[
+        Unproven {
+            behaviour: "models_are_listed_through_the_real_cli",
+            why: "Gemini CLI has no command that lists models: Pitroom prints the user's configured model and `auto` without running it (the adapter's `models_invocation`)",
+        },
+        Unproven {
+            behaviour: "a_timed_out_run_can_be_continued",
+            why: "seen: the resumed run hangs again. The interrupted prompt (`scenario:hang`) reaches the fake Gemini API in the user turn with the new one, and the fake reads a turn's parts in order (`fake_gemini::scenario_in`): a limit of the test kit's fake",
+        },
+        Unproven {
+            behaviour: "effort_reaches_the_model_request",
+            why: "Gemini CLI has no effort flag: `--effort` is dropped with a note (docs/workers/gemini.md)",
+        },
+    ],
+};
+
+real_cli_tests!(CLI; every_cli, secret_files_stay_unreadable_in_a_write_run);
+
+/// Gemini CLI made exactly one model call per step of the read run (no router side call).
+fn one_model_call_per_step(w: &World, _: &Value, _: &std::process::Output) {
+    let requests = w.server.model_requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+}
+
+fn script() -> Value {
+    json!({
+        "aux": {"text": "Fake aux"},
+        "scenarios": {
+            "default": [
+                {"text": "Let me look.",
+                 "tool_calls": [{"name": "read_file", "arguments": {"file_path": "{{workdir}}/calc.py"}}],
+                 "usage": {"prompt": 1000, "candidates": 50, "cached": 200}},
+                {"text": "SUMMARY: divide() has no zero check: calc.py:7\nDETAILS: see {{workdir}}/calc.py:5-7\nFILES CHANGED: none",
+                 "usage": {"prompt": 1500, "candidates": 30, "cached": 1000}}
+            ],
+            "edit": [
+                {"tool_calls": [
+                    {"name": "replace", "arguments": {"file_path": "{{workdir}}/calc.py", "old_string": "    return a / b", "new_string": "    if b == 0:\n        raise ZeroDivisionError(\"b is zero\")\n    return a / b", "instruction": "add a zero check"}},
+                    {"name": "write_file", "arguments": {"file_path": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}
+                ]},
+                {"tool_calls": [
+                    {"name": "replace", "arguments": {"file_path": "{{workdir}}/README.md", "old_string": "user edit in progress", "new_string": "user edit in progress\nworker line", "instruction": "add a line"}}
+                ]},
+                {"text": "SUMMARY: added a zero check\nFILES CHANGED: calc.py, README.md, new file é.txt"}
+            ],
+            "err429": [{"error": 429, "error_details": [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}],
+            "daily": [{"error": 429, "error_message": "You exceeded your current quota, please check your plan and billing details.",
+                "error_details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                    "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                    "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                    "quotaDimensions": {"location": "global", "model": "gemini-2.5-pro"}, "quotaValue": "50"}]}]}],
+            // The failure matrix (suite::failfast): one scenario per shape.
+            "ff429after": [{"error": 429, "headers": {"retry-after": "1"}, "error_details": [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}],
+            "ff429": [{"error": 429}],
+            "ff404": [{"error": 404}],
+            "ff500": [{"error": 500}],
+            "ff503": [{"error": 503}],
+            "err404": [{"error": 404}],
+            "err400": [{"error": 400, "error_details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}],
+            "err403": [{"error": 403}],
+            "err500": [{"error": 500}],
+            "gitcommit": [
+                {"tool_calls": [{"name": "run_shell_command", "arguments": {"command": "git commit -am sneaky", "description": "commit"}}]},
+                {"text": "SUMMARY: could not commit"}
+            ],
+            "secret": [
+                {"tool_calls": [{"name": "read_file", "arguments": {"file_path": "{{workdir}}/.env"}}]},
+                {"text": "SUMMARY: could not read it"}
+            ],
+            "hang": [{"hang": true}],
+            "torn": [{"raw_stream": ["data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"half\"}]}}]}\r\n\r\n", "data: {not json\r\n\r\n"]}]
+        }
+    })
+}
+
+/// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
+/// `cargo test -p pitroom --test all -- --ignored record_gemini_fixtures`.
+#[test]
+#[ignore = "records fixtures; run by hand when the pinned Gemini CLI changes"]
+fn record_gemini_fixtures() {
+    let cases: &[(&str, &[&str])] = &[
+        ("read", &["Where can divide fail?"]),
+        ("write-edit", &["-w", "fix divide scenario:edit"]),
+        ("read-edit-denied", &["try to fix divide scenario:edit"]),
+        ("err429", &["x scenario:err429"]),
+        ("quota-daily", &["x scenario:daily"]),
+        ("err404", &["x scenario:err404"]),
+        ("err400-key", &["x scenario:err400"]),
+        ("err403", &["x scenario:err403"]),
+        ("err500", &["x scenario:err500"]),
+        ("malformed-sse", &["x scenario:torn"]),
+    ];
+    let w = World::new(&CLI);
+    Recorder {
+        cli: "gemini",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: Some("90s"),
+        port: None,
+        keep_stderr: |l| !l.trim_start().starts_with("at "),
+        exit_codes: true,
+    }
+    .record(cases, |args| w.task(args));
+}

@@ -1,0 +1,115 @@
+//! Kilo Code (`@kilocode/cli`), configured through the user's own Kilo config file, on the fake
+//! chat-completions server with OpenCode's script (Kilo speaks OpenCode's tools). Kilo takes
+//! 12–15 s and ~830 MB per start, so each run gets a generous time limit.
+
+use pitroom_testkit::real_cli;
+
+use super::super::recorder::Recorder;
+use super::{
+    opencode, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider, ReadFacts,
+    RealCli, SecretRead, Unproven, Usage, World, OPENAI_SHAPES,
+};
+
+pub const CLI: RealCli = RealCli {
+    worker: "kilo",
+    pinned: real_cli::KILO,
+    install: real_cli::kilo,
+    bin_var: "PITROOM_KILO_BIN",
+    api: Api::ChatCompletions,
+    script: opencode::script,
+    provider: Provider {
+        config: Some(ConfigFile {
+            path: "xdg-config/kilo/kilo.json",
+            // No request timeout of the provider's own: a stalled request must outlast Kilo's
+            // slow start and the stall limit, so the run ends as a timeout.
+            contents: |base_url| opencode::provider_config_with(base_url, None),
+        }),
+        env: &[],
+        node22: false,
+        offline: false,
+    },
+    timeout: "120s",
+    stall_limit: "90s",
+    // As OpenCode's: a session exists only once the model has answered.
+    resumable_stall: "readhang",
+    retry_cap: 3,
+    read: ReadFacts {
+        view: "in_place",
+        usage: Usage {
+            input: 1300,
+            cache_read: 1200,
+            output: None,
+            reasoning: None,
+        },
+        priced: true,
+        session: |s| s.starts_with("ses_"),
+        // Kilo's stream never names the model: the record reads it from Kilo's session data.
+        asked_model: Some("fake-model"),
+        reported_model: Some("fake/fake-model"),
+        offered: &["read"],
+        withheld: &["edit", "write", "task", "webfetch", "background_process"],
+    },
+    read_mode_writes: &["try to fix divide scenario:edit"],
+    refusal_on_stderr: &[],
+    git_commit: Some(GitCommit {
+        task: "commit scenario:gitdeny",
+        denied_by_profile: false,
+    }),
+    secret_read: Some(SecretRead {
+        task: "Show the settings scenario:readsecret",
+        template: true,
+        denied: false,
+    }),
+    // Without `retry-after`, Kilo backs off and retries a 429 for over a minute; the engine
+    // stops it after two failed attempts (its adapter's cut). The proof is the attempt count,
+    // not the wall clock: Kilo's own start takes 12–15 s idle and over a minute loaded.
+    rate_limits: &[ModelError::rate_limited("err429slow").saying("kept retrying")],
+    other_errors: &[ModelError::is("err404", "model_unavailable")],
+    failure_shapes: OPENAI_SHAPES,
+    listed_model: Some(ListedModel {
+        id: "fake/fake-model",
+        effort: None,
+    }),
+    effort_at: None,
+    checks: Checks::NONE,
+    unproven: &[Unproven {
+        behaviour: "effort_reaches_the_model_request",
+        why: "Kilo, like OpenCode, maps `--effort` to `--variant` only with a pinned model, and the fake provider's models have no variants (docs/workers/kilo.md)",
+    }],
+};
+
+real_cli_tests!(CLI; every_cli,
+    a_timed_out_run_can_be_continued,
+    secret_files_stay_unreadable_in_a_write_run,
+    models_are_listed_through_the_real_cli,
+);
+
+/// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
+/// `cargo test -p pitroom --test all -- --ignored record_kilo_fixtures`.
+#[test]
+#[ignore = "records fixtures; run by hand when the pinned Kilo changes"]
+fn record_kilo_fixtures() {
+    let cases: &[(&str, &[&str])] = &[
+        ("read", &["Where can divide fail?"]),
+        ("write-edit", &["-w", "fix divide scenario:edit"]),
+        ("read-edit-denied", &["try to fix divide scenario:edit"]),
+        ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
+        ("err404", &["x scenario:err404"]),
+        ("err429", &["x scenario:err429"]),
+        ("err500", &["x scenario:err500"]),
+        ("malformed-sse", &["x scenario:malformed"]),
+    ];
+    let w = World::new(&CLI);
+    Recorder {
+        cli: "kilo",
+        env: &w.env,
+        repo: &w.repo,
+        timeout: Some("120s"),
+        port: None,
+        keep_stderr: |l| {
+            l.contains("ERROR") || l.starts_with("Error") || l.contains("stream error")
+        },
+        exit_codes: false,
+    }
+    .record(cases, |args| w.task(args));
+}
