@@ -420,8 +420,29 @@ fn nanos() -> u128 {
         .unwrap_or(0)
 }
 
-/// Removes a copy nobody will use. One that stays is never trusted by name (its lease and
-/// tree are checked before any use) and a later prune retries; the run log says why it stayed.
+/// Takes a read copy a worker wrote into out of use: first renamed away from its tree's name
+/// (copies are leased by that name, so no later run can lease it, even if its removal fails),
+/// then removed. A leftover is a `.tmp-` directory, pruned after a day.
+pub fn retire_read_copy(copy: &Path) {
+    let Some(root) = copy.parent() else {
+        return discard(copy, "a spoiled read copy");
+    };
+    let aside = root.join(format!(".tmp-spoiled-{}-{}", std::process::id(), nanos()));
+    match std::fs::rename(copy, &aside) {
+        Ok(()) => discard(&aside, "a spoiled read copy"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            tracing::error!(
+                "could not move the spoiled read copy {} aside ({e}); remove it by hand, or the next read run of that tree reads it",
+                copy.display()
+            );
+            discard(copy, "a spoiled read copy");
+        }
+    }
+}
+
+/// Removes a copy nobody will use; a later prune retries one that stays (only `.tmp-`
+/// directories and copies no run leases are ever pruned), and the run log says why it stayed.
 fn discard(dir: &Path, what: &str) {
     match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -434,6 +455,21 @@ fn discard(dir: &Path, what: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retired_copy_leaves_its_trees_name_and_the_disk() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let copy = tmp.path().join("4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+        std::fs::create_dir_all(copy.join(".git")).expect("copy");
+        std::fs::write(copy.join("calc.py"), "spoiled by a worker\n").expect("file");
+        std::fs::write(copy.join(".git").join(LEASE), "").expect("lease");
+        retire_read_copy(&copy);
+        assert!(lease_existing(&copy).expect("lease check").is_none());
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("root").collect();
+        assert!(left.is_empty(), "{left:?}");
+        // Retiring what is already gone is fine.
+        retire_read_copy(&copy);
+    }
 
     fn git_in(dir: &Path, args: &[&str]) {
         pitroom_testkit::repo::git_ok(dir, args);

@@ -14,7 +14,8 @@ mod snapshot;
 
 pub use command::{interrupt_when, interrupted, output_of, Git, GitError, Interrupting, Output};
 pub use copy::{
-    build_copy, copies_built, ensure_read_copy, prune_read_copies, CopyLease, KeepPolicy,
+    build_copy, copies_built, ensure_read_copy, prune_read_copies, retire_read_copy, CopyLease,
+    KeepPolicy,
 };
 pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
 pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, PatchEntry};

@@ -114,15 +114,10 @@ pub(super) fn capture_changes(
     record.unreported = unreported(&record.changes, &stream.edited, &after.work_tree);
     if let (Some(copy), false) = (&tree.copy, tree.isolated) {
         // Whatever the events claim, the tree says the worker wrote. The shared copy is
-        // spoiled for other runs: remove it so the next run builds a clean one.
+        // spoiled for other runs: it leaves its tree's name at once (so no run leases it) and
+        // is removed; the next run builds a clean one.
         record.read_only_violation = true;
-        // If it stays, the next run's check of the copy finds it spoiled and rebuilds it.
-        if let Err(e) = crate::log::unless_gone(std::fs::remove_dir_all(copy)) {
-            tracing::warn!(
-                "could not remove the spoiled read copy {}: {e}",
-                copy.display()
-            );
-        }
+        pitroom_git::retire_read_copy(copy);
     }
     Ok(())
 }
