@@ -79,6 +79,16 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `pitroom apply` in `repo`, which must be refused (exit 3) before it wrote anything; its
+/// stderr, which names what and why.
+fn refused_apply(env: &TestEnv, repo: &Path) -> String {
+    let before = exact(repo);
+    let out = env.run(repo, &["apply"]);
+    assert_eq!(code(&out), 3, "refused: {}", text(&out));
+    assert_eq!(exact(repo), before, "nothing was written");
+    stderr(&out)
+}
+
 /// Runs `task` isolated and checks it succeeded; returns the copy the worker left.
 fn isolated(env: &TestEnv, repo: &Path) -> PathBuf {
     let out = env.run(repo, &["-i", "edit"]);
@@ -139,16 +149,12 @@ fn apply_refuses_symlinks_pointing_outside_the_project_before_writing_anything()
     );
     let repo = dirty_repo(&env, "repo");
     isolated(&env, &repo);
-    let before = exact(&repo);
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 3, "refused: {}", text(&out));
-    let err = stderr(&out);
+    let err = refused_apply(&env, &repo);
     assert!(
         err.contains("passwd") && err.contains("/etc/passwd"),
         "{err}"
     );
     assert!(err.contains("a/escape") && err.contains("outside"), "{err}");
-    assert_eq!(exact(&repo), before, "nothing was written");
     assert!(!repo.join("fine.txt").exists());
 }
 
@@ -162,15 +168,11 @@ fn apply_refuses_to_write_through_a_symlinked_directory_in_the_users_tree() {
     // Meanwhile `out` became a link to somewhere else in the user's tree.
     let elsewhere = env.dir("elsewhere");
     std::os::unix::fs::symlink(&elsewhere, repo.join("out")).unwrap();
-    let before = exact(&repo);
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 3, "refused: {}", text(&out));
-    let err = stderr(&out);
+    let err = refused_apply(&env, &repo);
     assert!(
         err.contains("out/file.txt") && err.contains("symlink"),
         "names the path and why: {err}"
     );
-    assert_eq!(exact(&repo), before, "nothing was written");
     assert!(
         std::fs::read_dir(&elsewhere).unwrap().next().is_none(),
         "never through the link"
@@ -213,15 +215,11 @@ fn apply_refuses_a_nested_repository_the_worker_created_and_names_it() {
     let env = shell_worker(NESTED);
     let repo = dirty_repo(&env, "repo");
     isolated(&env, &repo);
-    let before = exact(&repo);
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 3, "refused: {}", text(&out));
-    let err = stderr(&out);
+    let err = refused_apply(&env, &repo);
     assert!(
         err.contains("sub") && err.contains("nested git repository"),
         "{err}"
     );
-    assert_eq!(exact(&repo), before, "nothing was written");
 }
 
 #[test]
@@ -281,10 +279,7 @@ fn apply_refuses_files_whose_attributes_would_not_land_the_workers_bytes() {
     );
     let repo = converting_repo(&env);
     isolated(&env, &repo);
-    let before = exact(&repo);
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 3, "refused: {}", text(&out));
-    let err = stderr(&out);
+    let err = refused_apply(&env, &repo);
     // LF under `eol=crlf` would land as CRLF; the copy has no rot13 filter, so its blob is the
     // plain text, which the user's smudge would scramble.
     assert!(err.contains("new.txt") && err.contains("eol=crlf"), "{err}");
@@ -297,7 +292,6 @@ fn apply_refuses_files_whose_attributes_would_not_land_the_workers_bytes() {
         !err.contains("win.txt") && !err.contains("plain.md"),
         "files that convert back exactly are not named: {err}"
     );
-    assert_eq!(exact(&repo), before, "nothing was written");
 }
 
 #[test]
