@@ -122,7 +122,6 @@ fn main() {
     };
 
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let ratio = |d: Duration| ms(d) / ms(git_status);
     let over = |d: Duration| d.saturating_sub(worker_alone);
     println!(
         "repository: {files} files, dirty (50 modified, 50 untracked); medians of {ROUNDS} runs"
@@ -131,56 +130,69 @@ fn main() {
         "git status --porcelain            {:8.1} ms   (baseline 1.00×)",
         ms(git_status)
     );
-    println!(
-        "one snapshot (throwaway index)    {:8.1} ms   {:5.2}× git status",
-        ms(snapshot),
-        ratio(snapshot)
+    row(
+        "one snapshot (throwaway index)    ",
+        snapshot,
+        git_status,
+        "",
     );
     println!(
         "no-op worker alone                {:8.1} ms",
         ms(worker_alone)
     );
-    println!(
-        "read run overhead, warm copy      {:8.1} ms   {:5.2}× git status  (PITROOM_READ_VIEW=copy)",
-        ms(over(read)),
-        ratio(over(read))
+    row(
+        "read run overhead, warm copy      ",
+        over(read),
+        git_status,
+        "  (PITROOM_READ_VIEW=copy)",
     );
-    println!("read run overhead, first run      {:8.1} ms   {:5.2}× git status  (builds the shared read copy)", ms(over(cold_read)), ratio(over(cold_read)));
-    println!(
-        "read run overhead, after an edit  {:8.1} ms   {:5.2}× git status  (recycles an idle copy)",
-        ms(over(read_after_edit)),
-        ratio(over(read_after_edit))
+    row(
+        "read run overhead, first run      ",
+        over(cold_read),
+        git_status,
+        "  (builds the shared read copy)",
     );
-    println!(
-        "read run in place, first run      {:8.1} ms   {:5.2}× git status  (view: {})",
-        ms(over(cold_in_place)),
-        ratio(over(cold_in_place)),
-        in_place_view.as_deref().unwrap_or("?")
+    row(
+        "read run overhead, after an edit  ",
+        over(read_after_edit),
+        git_status,
+        "  (recycles an idle copy)",
     );
-    println!(
-        "read run in place, warm           {:8.1} ms   {:5.2}× git status",
-        ms(over(in_place)),
-        ratio(over(in_place))
+    row(
+        "read run in place, first run      ",
+        over(cold_in_place),
+        git_status,
+        &format!("  (view: {})", in_place_view.as_deref().unwrap_or("?")),
     );
-    println!(
-        "read run in place, after an edit  {:8.1} ms   {:5.2}× git status",
-        ms(over(in_place_after_edit)),
-        ratio(over(in_place_after_edit))
+    row(
+        "read run in place, warm           ",
+        over(in_place),
+        git_status,
+        "",
     );
-    println!(
-        "  of which the secret-file walk   {:8.1} ms   {:5.2}× git status",
-        ms(secrets_walk),
-        ratio(secrets_walk)
+    row(
+        "read run in place, after an edit  ",
+        over(in_place_after_edit),
+        git_status,
+        "",
     );
-    println!(
-        "write run overhead                {:8.1} ms   {:5.2}× git status  (the worker changes nothing)",
-        ms(over(write)),
-        ratio(over(write))
+    row(
+        "  of which the secret-file walk   ",
+        secrets_walk,
+        git_status,
+        "",
     );
-    println!(
-        "write run overhead, one file      {:8.1} ms   {:5.2}× git status  (the worker changes one file)",
-        ms(over(write_one)),
-        ratio(over(write_one))
+    row(
+        "write run overhead                ",
+        over(write),
+        git_status,
+        "  (the worker changes nothing)",
+    );
+    row(
+        "write run overhead, one file      ",
+        over(write_one),
+        git_status,
+        "  (the worker changes one file)",
     );
     match peak_kb {
         Some(kb) => println!(
@@ -210,6 +222,14 @@ fn main() {
         let large = large_tree_rows(&pitroom, &worker, &script, large_files);
         per_file_costs(&[small, large]);
     }
+}
+
+/// One row of a table: `label` (padded to its column), the time, and its ratio to `git status`
+/// on the same tree, then `note`.
+fn row(label: &str, time: Duration, git_status: Duration, note: &str) {
+    let ms = time.as_secs_f64() * 1000.0;
+    let ratio = ms / (git_status.as_secs_f64() * 1000.0);
+    println!("{label}{ms:8.1} ms   {ratio:5.2}× git status{note}");
 }
 
 /// A fake worker's script that writes one file (new content each `round`, so every run's
@@ -373,7 +393,6 @@ fn large_tree_rows(pitroom: &Path, worker: &Path, script: &str, files: usize) ->
     };
 
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let ratio = |d: Duration| ms(d) / ms(git_status);
     let over = |d: Duration| d.saturating_sub(worker_alone);
     println!();
     println!(
@@ -384,36 +403,41 @@ fn large_tree_rows(pitroom: &Path, worker: &Path, script: &str, files: usize) ->
         "git status --porcelain            {:8.1} ms   (baseline 1.00×)",
         ms(git_status)
     );
-    println!(
-        "one snapshot (throwaway index)    {:8.1} ms   {:5.2}× git status",
-        ms(snapshot),
-        ratio(snapshot)
+    row(
+        "one snapshot (throwaway index)    ",
+        snapshot,
+        git_status,
+        "",
     );
-    println!(
-        "read run in place, first run      {:8.1} ms   {:5.2}× git status  (view: {})",
-        ms(over(cold_read)),
-        ratio(over(cold_read)),
-        view.as_deref().unwrap_or("?")
+    row(
+        "read run in place, first run      ",
+        over(cold_read),
+        git_status,
+        &format!("  (view: {})", view.as_deref().unwrap_or("?")),
     );
-    println!(
-        "read run in place, warm           {:8.1} ms   {:5.2}× git status",
-        ms(over(read)),
-        ratio(over(read))
+    row(
+        "read run in place, warm           ",
+        over(read),
+        git_status,
+        "",
     );
-    println!(
-        "  of which the secret-file walk   {:8.1} ms   {:5.2}× git status",
-        ms(secrets_walk),
-        ratio(secrets_walk)
+    row(
+        "  of which the secret-file walk   ",
+        secrets_walk,
+        git_status,
+        "",
     );
-    println!(
-        "write run overhead                {:8.1} ms   {:5.2}× git status  (the worker changes nothing)",
-        ms(over(write)),
-        ratio(over(write))
+    row(
+        "write run overhead                ",
+        over(write),
+        git_status,
+        "  (the worker changes nothing)",
     );
-    println!(
-        "write run overhead, one file      {:8.1} ms   {:5.2}× git status  (the worker changes one file)",
-        ms(over(write_one)),
-        ratio(over(write_one))
+    row(
+        "write run overhead, one file      ",
+        over(write_one),
+        git_status,
+        "  (the worker changes one file)",
     );
     paired.print();
     TreeCosts {
