@@ -69,7 +69,7 @@ impl Exit {
 }
 
 // The codes as plain numbers, for what carries them as data (`RunRecord::exit_code`, the MCP
-// server's `exit_code` field) and for the engine's errors, which still speak in numbers.
+// server's `exit_code` field).
 pub const OK: i32 = Exit::Ok.code();
 pub const FAILED: i32 = Exit::Failed.code();
 pub const USAGE: i32 = Exit::Usage.code();

@@ -28,6 +28,18 @@ pub enum HomeError {
     },
 }
 
+impl HomeError {
+    /// How a command that met this error ends: naming no run, or several, is the request's
+    /// fault (a usage error); a state directory that cannot be read is a set-up problem.
+    pub fn exit(&self) -> crate::exit::Exit {
+        use crate::exit::Exit;
+        match self {
+            HomeError::NoMatch(_) | HomeError::Ambiguous { .. } | HomeError::NoRuns => Exit::Usage,
+            HomeError::Io { .. } => Exit::Refused,
+        }
+    }
+}
+
 /// The environment variable that moves the state directory.
 pub const HOME_ENV: &str = "PITROOM_HOME";
 

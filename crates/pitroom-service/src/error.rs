@@ -1,7 +1,7 @@
 //! One error type for every front end: a kind (which decides the CLI's exit code and the MCP
 //! server's `isError`), the message (what happened) and, where there is one, the hint (what to do).
 
-use pitroom_core::exit::{self, Exit};
+use pitroom_core::exit::Exit;
 
 /// What kind of failure an operation met; each maps to one exit (PRODUCT.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,27 +67,25 @@ impl ServiceError {
     }
 }
 
+impl ErrorKind {
+    /// The kind of a failure the engine or the state directory met, from the exit it names.
+    fn of(exit: Exit) -> ErrorKind {
+        match exit {
+            Exit::Usage => ErrorKind::Usage,
+            _ => ErrorKind::Refused,
+        }
+    }
+}
+
 impl From<pitroom_core::EngineError> for ServiceError {
     fn from(e: pitroom_core::EngineError) -> ServiceError {
-        let kind = if e.exit_code() == exit::USAGE {
-            ErrorKind::Usage
-        } else {
-            ErrorKind::Refused
-        };
-        ServiceError::new(kind, e.to_string())
+        ServiceError::new(ErrorKind::of(e.exit()), e.to_string())
     }
 }
 
 impl From<pitroom_core::HomeError> for ServiceError {
     fn from(e: pitroom_core::HomeError) -> ServiceError {
-        use pitroom_core::HomeError;
-        let kind = match e {
-            HomeError::NoMatch(_) | HomeError::Ambiguous { .. } | HomeError::NoRuns => {
-                ErrorKind::Usage
-            }
-            _ => ErrorKind::Refused,
-        };
-        ServiceError::new(kind, e.to_string())
+        ServiceError::new(ErrorKind::of(e.exit()), e.to_string())
     }
 }
 

@@ -222,7 +222,7 @@ impl Service {
         id: &str,
         lock_fd: Option<i32>,
         ticket_fd: Option<i32>,
-    ) -> Result<(RunRecord, Vec<String>), ServiceError> {
+    ) -> Result<RunRecord, ServiceError> {
         let record = self.home().load(id)?;
         // SAFETY: the caller promises the descriptors are this run's.
         let lock = lock_fd.map(|fd| unsafe { WriterLock::from_raw_fd(fd) });
@@ -240,12 +240,12 @@ impl Service {
             },
             &mut Silent,
         );
-        let notes = self.settle(&mut record);
-        // A detached supervisor has no terminal: its run log is where these are read.
-        for note in &notes {
+        // A detached supervisor has no terminal (its stderr is /dev/null): its run log is where
+        // the ledger's notes are read, so they go there and nowhere else.
+        for note in self.settle(&mut record) {
             tracing::warn!("{note}");
         }
-        Ok((record, notes))
+        Ok(record)
     }
 
     /// Blocks until the selected runs have ended (with `any`: until one has), or the deadline

@@ -51,6 +51,12 @@ impl CliError {
         CliError::new(ErrorKind::Refused, message)
     }
 
+    /// Adds what to do next.
+    pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> CliError {
+        self.hint = Some(hint.into());
+        self
+    }
+
     /// Adds a line to print after the message and the hint.
     pub(crate) fn then(mut self, line: impl Into<String>) -> CliError {
         self.then = Some(line.into());

@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use pitroom_git::Repo;
 use pitroom_workers::{adapter_for, Adapter, Mode};
 
+use crate::exit::Exit;
 use crate::home::{Home, HomeError, WriterLock};
 use crate::record::{RunPhase, RunRecord, RunSpec, RunState};
 use crate::slots::Ticket;
@@ -75,13 +76,13 @@ pub enum EngineError {
 }
 
 impl EngineError {
-    pub fn exit_code(&self) -> i32 {
+    /// How a command that met this error ends: a wrong request is a usage error, anything else
+    /// a refusal or a set-up problem.
+    pub fn exit(&self) -> Exit {
         match self {
-            EngineError::Usage(_) => crate::exit::USAGE,
-            EngineError::Home(
-                HomeError::NoMatch(_) | HomeError::Ambiguous { .. } | HomeError::NoRuns,
-            ) => crate::exit::USAGE,
-            _ => crate::exit::REFUSED,
+            EngineError::Usage(_) => Exit::Usage,
+            EngineError::Home(e) => e.exit(),
+            _ => Exit::Refused,
         }
     }
 }

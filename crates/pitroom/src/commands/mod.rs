@@ -57,11 +57,13 @@ pub(crate) fn dispatch(cli: Cli) -> i32 {
         Command::Savings(args) => history::savings(args),
         Command::Clean(args) => history::clean(args),
         Command::Cooldown(args) => cooldown::cooldown(args),
-        // The demo and the host integrations still print their own errors and return the
-        // code themselves (the demo's 130 after Ctrl-C is no `Exit`).
+        Command::Install(args) => crate::integrations::install::install(args),
+        Command::Uninstall(args) => crate::integrations::install::uninstall(args),
+        // These speak to a person watching a tour or to a host, not through a command's
+        // outcome: the demo's 130 after Ctrl-C is no `Exit`, and a hook, the status line and
+        // the completion script answer in their host's terms (a hook's exit code is its
+        // verdict), so each returns its own code.
         Command::Demo(args) => return crate::demo::demo(args),
-        Command::Install(args) => return crate::integrations::install::install(args),
-        Command::Uninstall(args) => return crate::integrations::install::uninstall(args),
         Command::Hook(args) => return crate::integrations::hook(args),
         Command::HookCard => return crate::integrations::hook::hook_card(),
         Command::Statusline(args) => return crate::integrations::statusline::statusline(args),

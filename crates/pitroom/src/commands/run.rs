@@ -143,10 +143,7 @@ fn read_task(args: &RunArgs) -> Result<String, CliError> {
 pub(super) fn supervise(args: SuperviseArgs) -> Outcome {
     let service = super::service()?;
     // SAFETY: the descriptors were handed down by `run --bg` (or `crew`) for exactly this run.
-    let (record, notes) = unsafe { service.supervise(&args.id, args.lock_fd, args.ticket_fd) }?;
-    for n in notes {
-        output::warning(n);
-    }
+    let record = unsafe { service.supervise(&args.id, args.lock_fd, args.ticket_fd) }?;
     Ok(record.exit())
 }
 

@@ -21,8 +21,10 @@ mod settings;
 mod uninstall;
 
 use clap::{Args, ValueEnum};
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 
+use crate::commands::Outcome;
+use crate::error::CliError;
 use crate::output;
 
 pub(crate) use doctor::{doctor_skills, double_loads};
@@ -30,7 +32,6 @@ pub(crate) use layout::{Host, Layout};
 pub(crate) use manifest::{hash, Entry, Manifest};
 pub(crate) use uninstall::uninstall;
 
-use crate::output::tell;
 use apply::apply_steps;
 use manifest::save_manifest;
 use plan::{print_done, print_plan, print_registrations, step_for, wanted, Step, Want};
@@ -68,23 +69,17 @@ pub(crate) enum HostArg {
     All,
 }
 
-pub(crate) fn install(args: InstallArgs) -> i32 {
-    let layout = match Layout::from_env(&crate::commands::env_lookup) {
-        Ok(l) => l,
-        Err(e) => return refuse(&e),
-    };
-    let hosts = match pick_hosts(&layout, args.host) {
-        Ok(h) => h,
-        Err(e) => return refuse(&e),
-    };
+pub(crate) fn install(args: InstallArgs) -> Outcome {
+    let layout = Layout::from_env(&crate::commands::env_lookup).map_err(CliError::refused)?;
+    let hosts = pick_hosts(&layout, args.host).map_err(CliError::refused)?;
     if args.statusline && !hosts.contains(&Host::Claude) {
-        output::error("the status line is Claude Code's: add --host claude (or all)");
-        return exit::USAGE;
+        return Err(CliError::usage(
+            "the status line is Claude Code's: add --host claude (or all)",
+        ));
     }
-    let mut manifest = match Manifest::load(&layout.manifest()) {
-        Ok(m) => m.unwrap_or_default(),
-        Err(e) => return refuse(&e),
-    };
+    let mut manifest = Manifest::load(&layout.manifest())
+        .map_err(CliError::refused)?
+        .unwrap_or_default();
     let wants = wanted(&layout, &hosts, args.statusline);
     let steps: Vec<(Want, Step)> = wants
         .into_iter()
@@ -99,19 +94,22 @@ pub(crate) fn install(args: InstallArgs) -> i32 {
         .map(|(w, _)| w)
         .collect();
     if !foreign.is_empty() && !args.force {
-        output::error("refusing to replace what Pitroom did not write:");
-        for w in &foreign {
-            tell!("  {}", layout.show(w.path()));
-        }
-        output::hint(
+        let paths: Vec<String> = foreign
+            .iter()
+            .map(|w| format!("\n  {}", layout.show(w.path())))
+            .collect();
+        return Err(CliError::refused(format!(
+            "refusing to replace what Pitroom did not write:{}",
+            paths.concat()
+        ))
+        .with_hint(
             "move them away, or re-run with --force (the originals are kept in Pitroom's data dir and `pitroom uninstall` puts them back)",
-        );
-        return exit::REFUSED;
+        ));
     }
     if args.dry_run {
         print_plan(&layout, &steps);
         print_registrations(&hosts, args.statusline);
-        return exit::OK;
+        return Ok(Exit::Ok);
     }
     let result = apply_steps(&layout, &steps, &mut manifest);
     manifest.version = 1;
@@ -124,22 +122,16 @@ pub(crate) fn install(args: InstallArgs) -> i32 {
     // Saved even after a failure part-way, so `uninstall` can remove what was made.
     let saved = save_manifest(&layout, &mut manifest);
     if let Err(e) = result.and(saved) {
-        output::error(format!(
+        return Err(CliError::refused(format!(
             "{e}; what was made so far is recorded, and `pitroom uninstall` removes it"
-        ));
-        return exit::REFUSED;
+        )));
     }
     print_done(&layout, &hosts, &steps);
     print_registrations(&hosts, args.statusline);
     for twice in double_loads(&layout) {
         output::warning(twice);
     }
-    exit::OK
-}
-
-pub(super) fn refuse(message: &str) -> i32 {
-    output::error(message);
-    exit::REFUSED
+    Ok(Exit::Ok)
 }
 
 /// The hosts to install for: the one asked, all, or those found.

@@ -3,39 +3,37 @@
 
 use std::io::ErrorKind;
 
-use pitroom_core::exit;
+use pitroom_core::exit::Exit;
 
 use super::manifest::io_error;
-use super::{hash, refuse, Entry, Layout, Manifest, UninstallArgs};
+use super::{hash, Entry, Layout, Manifest, UninstallArgs};
+use crate::commands::Outcome;
+use crate::error::CliError;
 use crate::output;
 use crate::output::say;
 
-pub(crate) fn uninstall(args: UninstallArgs) -> i32 {
-    let layout = match Layout::from_env(&crate::commands::env_lookup) {
-        Ok(l) => l,
-        Err(e) => return refuse(&e),
-    };
-    let manifest = match Manifest::load(&layout.manifest()) {
-        Ok(Some(m)) => m,
-        Ok(None) => {
+pub(crate) fn uninstall(args: UninstallArgs) -> Outcome {
+    let layout = Layout::from_env(&crate::commands::env_lookup).map_err(CliError::refused)?;
+    let manifest = match Manifest::load(&layout.manifest()).map_err(CliError::refused)? {
+        Some(m) => m,
+        None => {
             say!(
                 "pitroom: nothing to uninstall (no manifest at {})",
                 layout.show(&layout.manifest())
             );
-            return exit::OK;
+            return Ok(Exit::Ok);
         }
-        Err(e) => return refuse(&e),
     };
     if args.dry_run {
         say!("pitroom uninstall --dry-run: nothing is changed");
         for entry in manifest.entries.iter().rev() {
             say!("  {}", describe(&layout, entry));
         }
-        return exit::OK;
+        return Ok(Exit::Ok);
     }
     let manifest_path = layout.manifest();
     if let Err(e) = std::fs::remove_file(&manifest_path) {
-        return refuse(&io_error("remove", &manifest_path, &e));
+        return Err(CliError::refused(io_error("remove", &manifest_path, &e)));
     }
     let mut left = 0;
     for entry in manifest.entries.iter().rev() {
@@ -51,7 +49,7 @@ pub(crate) fn uninstall(args: UninstallArgs) -> i32 {
             "pitroom: uninstalled; {left} path(s) changed since install were left as they are (see above)"
         );
     }
-    exit::OK
+    Ok(Exit::Ok)
 }
 
 fn describe(layout: &Layout, entry: &Entry) -> String {
