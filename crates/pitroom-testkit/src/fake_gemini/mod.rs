@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::fake_responses::http::{lock, reason};
+use crate::fake_responses::http::{lock, reason, scenario_tags};
 
 const MAX_BODY: usize = 64 * 1024 * 1024;
 const HANG_LIMIT: Duration = Duration::from_secs(600);
@@ -425,23 +425,16 @@ fn step_index(contents: &[Value]) -> usize {
         .count()
 }
 
+/// The scenario the latest user turn that names one names; within a turn, its last tag. A CLI
+/// that resumes a session whose last prompt was never answered (a run stopped mid-turn) sends
+/// that prompt and the new one in one user turn, oldest first: the new one decides.
 fn scenario_in(contents: &[Value]) -> Option<String> {
     contents
         .iter()
         .rev()
         .filter(|c| is_user_text_turn(c))
-        .flat_map(texts_of)
-        .find_map(scenario_tag)
-}
-
-fn scenario_tag(text: &str) -> Option<String> {
-    text.match_indices("scenario").find_map(|(at, word)| {
-        let rest = text[at + word.len()..].strip_prefix([':', '='])?;
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-            .unwrap_or(rest.len());
-        (end > 0).then(|| rest[..end].to_string())
-    })
+        .find_map(|c| texts_of(c).flat_map(scenario_tags).last())
+        .map(str::to_string)
 }
 
 /// The working directory named in the CLI's session context.

@@ -78,3 +78,21 @@ fn errors_carry_googles_status_and_side_calls_get_json() {
     assert!(out.contains(r#"next_speaker\":\"user"#), "{out}");
     assert!(server.model_requests().len() == 1);
 }
+
+#[test]
+fn a_resumed_turn_with_the_unanswered_prompt_plays_the_new_prompts_scenario() {
+    // Gemini CLI resuming a session stopped mid-turn: both prompts in one user turn, oldest first.
+    let resumed = [json!({"role": "user", "parts": [
+        {"text": "first wait scenario:hang"},
+        {"text": "Where can divide fail? scenario:default"}
+    ]})];
+    assert_eq!(scenario_in(&resumed).as_deref(), Some("default"));
+    let one_text = [turn("user", "wait scenario:hang\n\nthen scenario:edit")];
+    assert_eq!(scenario_in(&one_text).as_deref(), Some("edit"));
+    let earlier_turn_names_it = [
+        turn("user", "scenario:edit please"),
+        json!({"role": "model", "parts": [{"text": "ok"}]}),
+        turn("user", "and now without a tag"),
+    ];
+    assert_eq!(scenario_in(&earlier_turn_names_it).as_deref(), Some("edit"));
+}

@@ -1,6 +1,7 @@
 //! Routing, and which step of the script a request gets.
 
 use super::*;
+use crate::fake_responses::http::scenario_tags;
 
 pub(super) fn route(conn: &mut Conn, req: &Request) -> io::Result<Outcome> {
     let close = req.wants_close();
@@ -188,23 +189,20 @@ pub(super) fn scenario_for_model(script: &Value, body: &Map<String, Value>) -> O
     Some(scenario.to_owned())
 }
 
-/// The scenario named by the latest user message that names one.
+/// The scenario named by the latest user message that names one; within a message, its last
+/// tag. A CLI that resumes a session whose last prompt was never answered (a run stopped
+/// mid-turn) may send that prompt and the new one in one message, oldest first: the new one
+/// decides.
 pub(super) fn scenario_named_in(messages: &[Value]) -> Option<String> {
     messages
         .iter()
         .rev()
         .filter(|m| role(m) == Some("user"))
-        .find_map(|m| scenario_tag(&msg_text(m.get("content"))).map(str::to_owned))
-}
-
-/// The first `scenario[:=]([A-Za-z0-9_.-]+)` match, as the Python's regex.
-pub(super) fn scenario_tag(text: &str) -> Option<&str> {
-    text.match_indices("scenario").find_map(|(at, word)| {
-        let rest = text[at + word.len()..].strip_prefix([':', '='])?;
-        let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
-        let end = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
-        (end > 0).then(|| &rest[..end])
-    })
+        .find_map(|m| {
+            scenario_tags(&msg_text(m.get("content")))
+                .last()
+                .map(str::to_owned)
+        })
 }
 
 /// The text of a message's content: a string, or the text parts of a list.

@@ -722,11 +722,25 @@ fn json_is_written_as_python_json_dumps_writes_it() {
 }
 
 #[test]
-fn scenario_tag_matches_like_the_python_regex() {
-    assert_eq!(
-        scenario_tag("run scenario:err-429.b now"),
-        Some("err-429.b")
-    );
-    assert_eq!(scenario_tag("scenario: x scenario=y"), Some("y"));
-    assert_eq!(scenario_tag("no scenario here"), None);
+fn scenario_tags_match_like_the_python_regex() {
+    use crate::fake_responses::http::scenario_tags;
+    let first = |text| scenario_tags(text).next();
+    assert_eq!(first("run scenario:err-429.b now"), Some("err-429.b"));
+    assert_eq!(first("scenario: x scenario=y"), Some("y"));
+    assert_eq!(first("no scenario here"), None);
+}
+
+#[test]
+fn a_resumed_message_with_the_unanswered_prompt_plays_the_new_prompts_scenario() {
+    let merged = [json!({"role": "user", "content": [
+        {"type": "text", "text": "first wait scenario:hang"},
+        {"type": "text", "text": "Where can divide fail? scenario:default"}
+    ]})];
+    assert_eq!(scenario_named_in(&merged).as_deref(), Some("default"));
+    let separate = [
+        json!({"role": "user", "content": "first wait scenario:hang"}),
+        json!({"role": "user", "content": "Where can divide fail? scenario:default"}),
+        json!({"role": "assistant", "content": "looking"}),
+    ];
+    assert_eq!(scenario_named_in(&separate).as_deref(), Some("default"));
 }

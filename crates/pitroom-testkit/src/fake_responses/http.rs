@@ -187,6 +187,19 @@ impl ScriptState {
     }
 }
 
+/// Every `scenario:NAME` (or `scenario=NAME`) tag in `text`, in order: a name is letters,
+/// digits and `_.-`, and a tag with no name is none.
+pub(crate) fn scenario_tags(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("scenario")
+        .filter_map(move |(at, word)| {
+            let rest = text[at + word.len()..].strip_prefix([':', '='])?;
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+                .unwrap_or(rest.len());
+            (end > 0).then(|| &rest[..end])
+        })
+}
+
 /// `scenario:NAME` (or `scenario=NAME`) in `text`.
 pub(crate) fn scenario_tag(text: &str) -> Option<&str> {
     let start = text.find("scenario:").or_else(|| text.find("scenario="))? + "scenario:".len();

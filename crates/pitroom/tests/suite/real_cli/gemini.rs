@@ -95,17 +95,16 @@ pub const CLI: RealCli = RealCli {
             why: "Gemini CLI has no command that lists models: Pitroom prints the user's configured model and `auto` without running it (the adapter's `models_invocation`)",
         },
         Unproven {
-            behaviour: "a_timed_out_run_can_be_continued",
-            why: "seen: the resumed run hangs again. The interrupted prompt (`scenario:hang`) reaches the fake Gemini API in the user turn with the new one, and the fake reads a turn's parts in order (`fake_gemini::scenario_in`): a limit of the test kit's fake",
-        },
-        Unproven {
             behaviour: "effort_reaches_the_model_request",
             why: "Gemini CLI has no effort flag: `--effort` is dropped with a note (docs/workers/gemini.md)",
         },
     ],
 };
 
-real_cli_tests!(CLI; every_cli, secret_files_stay_unreadable_in_a_write_run);
+real_cli_tests!(CLI; every_cli,
+    a_timed_out_run_can_be_continued,
+    secret_files_stay_unreadable_in_a_write_run,
+);
 
 /// Gemini CLI made exactly one model call per step of the read run (no router side call).
 fn one_model_call_per_step(w: &World, _: &Value, _: &std::process::Output) {

@@ -80,10 +80,6 @@ pub const CLI: RealCli = RealCli {
             why: "Qwen Code has no command that lists models: Pitroom prints the user's configured ones (`OPENAI_MODEL`, settings) without running it (the adapter's `models_invocation`)",
         },
         Unproven {
-            behaviour: "a_timed_out_run_can_be_continued",
-            why: "seen: the resumed run (`scenario:default`) hangs again with no tool call, as if the fake chat-completions server still read the interrupted prompt's `scenario:hang`; the resumed conversation is Qwen's, the scenario pick the test kit's fake",
-        },
-        Unproven {
             behaviour: "effort_reaches_the_model_request",
             why: "Qwen Code has no effort setting: `--effort` is dropped with a note (docs/workers/qwen.md)",
         },
@@ -91,6 +87,7 @@ pub const CLI: RealCli = RealCli {
 };
 
 real_cli_tests!(CLI; every_cli,
+    a_timed_out_run_can_be_continued,
     secret_files_stay_unreadable_in_a_write_run,
 );
 
