@@ -6,7 +6,8 @@
 //!
 //! Arguments are more guard executables to compare, each behind links of its own, e.g. a
 //! static relink: `cargo rustc --release -p pitroom --bin pitroom-guard -- -C
-//! target-feature=+crt-static`, copied aside before `cargo build` relinks the usual one.
+//! target-feature=+crt-static -C relocation-model=static` (static relocations: the package's
+//! executables link non-PIE), copied aside before `cargo build` relinks the usual one.
 
 #![allow(
     clippy::unwrap_used,
