@@ -216,13 +216,13 @@ fn answer(r: &Map<String, Value>, model: &str, streaming: bool, scenario: &str) 
         return json_reply(200, &message.whole());
     }
     let delay = http::millis(r.get("delay_ms")).unwrap_or_default();
-    let mut events = vec![sse(
+    let mut events = vec![Chunk::sse(
         delay,
         "message_start",
         &json!({"type": "message_start", "message": message.start()}),
     )];
     if let Some(error) = r.get("stream_error") {
-        events.push(sse(
+        events.push(Chunk::sse(
             delay,
             "error",
             &json!({"type": "error", "error": error}),
@@ -235,17 +235,21 @@ fn answer(r: &Map<String, Value>, model: &str, streaming: bool, scenario: &str) 
     if r.get("hang").is_some_and(http::truthy) {
         return Reply::stream(events, StreamEnd::Hang(http::hang_limit(r)));
     }
-    events.push(sse(delay, "ping", &json!({"type": "ping"})));
+    events.push(Chunk::sse(delay, "ping", &json!({"type": "ping"})));
     for (index, block) in message.content.iter().enumerate() {
         events.extend(block_events(delay, index, block));
     }
-    events.push(sse(
+    events.push(Chunk::sse(
         delay,
         "message_delta",
         &json!({"type": "message_delta", "delta": {"stop_reason": message.stop_reason, "stop_sequence": null},
             "usage": {"output_tokens": message.usage["output_tokens"]}}),
     ));
-    events.push(sse(delay, "message_stop", &json!({"type": "message_stop"})));
+    events.push(Chunk::sse(
+        delay,
+        "message_stop",
+        &json!({"type": "message_stop"}),
+    ));
     Reply::stream(events, StreamEnd::Close)
 }
 
@@ -338,31 +342,24 @@ fn block_events(delay: Duration, index: usize, block: &Value) -> Vec<Chunk> {
     while !halves.is_char_boundary(split) {
         split -= 1;
     }
-    let mut events = vec![sse(
+    let mut events = vec![Chunk::sse(
         delay,
         "content_block_start",
         &json!({"type": "content_block_start", "index": index, "content_block": start}),
     )];
     for part in [&halves[..split], &halves[split..]] {
-        events.push(sse(
+        events.push(Chunk::sse(
             delay,
             "content_block_delta",
             &json!({"type": "content_block_delta", "index": index, "delta": {"type": delta_kind, delta_field: part}}),
         ));
     }
-    events.push(sse(
+    events.push(Chunk::sse(
         delay,
         "content_block_stop",
         &json!({"type": "content_block_stop", "index": index}),
     ));
     events
-}
-
-fn sse(delay: Duration, event: &str, data: &Value) -> Chunk {
-    Chunk {
-        delay,
-        data: format!("event: {event}\ndata: {data}\n\n").into_bytes(),
-    }
 }
 
 fn default_error_type(status: u16) -> &'static str {

@@ -1,5 +1,6 @@
 //! Small helpers over `serde_json` values that every adapter needs: reading a field of a CLI's
-//! event by its path, and deep-merging Pitroom's settings over a user's.
+//! event by its path, the text of a model message's content, and deep-merging Pitroom's settings
+//! over a user's.
 
 use serde_json::Value;
 
@@ -16,6 +17,21 @@ pub(crate) fn u64_at(value: &Value, path: &[&str]) -> u64 {
 
 fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(value, |v, key| v.get(key))
+}
+
+/// The text of a model message's `content` (the Anthropic and OpenAI shapes): a string as it
+/// is, or the `text` of each part joined by newlines, parts without one left out; anything else
+/// has none. Public because the demo's scripted model server reads the same messages.
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 /// Deep merge: objects merge key by key, anything else is replaced.

@@ -35,6 +35,7 @@ pub use binary::{find_binary, override_var, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};
 pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 pub use facts::{facts, program_of, CliFacts, CLIS, KNOWN_BACKENDS};
+pub use json::content_text;
 
 /// The adapter for a backend id, or `None` when Pitroom knows the id but has no adapter yet.
 pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {

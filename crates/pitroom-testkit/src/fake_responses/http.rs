@@ -70,6 +70,17 @@ pub(crate) struct Chunk {
     pub data: Vec<u8>,
 }
 
+impl Chunk {
+    /// One server-sent event, `event: NAME` with its JSON `data`, sent after `delay`: the
+    /// framing both the Responses and the Anthropic Messages streams use.
+    pub(crate) fn sse(delay: Duration, event: &str, data: &Value) -> Chunk {
+        Chunk {
+            delay,
+            data: format!("event: {event}\ndata: {data}\n\n").into_bytes(),
+        }
+    }
+}
+
 /// How a streamed reply ends.
 pub(crate) enum StreamEnd {
     /// Close the connection (the body is delimited by the close).

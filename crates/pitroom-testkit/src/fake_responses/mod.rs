@@ -257,12 +257,10 @@ fn answer(r: &Map<String, Value>, body: &Value, scenario: &str) -> Reply {
     Reply::stream(events, StreamEnd::Close)
 }
 
+/// An event of the stream, named by its `type`.
 fn sse(delay: Duration, event: &Value) -> Chunk {
     let kind = event["type"].as_str().unwrap_or("message");
-    Chunk {
-        delay,
-        data: format!("event: {kind}\ndata: {event}\n\n").into_bytes(),
-    }
+    Chunk::sse(delay, kind, event)
 }
 
 fn usage(spec: Option<&Value>) -> Value {

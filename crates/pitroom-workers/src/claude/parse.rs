@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::json::content_text;
 use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file in `file_path` (`notebook_path`).
@@ -119,7 +120,7 @@ impl Calls {
                 .remove(call)
                 .unwrap_or_else(|| ("tool".to_string(), Value::Null));
             let is_error = block["is_error"].as_bool().unwrap_or(false);
-            let text = result_text(&block["content"]);
+            let text = content_text(&block["content"]);
             let outcome = if rejected.contains(&call) || (is_error && is_denial(&text)) {
                 ToolOutcome::Denied
             } else if is_error {
@@ -210,18 +211,6 @@ fn cost(value: &Value) -> Option<f64> {
         }
     }
     value["total_cost_usd"].as_f64()
-}
-
-fn result_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 fn is_denial(text: &str) -> bool {

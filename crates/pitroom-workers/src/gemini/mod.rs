@@ -23,7 +23,7 @@ use crate::adapter::{
 };
 use crate::events::{FailureKind, Mode};
 use crate::json::merge;
-use crate::qwen::settings::read_json_object;
+use crate::qwen::settings::{self, read_json_object};
 pub use parse::GeminiStream;
 
 /// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).
@@ -112,14 +112,11 @@ impl Gemini {
     }
 
     fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
-        let Some(user) = Self::user_dir(req) else {
-            return Vec::new();
-        };
-        CREDENTIAL_FILES
-            .iter()
-            .map(|name| (Self::config_dir(req).join(name), user.join(name)))
-            .filter(|(_, target)| target.is_file())
-            .collect()
+        settings::credential_links(
+            &Self::config_dir(req),
+            Self::user_dir(req),
+            CREDENTIAL_FILES,
+        )
     }
 }
 

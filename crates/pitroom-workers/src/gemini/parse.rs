@@ -13,8 +13,7 @@ use serde_json::Value;
 use crate::adapter::StreamParser;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
-use crate::qwen::parse::summarize_input;
-use crate::summary::{one_line, ERROR_CHARS};
+use crate::qwen::parse::tool_call_event;
 
 /// Tools whose successful call edits the file named in `file_path`.
 const EDIT_TOOLS: &[&str] = &["write_file", "replace", "edit"];
@@ -122,16 +121,7 @@ fn tool_call(state: &mut State, value: &Value) -> WorkerEvent {
         true => ToolOutcome::Failed,
         false => ToolOutcome::Ok,
     };
-    let edited = (outcome == ToolOutcome::Ok && EDIT_TOOLS.contains(&name.as_str()))
-        .then(|| str_at(&params, &["file_path"]).map(str::to_string))
-        .flatten();
-    WorkerEvent::ToolCall {
-        summary: summarize_input(&params),
-        name,
-        outcome,
-        error: failed.then(|| one_line(message, ERROR_CHARS)),
-        edited,
-    }
+    tool_call_event(name, &params, outcome, message, EDIT_TOOLS)
 }
 
 /// The run's usage (from `stats`) and, on failure, its error.

@@ -125,14 +125,7 @@ impl Qwen {
     }
 
     fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
-        let Some(user) = Self::user_home(req) else {
-            return Vec::new();
-        };
-        CREDENTIAL_FILES
-            .iter()
-            .map(|name| (Self::home(req).join(name), user.join(name)))
-            .filter(|(_, target)| target.is_file())
-            .collect()
+        settings::credential_links(&Self::home(req), Self::user_home(req), CREDENTIAL_FILES)
     }
 }
 

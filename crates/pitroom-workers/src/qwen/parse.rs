@@ -117,16 +117,7 @@ impl QwenStream {
             true => ToolOutcome::Failed,
             false => ToolOutcome::Ok,
         };
-        let edited = (outcome == ToolOutcome::Ok && EDIT_TOOLS.contains(&name.as_str()))
-            .then(|| str_at(&input, &["file_path"]).map(str::to_string))
-            .flatten();
-        WorkerEvent::ToolCall {
-            summary: summarize_input(&input),
-            name,
-            outcome,
-            error: is_error.then(|| one_line(&output, ERROR_CHARS)),
-            edited,
-        }
+        tool_call_event(name, &input, outcome, &output, EDIT_TOOLS)
     }
 }
 
@@ -245,6 +236,29 @@ const INPUT_KEYS: &[&str] = &[
 /// The most telling field of a tool's input, on one line.
 pub(crate) fn summarize_input(input: &Value) -> String {
     input_summary(input, INPUT_KEYS)
+}
+
+/// The event of a finished call, for Qwen Code and Gemini CLI (a fork and its origin, whose
+/// tools take the same inputs): the input summarized, the error text of a call that did not
+/// succeed on one line, and the `file_path` a successful call of one of `edit_tools` edited.
+pub(crate) fn tool_call_event(
+    name: String,
+    input: &Value,
+    outcome: ToolOutcome,
+    error: &str,
+    edit_tools: &[&str],
+) -> WorkerEvent {
+    let succeeded = outcome == ToolOutcome::Ok;
+    let edited = (succeeded && edit_tools.contains(&name.as_str()))
+        .then(|| str_at(input, &["file_path"]).map(str::to_string))
+        .flatten();
+    WorkerEvent::ToolCall {
+        summary: summarize_input(input),
+        name,
+        outcome,
+        error: (!succeeded).then(|| one_line(error, ERROR_CHARS)),
+        edited,
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use pitroom_workers::content_text;
 use serde_json::{json, Value};
 
 use super::scripts::{self, CREW_TASKS, DOCSTRING, ZERO_CHECK};
@@ -246,18 +247,6 @@ fn role(message: &Value) -> Option<&str> {
 /// A message's text: a string, or the text of its parts.
 fn text_of(message: &Value) -> String {
     content_text(&message["content"])
-}
-
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// The stage named by the latest user message that names one. The review comes first: its
