@@ -15,6 +15,7 @@ use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::{real_cli, FakeAnthropic, FakeGemini, FakeOpenAi, FakeResponses, TestEnv};
 use serde_json::Value;
 
+pub use super::common::changed;
 use super::common::{record, PITROOM};
 use super::failfast;
 
@@ -454,16 +455,6 @@ fn set_up_provider(env: &mut TestEnv, provider: &Provider, base_url: &str) {
         std::fs::create_dir_all(dir).expect("config dir");
         std::fs::write(&path, (config.contents)(base_url)).expect("config");
     }
-}
-
-/// The paths a record's `changes` name, in order.
-pub fn changed(record: &Value) -> Vec<&str> {
-    record["changes"]
-        .as_array()
-        .expect("changes")
-        .iter()
-        .filter_map(|c| c["path"].as_str())
-        .collect()
 }
 
 /// The `(name, scenario, failure)` failure matrix of the CLIs whose fake plays it with the
