@@ -121,18 +121,15 @@ fn a_dropped_stream_ends_as_an_error_not_an_answer() {
     assert!(errs[0].0.contains("ede_diagnostic"), "{errs:?}");
 }
 
+/// The model the invocation tests pin (with effort `high`).
+const MODEL: &str = "sonnet";
+
 fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
-    InvocationRequest {
-        model: Some("sonnet".into()),
-        effort: Some("high".into()),
-        ..CLI.request(mode, dir.path())
-    }
+    CLI.pinned_request(mode, dir.path(), MODEL)
 }
 
 fn args(mode: Mode) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let inv = Claude.invocation(&request(mode, &dir)).expect("invocation");
-    strings(&inv.args)
+    CLI.pinned_args(mode, MODEL)
 }
 
 fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {

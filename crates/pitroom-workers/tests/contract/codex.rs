@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{env_strings, errors, strings, summarize, texts, usages, Recorded};
+use super::recorded::{env_strings, errors, summarize, texts, usages, Recorded};
 use pitroom_workers::codex::Codex;
 use pitroom_workers::{
     Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
@@ -112,18 +112,15 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
     }
 }
 
+/// The model the invocation tests pin (with effort `high`).
+const MODEL: &str = "gpt-5.5";
+
 fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
-    InvocationRequest {
-        model: Some("gpt-5.5".into()),
-        effort: Some("high".into()),
-        ..CLI.request(mode, dir.path())
-    }
+    CLI.pinned_request(mode, dir.path(), MODEL)
 }
 
 fn args(mode: Mode) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let inv = Codex.invocation(&request(mode, &dir)).expect("invocation");
-    strings(&inv.args)
+    CLI.pinned_args(mode, MODEL)
 }
 
 #[test]

@@ -71,25 +71,19 @@ fn api_failures_are_errors_never_answers_and_classify_from_text_or_exit_code() {
         ("err500", FailureKind::Other, Some(244)),
     ];
     for (name, kind, exit) in cases {
-        let s = CLI.summary(name);
-        assert!(
-            s.texts.is_empty(),
-            "{name}: an error is not an answer: {s:?}"
-        );
+        let s = CLI.assert_failed_without_answer(name, kind);
         assert_eq!(s.errors.len(), 1, "{name}: {s:?}");
         assert_eq!(
             CLI.exit_code(name),
             exit,
             "{name}: exit = HTTP status mod 256"
         );
-        assert_eq!(CLI.classify(name), kind, "{name}");
     }
 }
 
 #[test]
 fn a_malformed_model_stream_gives_no_answer() {
-    let s = CLI.summary("malformed-sse");
-    assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
+    CLI.assert_no_cited_answer("malformed-sse");
 }
 
 #[test]

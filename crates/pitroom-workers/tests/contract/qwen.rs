@@ -70,23 +70,17 @@ fn api_failures_are_errors_with_their_status_never_answers() {
         ("err500", 500, FailureKind::Other),
     ];
     for (name, status, kind) in cases {
-        let s = CLI.summary(name);
-        assert!(
-            s.texts.is_empty(),
-            "{name}: an error is not an answer: {s:?}"
-        );
+        let s = CLI.assert_failed_without_answer(name, kind);
         assert!(
             s.errors.iter().any(|(_, st)| *st == Some(status)),
             "{name}: {s:?}"
         );
-        assert_eq!(CLI.classify(name), kind, "{name}");
     }
 }
 
 #[test]
 fn a_malformed_model_stream_gives_no_answer() {
-    let s = CLI.summary("malformed-sse");
-    assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
+    CLI.assert_no_cited_answer("malformed-sse");
 }
 
 #[test]
