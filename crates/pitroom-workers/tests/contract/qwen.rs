@@ -52,12 +52,7 @@ fn write_run_reports_each_edit_with_its_file() {
 #[test]
 fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
     let s = CLI.summary("read-edit-denied");
-    let denied = s.denied();
-    assert!(
-        denied.contains(&"edit") && denied.contains(&"write_file"),
-        "{:?}",
-        s.tools
-    );
+    s.assert_denied(&["edit", "write_file"]);
     assert!(s.edited.is_empty());
 }
 

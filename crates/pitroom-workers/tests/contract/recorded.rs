@@ -212,6 +212,15 @@ impl Summary {
             .collect()
     }
 
+    /// Asserts that a call of each of `tools` was denied.
+    #[track_caller]
+    pub fn assert_denied(&self, tools: &[&str]) {
+        let denied = self.denied();
+        for tool in tools {
+            assert!(denied.contains(tool), "{tool} not denied: {:?}", self.tools);
+        }
+    }
+
     /// Asserts that `count` edits were reported, among them a file ending in each of `suffixes`.
     #[track_caller]
     pub fn assert_edited(&self, count: usize, suffixes: &[&str]) {
