@@ -257,22 +257,20 @@ fn pruning_keeps_the_newest_idle_copies_and_every_leased_one() {
     }
     let held = leases.pop().unwrap();
     drop(leases);
-    let removed = prune_read_copies(
-        &root,
-        KeepPolicy {
-            max_idle: 1,
-            max_age: Duration::from_secs(3600),
-        },
-    );
+    // No copy is an hour old: only the number of idle copies decides.
+    let prune = |max_idle| {
+        prune_read_copies(
+            &root,
+            KeepPolicy {
+                max_idle,
+                max_age: Duration::from_secs(3600),
+            },
+        )
+    };
+    let removed = prune(1);
     assert_eq!(removed, 2);
     assert!(held.dir.exists());
-    let removed = prune_read_copies(
-        &root,
-        KeepPolicy {
-            max_idle: 0,
-            max_age: Duration::from_secs(3600),
-        },
-    );
+    let removed = prune(0);
     assert_eq!(removed, 1);
     assert!(held.dir.exists(), "a leased copy is never pruned");
 }

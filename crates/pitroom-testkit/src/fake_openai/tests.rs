@@ -135,6 +135,20 @@ fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: 
     exchange(port, &bytes)
 }
 
+/// Sends a chat request (`hi`) on a new connection, head then body, and leaves the reply
+/// unread.
+fn send_hi(port: u16) -> TcpStream {
+    let mut stream = connect(port);
+    let body = chat(vec![user("hi")]).to_string();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    stream
+}
+
 fn post_chat(server: &FakeOpenAi, body: &Value) -> Reply {
     let headers = [("Content-Type", "application/json")];
     let body = body.to_string();
@@ -577,14 +591,7 @@ fn raw_and_raw_stream_replies_are_sent_verbatim() {
 fn hang_sends_nothing_until_hang_s_passes() {
     let server = start(json!({"scenarios": {"default": [{"hang": true, "hang_s": 0.3}]}}));
     let started = Instant::now();
-    let mut stream = connect(server.port());
-    let body = chat(vec![user("hi")]).to_string();
-    let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
+    let mut stream = send_hi(server.port());
     let mut all = Vec::new();
     stream.read_to_end(&mut all).unwrap();
     assert!(all.is_empty());
@@ -594,14 +601,7 @@ fn hang_sends_nothing_until_hang_s_passes() {
 #[test]
 fn dropping_the_server_unblocks_a_hanging_request() {
     let server = start(json!({"scenarios": {"default": [{"hang": true}]}}));
-    let mut stream = connect(server.port());
-    let body = chat(vec![user("hi")]).to_string();
-    let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
+    let mut stream = send_hi(server.port());
     let deadline = Instant::now() + Duration::from_secs(5);
     while server.requests().is_empty() && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(10));

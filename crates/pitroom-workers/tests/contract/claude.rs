@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::recorded::{env_strings, errors, strings, summarize, texts, tools, Recorded};
 use pitroom_workers::claude::Claude;
 use pitroom_workers::{
-    Adapter, FailureEvidence, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
+    Adapter, FailureEvidence, FailureKind, Mode, ToolOutcome, Usage, WorkerEvent,
 };
 
 pub const CLI: Recorded = Recorded {
@@ -121,19 +121,8 @@ fn a_dropped_stream_ends_as_an_error_not_an_answer() {
     assert!(errs[0].0.contains("ede_diagnostic"), "{errs:?}");
 }
 
-fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
-    InvocationRequest {
-        model: Some("sonnet".into()),
-        effort: Some("high".into()),
-        ..CLI.request(mode, dir.path())
-    }
-}
-
-fn args(mode: Mode) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let inv = Claude.invocation(&request(mode, &dir)).expect("invocation");
-    strings(&inv.args)
-}
+/// The model the invocation tests pin (with effort `high`).
+const MODEL: &str = "sonnet";
 
 fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     let i = args.iter().position(|a| a == flag)?;
@@ -142,8 +131,8 @@ fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 
 #[test]
 fn no_mode_bypasses_permissions_and_read_and_write_differ() {
-    let read = args(Mode::Read);
-    let write = args(Mode::Write);
+    let read = CLI.pinned_args(Mode::Read, MODEL);
+    let write = CLI.pinned_args(Mode::Write, MODEL);
     assert_ne!(read, write);
     for a in [&read, &write] {
         let line = a.join(" ");
@@ -167,11 +156,11 @@ fn no_mode_bypasses_permissions_and_read_and_write_differ() {
 
 #[test]
 fn the_prompt_comes_on_stdin_after_a_final_double_dash() {
-    let read = args(Mode::Read);
+    let read = CLI.pinned_args(Mode::Read, MODEL);
     assert_eq!(read.last().map(String::as_str), Some("--"), "{read:?}");
     assert!(read.contains(&"-p".to_string()));
     let dir = tempfile::tempdir().unwrap();
-    let mut req = request(Mode::Read, &dir);
+    let mut req = CLI.pinned_request(Mode::Read, dir.path(), MODEL);
     req.resume_session = Some("2d295e58-2c0f-45e7-a7b5-8325a6dfbc8f".into());
     let inv = Claude.invocation(&req).expect("invocation");
     let a = strings(&inv.args);
@@ -189,7 +178,7 @@ fn each_run_has_a_private_config_dir_with_the_users_login_linked_in_and_retries_
     std::fs::create_dir_all(&user).unwrap();
     std::fs::write(user.join(".credentials.json"), "{}").unwrap();
     let inv = Claude
-        .invocation(&request(Mode::Write, &dir))
+        .invocation(&CLI.pinned_request(Mode::Write, dir.path(), MODEL))
         .expect("invocation");
     let env = env_strings(&inv.env);
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());

@@ -5,11 +5,9 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{env_strings, errors, strings, summarize, texts, usages, Recorded};
+use super::recorded::{env_strings, errors, summarize, texts, usages, Recorded};
 use pitroom_workers::codex::Codex;
-use pitroom_workers::{
-    Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, Usage, WorkerEvent,
-};
+use pitroom_workers::{Adapter, FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 
 pub const CLI: Recorded = Recorded {
     dir: "codex",
@@ -112,24 +110,13 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
     }
 }
 
-fn request(mode: Mode, dir: &tempfile::TempDir) -> InvocationRequest {
-    InvocationRequest {
-        model: Some("gpt-5.5".into()),
-        effort: Some("high".into()),
-        ..CLI.request(mode, dir.path())
-    }
-}
-
-fn args(mode: Mode) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let inv = Codex.invocation(&request(mode, &dir)).expect("invocation");
-    strings(&inv.args)
-}
+/// The model the invocation tests pin (with effort `high`).
+const MODEL: &str = "gpt-5.5";
 
 #[test]
 fn no_mode_bypasses_the_sandbox_and_read_and_write_differ() {
-    let read = args(Mode::Read);
-    let write = args(Mode::Write);
+    let read = CLI.pinned_args(Mode::Read, MODEL);
+    let write = CLI.pinned_args(Mode::Write, MODEL);
     assert_ne!(read, write);
     for a in [&read, &write] {
         let line = a.join(" ");
@@ -154,10 +141,10 @@ fn no_mode_bypasses_the_sandbox_and_read_and_write_differ() {
 
 #[test]
 fn the_prompt_is_read_whole_from_stdin_and_a_resume_names_the_thread() {
-    let read = args(Mode::Read);
+    let read = CLI.pinned_args(Mode::Read, MODEL);
     assert_eq!(read.last().map(String::as_str), Some("-"), "{read:?}");
     let dir = tempfile::tempdir().unwrap();
-    let mut req = request(Mode::Read, &dir);
+    let mut req = CLI.pinned_request(Mode::Read, dir.path(), MODEL);
     req.resume_session = Some("01a229d6-9661-7662-80bc-3014460b086c".into());
     let inv = Codex.invocation(&req).expect("invocation");
     let tail: Vec<String> = inv.args[inv.args.len() - 3..]
@@ -176,7 +163,7 @@ fn each_run_has_a_private_codex_home_with_the_users_login_linked_in() {
     let user_home = dir.path().join(".codex");
     std::fs::create_dir_all(&user_home).unwrap();
     std::fs::write(user_home.join("auth.json"), "{}").unwrap();
-    let req = request(Mode::Write, &dir);
+    let req = CLI.pinned_request(Mode::Write, dir.path(), MODEL);
     let inv = Codex.invocation(&req).expect("invocation");
     let env = env_strings(&inv.env);
     let home = env

@@ -51,12 +51,7 @@ fn write_run_reports_each_edit_with_its_file() {
 #[test]
 fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
     let s = CLI.summary("read-edit-denied");
-    let denied = s.denied();
-    assert!(
-        denied.contains(&"replace") && denied.contains(&"write_file"),
-        "{:?}",
-        s.tools
-    );
+    s.assert_denied(&["replace", "write_file"]);
     assert!(s.edited.is_empty());
 }
 
@@ -71,25 +66,19 @@ fn api_failures_are_errors_never_answers_and_classify_from_text_or_exit_code() {
         ("err500", FailureKind::Other, Some(244)),
     ];
     for (name, kind, exit) in cases {
-        let s = CLI.summary(name);
-        assert!(
-            s.texts.is_empty(),
-            "{name}: an error is not an answer: {s:?}"
-        );
+        let s = CLI.assert_failed_without_answer(name, kind);
         assert_eq!(s.errors.len(), 1, "{name}: {s:?}");
         assert_eq!(
             CLI.exit_code(name),
             exit,
             "{name}: exit = HTTP status mod 256"
         );
-        assert_eq!(CLI.classify(name), kind, "{name}");
     }
 }
 
 #[test]
 fn a_malformed_model_stream_gives_no_answer() {
-    let s = CLI.summary("malformed-sse");
-    assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
+    CLI.assert_no_cited_answer("malformed-sse");
 }
 
 #[test]

@@ -44,12 +44,7 @@ fn write_run_reports_edits_with_their_files() {
 #[test]
 fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
     let s = CLI.summary("read-edit-denied");
-    let denied = s.denied();
-    assert!(
-        denied.contains(&"edit") && denied.contains(&"write"),
-        "{:?}",
-        s.tools
-    );
+    s.assert_denied(&["edit", "write"]);
 }
 
 #[test]

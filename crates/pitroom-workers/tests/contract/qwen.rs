@@ -52,12 +52,7 @@ fn write_run_reports_each_edit_with_its_file() {
 #[test]
 fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
     let s = CLI.summary("read-edit-denied");
-    let denied = s.denied();
-    assert!(
-        denied.contains(&"edit") && denied.contains(&"write_file"),
-        "{:?}",
-        s.tools
-    );
+    s.assert_denied(&["edit", "write_file"]);
     assert!(s.edited.is_empty());
 }
 
@@ -70,23 +65,17 @@ fn api_failures_are_errors_with_their_status_never_answers() {
         ("err500", 500, FailureKind::Other),
     ];
     for (name, status, kind) in cases {
-        let s = CLI.summary(name);
-        assert!(
-            s.texts.is_empty(),
-            "{name}: an error is not an answer: {s:?}"
-        );
+        let s = CLI.assert_failed_without_answer(name, kind);
         assert!(
             s.errors.iter().any(|(_, st)| *st == Some(status)),
             "{name}: {s:?}"
         );
-        assert_eq!(CLI.classify(name), kind, "{name}");
     }
 }
 
 #[test]
 fn a_malformed_model_stream_gives_no_answer() {
-    let s = CLI.summary("malformed-sse");
-    assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
+    CLI.assert_no_cited_answer("malformed-sse");
 }
 
 #[test]

@@ -116,6 +116,46 @@ impl Recorded {
             .collect()
     }
 
+    /// Asserts that the recording `name` is an error, never an answer (no text at all), and
+    /// that the adapter classifies it as `kind`; returns its summary for the CLI's own checks.
+    #[track_caller]
+    pub fn assert_failed_without_answer(&self, name: &str, kind: FailureKind) -> Summary {
+        let s = self.summary(name);
+        assert!(
+            s.texts.is_empty(),
+            "{name}: an error is not an answer: {s:?}"
+        );
+        assert_eq!(self.classify(name), kind, "{name}");
+        s
+    }
+
+    /// Asserts that the recording `name` carries no cited answer (no text with `SUMMARY`).
+    #[track_caller]
+    pub fn assert_no_cited_answer(&self, name: &str) {
+        let s = self.summary(name);
+        assert!(s.texts.iter().all(|t| !t.contains("SUMMARY")), "{s:?}");
+    }
+
+    /// A request in `mode` under `root` (as [`Recorded::request`]) with `model` pinned and
+    /// effort `high`.
+    pub fn pinned_request(&self, mode: Mode, root: &Path, model: &str) -> InvocationRequest {
+        InvocationRequest {
+            model: Some(model.into()),
+            effort: Some("high".into()),
+            ..self.request(mode, root)
+        }
+    }
+
+    /// The arguments of the adapter's invocation of a [`Recorded::pinned_request`], in a
+    /// scratch dir.
+    pub fn pinned_args(&self, mode: Mode, model: &str) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = (self.adapter)()
+            .invocation(&self.pinned_request(mode, dir.path(), model))
+            .expect("invocation");
+        strings(&inv.args)
+    }
+
     /// How the adapter classifies the recording as a failed run.
     pub fn classify(&self, name: &str) -> FailureKind {
         let (events, stderr) = self.fixture(name);
@@ -170,6 +210,15 @@ impl Summary {
             .filter(|(_, o)| *o == ToolOutcome::Denied)
             .map(|(n, _)| n.as_str())
             .collect()
+    }
+
+    /// Asserts that a call of each of `tools` was denied.
+    #[track_caller]
+    pub fn assert_denied(&self, tools: &[&str]) {
+        let denied = self.denied();
+        for tool in tools {
+            assert!(denied.contains(tool), "{tool} not denied: {:?}", self.tools);
+        }
     }
 
     /// Asserts that `count` edits were reported, among them a file ending in each of `suffixes`.

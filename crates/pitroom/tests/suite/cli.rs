@@ -11,7 +11,7 @@ use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, invocation_file, record, text, PITROOM};
+use super::common::{changed, code, eventually, fake_env, invocation_file, record, text, PITROOM};
 
 fn answer(text: &str) -> Value {
     json!([{"step": {"input": 100, "output": 10, "cost": 0.001}}, {"text": text}, {"step": {"input": 50, "output": 5, "reason": "stop"}}])
@@ -136,12 +136,7 @@ fn write_run_patch_excludes_user_work_and_revert_is_byte_exact() {
     let out = env.run(&repo, &["-w", "edit"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r = record(&env, &repo);
-    let paths: Vec<&str> = r["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["path"].as_str())
-        .collect();
+    let paths = changed(&r);
     assert_eq!(paths, vec!["README.md", "dir with space/ñew.txt"]);
     assert_eq!(
         r["unreported"],

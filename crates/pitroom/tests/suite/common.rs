@@ -41,6 +41,16 @@ pub fn record(env: &TestEnv, dir: &Path) -> Value {
         .unwrap_or_else(|e| panic!("show --json: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// The paths a record's `changes` name, in order.
+pub fn changed(record: &Value) -> Vec<&str> {
+    record["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect()
+}
+
 pub fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }

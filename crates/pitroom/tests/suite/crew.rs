@@ -11,7 +11,9 @@ use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, invocation_file, processes_with_cmdline, text};
+use super::common::{
+    changed, code, eventually, fake_env, invocation_file, processes_with_cmdline, text,
+};
 
 /// A worker that takes `ms`, makes one step with a tool call, and answers.
 fn slow_answer(ms: u64, answer: &str) -> Value {
@@ -441,31 +443,26 @@ fn no_fallback_and_a_lone_target_fail_with_the_real_cause() {
     let mut env = fake_env(json!({"by_model": {"*": rate_limited()}}));
     env.set("PITROOM_FALLBACK", "opencode:fake/good");
     let dir = env.dir("plain");
-    let out = env.run(
-        &dir,
-        &[
-            "-W",
-            "opencode:fake/limited",
-            "--no-fallback",
-            "x",
-            "--json",
-        ],
-    );
+    // The one target, without a fallback: the same run twice.
+    let lone = || {
+        env.run(
+            &dir,
+            &[
+                "-W",
+                "opencode:fake/limited",
+                "--no-fallback",
+                "x",
+                "--json",
+            ],
+        )
+    };
+    let out = lone();
     assert_eq!(code(&out), 1, "{}", text(&out));
     let r: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(r["failure"], "rate_limited");
     assert_eq!(r["attempts"].as_array().map(Vec::len), Some(1), "{r:#}");
     // A lone target is tried even while it cools down.
-    let out = env.run(
-        &dir,
-        &[
-            "-W",
-            "opencode:fake/limited",
-            "--no-fallback",
-            "x",
-            "--json",
-        ],
-    );
+    let out = lone();
     let r: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(r["attempts"][0]["state"], "failed", "{r:#}");
 }
@@ -502,12 +499,7 @@ fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() 
     );
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r: Value = serde_json::from_slice(&out.stdout).expect("json");
-    let files: Vec<&str> = r["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["path"].as_str())
-        .collect();
+    let files = changed(&r);
     assert_eq!(files, ["first.txt", "second.txt"], "{r:#}");
     assert_eq!(r["attempts"][0]["steps"], 1);
     assert_eq!(r["attempts"][1]["handed_off"], true);

@@ -77,6 +77,16 @@ fn recorded(file: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(file).expect("the CLI ran")).expect("json")
 }
 
+/// The arguments a recorded invocation ran the CLI with.
+fn args_of(call: &Value) -> Vec<&str> {
+    call["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 #[test]
 fn a_cli_described_in_the_config_runs_with_its_own_arguments_events_and_usage() {
     let mut env = fake_env(answering());
@@ -103,12 +113,7 @@ fn a_cli_described_in_the_config_runs_with_its_own_arguments_events_and_usage() 
         .unwrap()
         .contains("described CLI answered"));
     let call = recorded(&seen);
-    let args: Vec<&str> = call["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let args = args_of(&call);
     assert_eq!(
         &args[1..],
         ["run", "--format", "json", "--mode", "read", "--model", "big"]
@@ -123,12 +128,7 @@ fn a_cli_described_in_the_config_runs_with_its_own_arguments_events_and_usage() 
     let out = env.run(&repo, &["run", "--continue", "last", "And then?", "--json"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let call = recorded(&seen);
-    let args: Vec<&str> = call["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let args = args_of(&call);
     assert!(args.ends_with(&["--session", "ses_fake0001"]), "{args:?}");
 }
 
@@ -186,12 +186,7 @@ fn a_described_cli_can_take_the_prompt_as_its_last_argument() {
     let out = env.run(&dir, &["-W", "fakecli", "--", task]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let call = recorded(&seen);
-    let args: Vec<&str> = call["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let args = args_of(&call);
     let last = args.last().unwrap();
     assert!(last.contains(&format!("TASK:\n{task}")), "{args:?}");
     assert_eq!(

@@ -6,7 +6,7 @@ use std::path::Path;
 use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, record, text};
+use super::common::{changed, code, fake_env, record, text};
 
 fn edits() -> Value {
     json!([
@@ -153,12 +153,7 @@ fn follow_up_reuses_the_copy_and_the_patch_accumulates() {
     let out = env.run(&repo, &["run", "--continue", "last", "second"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let r = record(&env, &repo);
-    let paths: Vec<&str> = r["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["path"].as_str())
-        .collect();
+    let paths = changed(&r);
     assert_eq!(paths, vec!["first.txt", "second.txt"]);
     assert_eq!(code(&env.run(&repo, &["apply"])), 0);
     assert!(repo.join("first.txt").exists() && repo.join("second.txt").exists());
@@ -181,12 +176,7 @@ fn linked_paths_are_usable_but_the_users_copy_is_never_written() {
         "original"
     );
     let r = record(&env, &repo);
-    let paths: Vec<&str> = r["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["path"].as_str())
-        .collect();
+    let paths = changed(&r);
     assert_eq!(paths, vec!["out.txt"], "linked paths stay out of the patch");
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, record, shell_calls, text};
+use super::common::{changed, code, fake_env, record, shell_calls, text};
 
 /// Asserts every command in `refused` failed with one of `errors` and every one in `allowed`
 /// worked.
@@ -147,14 +147,9 @@ fn an_isolated_worker_edits_its_copy_but_cannot_touch_the_copys_git_dir() {
     assert!(!copy.join(".git/refs/heads/x").exists());
     assert!(!copy.join(".git/index.lock").exists());
     assert!(!copy.join("gone").exists());
-    let changed: Vec<&str> = r["changes"]
-        .as_array()
-        .expect("changes")
-        .iter()
-        .filter_map(|c| c["path"].as_str())
-        .collect();
+    let paths = changed(&r);
     for path in ["created.txt", "calc.py", "renamed/f.txt"] {
-        assert!(changed.contains(&path), "{path} in {changed:?}");
+        assert!(paths.contains(&path), "{path} in {paths:?}");
     }
     assert_eq!(
         fingerprint(&repo),

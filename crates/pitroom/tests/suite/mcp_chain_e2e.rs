@@ -3,7 +3,7 @@
 //! is real OpenCode on the fake chat-completions server. The worker's cited answer must come
 //! back into the primary's next model request.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 use pitroom_testkit::{real_cli, FakeAnthropic};
 use serde_json::{json, Value};
@@ -42,6 +42,38 @@ fn tool_results(request: &Value) -> String {
         }
     }
     out
+}
+
+/// The worker's cited, verified report and its receipt reached the primary's model (`primary`)
+/// in the tool `results` of one of its `requests`, and the worker really was OpenCode on its
+/// own fake model server.
+pub fn the_verified_report_came_back(
+    world: &World,
+    requests: &[Value],
+    results: fn(&Value) -> String,
+    primary: &str,
+    out: &Output,
+) {
+    let answered = requests
+        .iter()
+        .map(results)
+        .find(|t| t.contains("refs: 2/2 verified"))
+        .unwrap_or_else(|| {
+            let seen: Vec<String> = requests.iter().map(results).collect();
+            panic!(
+                "the worker's report never reached {primary}: {seen:#?}\n{}",
+                text(out)
+            )
+        });
+    assert!(
+        answered.contains("SUMMARY: divide() has no zero check: calc.py:7"),
+        "{answered}"
+    );
+    assert!(answered.contains("receipt: worker processed"), "{answered}");
+    assert!(
+        !world.server.model_requests().is_empty(),
+        "OpenCode never called its model"
+    );
 }
 
 #[test]
@@ -101,28 +133,8 @@ fn claude_code_delegates_through_pitroom_mcp_and_reads_the_verified_answer_back(
         "{:?}",
         tool_names(first)
     );
-    let answered = requests
-        .iter()
-        .map(tool_results)
-        .find(|t| t.contains("refs: 2/2 verified"))
-        .unwrap_or_else(|| {
-            let results: Vec<String> = requests.iter().map(tool_results).collect();
-            panic!(
-                "the worker's report never reached the primary: {results:#?}\n{}",
-                text(&out)
-            )
-        });
     // Claude Code forwards only structuredContent when a result has it: the report is there.
-    assert!(
-        answered.contains("SUMMARY: divide() has no zero check: calc.py:7"),
-        "{answered}"
-    );
-    assert!(answered.contains("receipt: worker processed"), "{answered}");
-    // The worker really was OpenCode on its own fake model server.
-    assert!(
-        !world.server.model_requests().is_empty(),
-        "OpenCode never called its model"
-    );
+    the_verified_report_came_back(&world, &requests, tool_results, "the primary", &out);
     let result: Value = serde_json::from_slice(&out.stdout).expect("claude's JSON result");
     assert!(
         result["result"]

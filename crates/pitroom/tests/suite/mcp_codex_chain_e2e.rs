@@ -30,6 +30,7 @@ use pitroom_testkit::{real_cli, FakeResponses};
 use serde_json::{json, Value};
 
 use super::common::{code, record, text, PITROOM};
+use super::mcp_chain_e2e::the_verified_report_came_back;
 use super::real_cli::{opencode, World};
 
 /// The namespace Codex gives the tools of the MCP server named `pitroom`.
@@ -151,27 +152,8 @@ fn codex_delegates_through_pitroom_mcp_registered_by_print_config_and_reads_the_
             .any(|t| t["name"] == "pitroom_run"),
         "{namespace:#}"
     );
-    let answered = requests
-        .iter()
-        .map(tool_outputs)
-        .find(|t| t.contains("refs: 2/2 verified"))
-        .unwrap_or_else(|| {
-            let outputs: Vec<String> = requests.iter().map(tool_outputs).collect();
-            panic!(
-                "the worker's report never reached Codex's model: {outputs:#?}\n{}",
-                text(&out)
-            )
-        });
-    assert!(
-        answered.contains("SUMMARY: divide() has no zero check: calc.py:7"),
-        "{answered}"
-    );
-    assert!(answered.contains("receipt: worker processed"), "{answered}");
-    // The worker really was OpenCode on its own fake model server, and Pitroom recorded it.
-    assert!(
-        !world.server.model_requests().is_empty(),
-        "OpenCode never called its model"
-    );
+    the_verified_report_came_back(&world, &requests, tool_outputs, "Codex's model", &out);
+    // And Pitroom recorded the worker's run.
     let run = record(&world.env, &world.repo);
     assert_eq!(run["state"], "done", "{run:#}");
     assert_eq!(run["spec"]["backend"], "opencode", "{run:#}");

@@ -17,6 +17,19 @@ fn repo_root() -> PathBuf {
         .expect("repository root")
 }
 
+/// `gemini extensions link` of this repository, with consent, in the scratch `home`.
+fn link_extension(gemini: &Path, home: &Path) -> Output {
+    host(gemini, home)
+        .args([
+            "extensions",
+            "link",
+            &repo_root().display().to_string(),
+            "--consent",
+        ])
+        .output()
+        .expect("gemini runs")
+}
+
 const SKILL_COUNT: usize = 14;
 
 /// A host CLI with a scratch home and no way off the machine.
@@ -279,16 +292,7 @@ fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
 fn gemini_extensions_link_accepts_the_extension_with_its_context_mcp_server_and_skills() {
     let gemini = real_cli::gemini().expect("the pinned Gemini CLI installs from npm");
     let home = tempfile::tempdir().expect("scratch home");
-    let root = repo_root();
-    let out = host(&gemini, home.path())
-        .args([
-            "extensions",
-            "link",
-            &root.display().to_string(),
-            "--consent",
-        ])
-        .output()
-        .expect("gemini runs");
+    let out = link_extension(&gemini, home.path());
     assert_eq!(code(&out), 0, "{}", text(&out));
     let said = text(&out);
     assert!(said.contains("\"pitroom\" linked successfully"), "{said}");
@@ -323,15 +327,7 @@ fn gemini_headless_run_with_the_linked_extension_carries_its_context_to_the_mode
         std::fs::create_dir_all(d).expect("dir");
     }
     let root = repo_root();
-    let out = host(&gemini, &home)
-        .args([
-            "extensions",
-            "link",
-            &root.display().to_string(),
-            "--consent",
-        ])
-        .output()
-        .expect("gemini runs");
+    let out = link_extension(&gemini, &home);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let server = pitroom_testkit::FakeGemini::start(serde_json::json!({
         "aux": {"text": "Fake aux"},

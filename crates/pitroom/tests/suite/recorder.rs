@@ -18,6 +18,11 @@ pub struct Recorder<'a> {
     pub cli: &'static str,
     pub env: &'a TestEnv,
     pub repo: &'a Path,
+    pub how: Recording,
+}
+
+/// What of a CLI's runs its fixtures keep, and how they are run.
+pub struct Recording {
     /// Appended to each case as `-t <timeout>`, when set.
     pub timeout: Option<&'static str>,
     /// The fake model server's port, written as `PORT`.
@@ -41,7 +46,7 @@ impl Recorder<'_> {
                 continue;
             }
             let mut all: Vec<&str> = args.to_vec();
-            if let Some(timeout) = self.timeout {
+            if let Some(timeout) = self.how.timeout {
                 all.extend(["-t", timeout]);
             }
             let _ = run(&all);
@@ -62,11 +67,11 @@ impl Recorder<'_> {
         let stderr = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap_or_default();
         let kept: String = stderr
             .lines()
-            .filter(|l| (self.keep_stderr)(l))
+            .filter(|l| (self.how.keep_stderr)(l))
             .map(|l| format!("{}\n", self.clean(l)))
             .collect();
         std::fs::write(file("stderr.txt"), kept).expect("write");
-        if self.exit_codes {
+        if self.how.exit_codes {
             let exit = r["worker_exit"]
                 .as_i64()
                 .map(|c| c.to_string())
@@ -79,7 +84,7 @@ impl Recorder<'_> {
     /// depend on them.
     fn clean(&self, text: &str) -> String {
         let text = text.replace(&self.env.root.display().to_string(), "$ROOT");
-        match self.port {
+        match self.how.port {
             Some(port) => text.replace(&port.to_string(), "PORT"),
             None => text,
         }

@@ -48,23 +48,20 @@ fn implement(world: &World) -> String {
     record["id"].as_str().expect("id").to_string()
 }
 
+/// `pitroom review` of run `implemented` by real Claude Code, which must exit `exit`: its record.
+fn review(world: &World, implemented: &str, exit: i32) -> Value {
+    let out = world.run(&["review", implemented, "-W", "claude", "-t", "90s", "--json"]);
+    assert_eq!(code(&out), exit, "{}", text(&out));
+    serde_json::from_slice(&out.stdout).expect("record")
+}
+
 #[test]
 fn claude_code_reviews_an_opencode_change_and_its_verdict_is_parsed() {
     let (world, reviewer) = world(
         "SUMMARY: the check is right; no test covers it\nDETAILS: important: calc.py:5 has no test\nSPEC: PASS · QUALITY: NEEDS_FIXES · ISSUES: critical=0 important=1 minor=0",
     );
     let implemented = implement(&world);
-    let out = world.run(&[
-        "review",
-        &implemented,
-        "-W",
-        "claude",
-        "-t",
-        "90s",
-        "--json",
-    ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let review: Value = serde_json::from_slice(&out.stdout).expect("record");
+    let review = review(&world, &implemented, 0);
     assert_eq!(review["spec"]["backend"], "claude");
     assert_eq!(review["spec"]["review_of"], implemented.as_str());
     assert_eq!(review["verdict"]["spec_pass"], true);
@@ -84,17 +81,7 @@ fn claude_code_reviews_an_opencode_change_and_its_verdict_is_parsed() {
 fn a_real_reviewer_that_answers_without_a_verdict_fails_the_review() {
     let (world, _reviewer) = world("SUMMARY: looks good to me");
     let implemented = implement(&world);
-    let out = world.run(&[
-        "review",
-        &implemented,
-        "-W",
-        "claude",
-        "-t",
-        "90s",
-        "--json",
-    ]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    let review: Value = serde_json::from_slice(&out.stdout).expect("record");
+    let review = review(&world, &implemented, 1);
     assert_eq!(review["state"], "failed");
     assert_eq!(
         review["answer"], "SUMMARY: looks good to me",

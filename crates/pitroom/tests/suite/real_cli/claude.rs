@@ -8,7 +8,7 @@ use std::path::Path;
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
-use super::super::recorder::Recorder;
+use super::super::recorder::Recording;
 use super::{
     Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider, ReadFacts, RealCli,
     SecretRead, Setting, Usage, World,
@@ -219,14 +219,13 @@ fn record_claude_fixtures() {
     ];
     let w = World::new(&CLI);
     std::fs::write(w.repo.join(".env"), "API_TOKEN=very-secret-value\n").expect(".env");
-    Recorder {
-        cli: "claude",
-        env: &w.env,
-        repo: &w.repo,
-        timeout: Some("60s"),
-        port: Some(w.server.port()),
-        keep_stderr: |_| true,
-        exit_codes: false,
-    }
-    .record(cases, |args| w.task(args));
+    w.record_fixtures(
+        cases,
+        Recording {
+            timeout: Some("60s"),
+            port: Some(w.server.port()),
+            keep_stderr: |_| true,
+            exit_codes: false,
+        },
+    );
 }

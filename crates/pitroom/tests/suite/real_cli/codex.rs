@@ -5,10 +5,10 @@
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
-use super::super::recorder::Recorder;
+use super::super::recorder::Recording;
 use super::{
-    Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider, ReadFacts, RealCli,
-    Setting, Unproven, Usage, World, OPENAI_SHAPES,
+    with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
+    ReadFacts, RealCli, Setting, Unproven, Usage, World, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -146,7 +146,7 @@ fn read_sandbox(w: &World, r: &Value, _: &std::process::Output) {
 }
 
 fn script() -> Value {
-    json!({
+    with_openai_shapes(json!({
         "scenarios": {
             "default": [
                 {"shell": "grep -n 'def divide' calc.py", "reasoning": "Look for divide.",
@@ -165,13 +165,6 @@ fn script() -> Value {
             "err429": [{"error": 429, "error_body": {"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}}],
             "usage-limit": [{"error": 429, "error_body": {"error": {"type": "usage_limit_reached", "plan_type": "plus", "resets_in_seconds": 3600}}}],
             "quota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}}],
-            // The failure matrix (suite::failfast): one scenario per shape.
-            "ff429after": [{"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "1"}}],
-            "ff429": [{"error": 429, "error_message": "Rate limit reached for requests"}],
-            "ffquota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}}],
-            "ff404": [{"error": 404}],
-            "ff500": [{"error": 500}],
-            "ff503": [{"error": 503}],
             "err404": [{"error": 404}],
             "err401": [{"error": 401}],
             "err500": [{"error": 500}],
@@ -182,7 +175,7 @@ fn script() -> Value {
                 {"text": "SUMMARY: tried to commit"}
             ]
         }
-    })
+    }))
 }
 
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
@@ -205,14 +198,13 @@ fn record_codex_fixtures() {
         ("dropped-stream", &["x scenario:torn"]),
     ];
     let w = World::new(&CLI);
-    Recorder {
-        cli: "codex",
-        env: &w.env,
-        repo: &w.repo,
-        timeout: Some("60s"),
-        port: Some(w.server.port()),
-        keep_stderr: |l| l.contains("ERROR") || l.contains("WARN") || l.starts_with("Error"),
-        exit_codes: false,
-    }
-    .record(cases, |args| w.task(args));
+    w.record_fixtures(
+        cases,
+        Recording {
+            timeout: Some("60s"),
+            port: Some(w.server.port()),
+            keep_stderr: |l| l.contains("ERROR") || l.contains("WARN") || l.starts_with("Error"),
+            exit_codes: false,
+        },
+    );
 }

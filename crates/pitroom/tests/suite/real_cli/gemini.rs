@@ -5,7 +5,7 @@
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
-use super::super::recorder::Recorder;
+use super::super::recorder::Recording;
 use super::{
     Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead, Setting,
     Unproven, Usage, World,
@@ -184,14 +184,13 @@ fn record_gemini_fixtures() {
         ("malformed-sse", &["x scenario:torn"]),
     ];
     let w = World::new(&CLI);
-    Recorder {
-        cli: "gemini",
-        env: &w.env,
-        repo: &w.repo,
-        timeout: Some("90s"),
-        port: None,
-        keep_stderr: |l| !l.trim_start().starts_with("at "),
-        exit_codes: true,
-    }
-    .record(cases, |args| w.task(args));
+    w.record_fixtures(
+        cases,
+        Recording {
+            timeout: Some("90s"),
+            port: None,
+            keep_stderr: |l| !l.trim_start().starts_with("at "),
+            exit_codes: true,
+        },
+    );
 }

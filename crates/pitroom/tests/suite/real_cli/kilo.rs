@@ -4,10 +4,10 @@
 
 use pitroom_testkit::real_cli;
 
-use super::super::recorder::Recorder;
+use super::super::recorder::Recording;
 use super::{
     opencode, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider, ReadFacts,
-    RealCli, SecretRead, Unproven, Usage, World, OPENAI_SHAPES,
+    RealCli, SecretRead, Unproven, World, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -35,12 +35,8 @@ pub const CLI: RealCli = RealCli {
     retry_cap: 3,
     read: ReadFacts {
         view: "in_place",
-        usage: Usage {
-            input: 1300,
-            cache_read: 1200,
-            output: None,
-            reasoning: None,
-        },
+        // OpenCode's, from the same script.
+        usage: opencode::CLI.read.usage,
         priced: true,
         session: |s| s.starts_with("ses_"),
         // Kilo's stream never names the model: the record reads it from Kilo's session data.
@@ -100,16 +96,15 @@ fn record_kilo_fixtures() {
         ("malformed-sse", &["x scenario:malformed"]),
     ];
     let w = World::new(&CLI);
-    Recorder {
-        cli: "kilo",
-        env: &w.env,
-        repo: &w.repo,
-        timeout: Some("120s"),
-        port: None,
-        keep_stderr: |l| {
-            l.contains("ERROR") || l.starts_with("Error") || l.contains("stream error")
+    w.record_fixtures(
+        cases,
+        Recording {
+            timeout: Some("120s"),
+            port: None,
+            keep_stderr: |l| {
+                l.contains("ERROR") || l.starts_with("Error") || l.contains("stream error")
+            },
+            exit_codes: false,
         },
-        exit_codes: false,
-    }
-    .record(cases, |args| w.task(args));
+    );
 }

@@ -13,10 +13,12 @@ use std::process::Output;
 use pitroom_testkit::real_cli::NpmCli;
 use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::{real_cli, FakeAnthropic, FakeGemini, FakeOpenAi, FakeResponses, TestEnv};
-use serde_json::Value;
+use serde_json::{json, Value};
 
+pub use super::common::changed;
 use super::common::{record, PITROOM};
 use super::failfast;
+use super::recorder::{Recorder, Recording};
 
 /// Stamps out one `#[test]` per shared behaviour a CLI proves, each calling
 /// `shared::<behaviour>(&CLI)`, and lists them in `PROVEN`: `every_cli` stands for the
@@ -419,6 +421,18 @@ impl World {
         std::fs::read_to_string(self.env.state.join("runs").join(id).join(name)).unwrap_or_default()
     }
 
+    /// Records each `(name, args)` case, run as a task of this world's CLI, as that CLI's parser
+    /// fixtures (`pitroom-workers/tests/fixtures/<worker>/`).
+    pub fn record_fixtures(&self, cases: &[(&str, &[&str])], how: Recording) {
+        Recorder {
+            cli: self.cli.worker,
+            env: &self.env,
+            repo: &self.repo,
+            how,
+        }
+        .record(cases, |args| self.task(args));
+    }
+
     /// The repository's path as the worker saw it.
     pub fn project(&self) -> String {
         self.repo
@@ -456,16 +470,6 @@ fn set_up_provider(env: &mut TestEnv, provider: &Provider, base_url: &str) {
     }
 }
 
-/// The paths a record's `changes` name, in order.
-pub fn changed(record: &Value) -> Vec<&str> {
-    record["changes"]
-        .as_array()
-        .expect("changes")
-        .iter()
-        .filter_map(|c| c["path"].as_str())
-        .collect()
-}
-
 /// The `(name, scenario, failure)` failure matrix of the CLIs whose fake plays it with the
 /// same scenarios (the OpenAI-shaped errors).
 pub const OPENAI_SHAPES: &[failfast::Shape] = &[
@@ -476,3 +480,26 @@ pub const OPENAI_SHAPES: &[failfast::Shape] = &[
     ("500", "ff500", "other"),
     ("503", "ff503", "rate_limited"),
 ];
+
+/// `script` with the fake's scenarios of [`OPENAI_SHAPES`] added, one per shape.
+pub fn with_openai_shapes(mut script: Value) -> Value {
+    let shapes = json!({
+        "ff429after": [{"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "1"}}],
+        "ff429": [{"error": 429, "error_message": "Rate limit reached for requests"}],
+        "ffquota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}}],
+        "ff404": [{"error": 404}],
+        "ff500": [{"error": 500}],
+        "ff503": [{"error": 503}],
+    });
+    let scenarios = script["scenarios"]
+        .as_object_mut()
+        .expect("a script has scenarios");
+    for (name, steps) in shapes.as_object().expect("scenarios") {
+        let clash = scenarios.insert(name.clone(), steps.clone());
+        assert!(
+            clash.is_none(),
+            "{name} is a scenario of the failure matrix"
+        );
+    }
+    script
+}

@@ -10,10 +10,10 @@ use pitroom_testkit::repo::fingerprint;
 use serde_json::{json, Value};
 
 use super::super::common::{code, text};
-use super::super::recorder::Recorder;
+use super::super::recorder::Recording;
 use super::{
-    Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider, ReadFacts, RealCli,
-    SecretRead, Unproven, Usage, World, OPENAI_SHAPES,
+    with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
+    ReadFacts, RealCli, SecretRead, Unproven, Usage, World, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -133,7 +133,7 @@ pub fn provider_config_with(base_url: &str, timeout_ms: Option<u64>) -> String {
 
 /// The fake server's script, in OpenCode's tools (Kilo speaks them too).
 pub fn script() -> Value {
-    json!({
+    with_openai_shapes(json!({
         "aux": {"text": "Fake title"},
         "by_model": {"limited-model": "limited", "good-model": "finish"},
         "scenarios": {
@@ -182,13 +182,6 @@ pub fn script() -> Value {
                 ]},
                 {"text": "SUMMARY: read what I could"}
             ],
-            // The failure matrix (suite::failfast): one scenario per shape.
-            "ff429after": [{"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "1"}}],
-            "ff429": [{"error": 429, "error_message": "Rate limit reached for requests"}],
-            "ffquota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}}],
-            "ff404": [{"error": 404}],
-            "ff500": [{"error": 500}],
-            "ff503": [{"error": 503}],
             "err404": [{"error": 404}],
             "err429": [{"error": 429, "headers": {"retry-after": "0"}}],
             "err429slow": [{"error": 429}],
@@ -205,7 +198,7 @@ pub fn script() -> Value {
                 {"hang": true}
             ]
         }
-    })
+    }))
 }
 
 #[test]
@@ -350,14 +343,15 @@ fn record_opencode_fixtures() {
     ];
     let mut w = World::new(&CLI);
     w.env.set("PITROOM_WATCHDOG", "2s");
-    Recorder {
-        cli: "opencode",
-        env: &w.env,
-        repo: &w.repo,
-        timeout: Some("60s"),
-        port: None,
-        keep_stderr: |l| l.contains("ERROR") || l.starts_with("Error") || l.contains("permission"),
-        exit_codes: false,
-    }
-    .record(cases, |args| w.task(args));
+    w.record_fixtures(
+        cases,
+        Recording {
+            timeout: Some("60s"),
+            port: None,
+            keep_stderr: |l| {
+                l.contains("ERROR") || l.starts_with("Error") || l.contains("permission")
+            },
+            exit_codes: false,
+        },
+    );
 }

@@ -5,10 +5,10 @@
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
-use super::super::recorder::Recorder;
+use super::super::recorder::Recording;
 use super::{
-    Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead, Setting,
-    Unproven, Usage, World, OPENAI_SHAPES,
+    with_openai_shapes, Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli,
+    SecretRead, Setting, Unproven, Usage, World, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -99,7 +99,7 @@ fn one_model_call_per_step(w: &World, r: &Value, _: &std::process::Output) {
 }
 
 fn script() -> Value {
-    json!({
+    with_openai_shapes(json!({
         "aux": {"text": "Fake aux"},
         "scenarios": {
             "default": [
@@ -126,13 +126,6 @@ fn script() -> Value {
             ],
             "err429": [{"error": 429, "error_message": "Rate limit reached for requests. Please try again in 1s.",
                         "headers": {"retry-after": "1"}}],
-            // The failure matrix (suite::failfast): one scenario per shape.
-            "ff429after": [{"error": 429, "error_message": "Rate limit reached for requests", "headers": {"retry-after": "1"}}],
-            "ff429": [{"error": 429, "error_message": "Rate limit reached for requests"}],
-            "ffquota": [{"error": 429, "error_body": {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}}],
-            "ff404": [{"error": 404}],
-            "ff500": [{"error": 500}],
-            "ff503": [{"error": 503}],
             "err404": [{"error": 404}],
             "err401": [{"error": 401, "error_message": "Incorrect API key provided: sk-fake. You can find your API key at https://platform.openai.com/account/api-keys."}],
             "err500": [{"error": 500}],
@@ -147,7 +140,7 @@ fn script() -> Value {
             "hang": [{"hang": true}],
             "torn": [{"raw_stream": ["data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n", "data: {not json\n\n"]}]
         }
-    })
+    }))
 }
 
 /// Records the real CLI's streams as parser fixtures (run on purpose, not in CI):
@@ -173,14 +166,13 @@ fn record_qwen_fixtures() {
         ("malformed-sse", &["x scenario:torn", "-t", "60s"]),
     ];
     let w = World::new(&CLI);
-    Recorder {
-        cli: "qwen",
-        env: &w.env,
-        repo: &w.repo,
-        timeout: None,
-        port: None,
-        keep_stderr: |_| true,
-        exit_codes: false,
-    }
-    .record(cases, |args| w.task(args));
+    w.record_fixtures(
+        cases,
+        Recording {
+            timeout: None,
+            port: None,
+            keep_stderr: |_| true,
+            exit_codes: false,
+        },
+    );
 }
