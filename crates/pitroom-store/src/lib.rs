@@ -121,6 +121,15 @@ impl Store {
         }
     }
 
+    /// A transaction that takes the write lock at its start (`BEGIN IMMEDIATE`), waiting for
+    /// it through the busy timeout. A deferred one takes it at its first write and, when
+    /// another process wrote since, gets `SQLITE_BUSY` at once, without the busy handler: that
+    /// failed `pitroom history` while a crew's supervisors were writing their ledger rows.
+    fn write_transaction(&mut self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -138,7 +147,7 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let path = self.path.clone();
         let fail = |e| StoreError::sqlite(&path, e);
-        let tx = self.conn.transaction().map_err(fail)?;
+        let tx = self.write_transaction().map_err(fail)?;
         let mut n = 0;
         for row in rows {
             row::upsert(&tx, row).map_err(fail)?;
@@ -210,7 +219,7 @@ impl Store {
     pub fn mark_pruned(&mut self, ids: &[String]) -> Result<(), StoreError> {
         let path = self.path.clone();
         let fail = |e| StoreError::sqlite(&path, e);
-        let tx = self.conn.transaction().map_err(fail)?;
+        let tx = self.write_transaction().map_err(fail)?;
         {
             let mut stmt = tx
                 .prepare("UPDATE runs SET pruned = 1 WHERE id = ?1")

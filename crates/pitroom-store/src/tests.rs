@@ -622,3 +622,47 @@ fn many_processes_opening_a_fresh_database_at_once_all_get_in() {
         assert_eq!(Store::open(&path).unwrap().count().unwrap(), 8);
     }
 }
+
+#[test]
+fn a_history_import_racing_a_crews_ledger_writes_waits_for_them_instead_of_failing_busy() {
+    // `pitroom_info` / `pitroom history` read the ids and import the runs they do not know yet
+    // while the crew's supervisors, ending together, each write their own row.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.sqlite");
+    Store::open(&path).unwrap();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(5));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (path, barrier) = (path.clone(), barrier.clone());
+            std::thread::spawn(move || -> Result<(), StoreError> {
+                barrier.wait();
+                for i in 0..40 {
+                    let store = Store::open(&path)?;
+                    let id = format!("w{w}-{i}");
+                    store.upsert(&row(&record(&id, "t", None, RunState::Done, T0, 1)))?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    barrier.wait();
+    for round in 0..40 {
+        let mut store = Store::open(&path).unwrap();
+        let known = store.ids().unwrap();
+        let rows: Vec<RunRow> = (0..5)
+            .map(|i| format!("import-{round}-{i}"))
+            .filter(|id| !known.contains(id))
+            .map(|id| row(&record(&id, "t", None, RunState::Done, T0, 1)))
+            .collect();
+        let imported = store.upsert_many(&rows);
+        assert!(imported.is_ok(), "round {round}: {imported:?}");
+    }
+    for w in writers {
+        let outcome = w.join().expect("no panic");
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    assert_eq!(
+        Store::open(&path).unwrap().count().unwrap(),
+        4 * 40 + 40 * 5
+    );
+}
