@@ -176,24 +176,7 @@ fn main() {
         git_status,
         "",
     );
-    row(
-        "  of which the secret-file walk   ",
-        secrets_walk,
-        git_status,
-        "",
-    );
-    row(
-        "write run overhead                ",
-        over(write),
-        git_status,
-        "  (the worker changes nothing)",
-    );
-    row(
-        "write run overhead, one file      ",
-        over(write_one),
-        git_status,
-        "  (the worker changes one file)",
-    );
+    walk_and_write_rows(secrets_walk, over(write), over(write_one), git_status);
     match peak_kb {
         Some(kb) => println!(
             "pitroom peak memory during a run  {:8.1} MiB (supervisor VmHWM)",
@@ -226,6 +209,23 @@ fn main() {
 
 /// One row of a table: `label` (padded to its column), the time, and its ratio to `git status`
 /// on the same tree, then `note`.
+/// The rows both tree sizes end with: the secret-file walk and the two write runs' overheads.
+fn walk_and_write_rows(walk: Duration, write: Duration, write_one: Duration, git_status: Duration) {
+    row("  of which the secret-file walk   ", walk, git_status, "");
+    row(
+        "write run overhead                ",
+        write,
+        git_status,
+        "  (the worker changes nothing)",
+    );
+    row(
+        "write run overhead, one file      ",
+        write_one,
+        git_status,
+        "  (the worker changes one file)",
+    );
+}
+
 fn row(label: &str, time: Duration, git_status: Duration, note: &str) {
     let ms = time.as_secs_f64() * 1000.0;
     let ratio = ms / (git_status.as_secs_f64() * 1000.0);
@@ -421,24 +421,7 @@ fn large_tree_rows(pitroom: &Path, worker: &Path, script: &str, files: usize) ->
         git_status,
         "",
     );
-    row(
-        "  of which the secret-file walk   ",
-        secrets_walk,
-        git_status,
-        "",
-    );
-    row(
-        "write run overhead                ",
-        over(write),
-        git_status,
-        "  (the worker changes nothing)",
-    );
-    row(
-        "write run overhead, one file      ",
-        over(write_one),
-        git_status,
-        "  (the worker changes one file)",
-    );
+    walk_and_write_rows(secrets_walk, over(write), over(write_one), git_status);
     paired.print();
     TreeCosts {
         files,
