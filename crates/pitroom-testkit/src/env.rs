@@ -116,6 +116,20 @@ impl TestEnv {
         self.pitroom(dir, args).output().expect("pitroom runs")
     }
 
+    /// Runs `pitroom ARGS` in `dir` and asserts it exits with `code`; returns its output.
+    #[track_caller]
+    pub fn run_expecting(&self, dir: &Path, args: &[&str], code: i32) -> Output {
+        let out = self.run(dir, args);
+        assert_exit(&out, code);
+        out
+    }
+
+    /// Runs `pitroom ARGS` in `dir`, asserts it succeeds and returns its stdout as JSON.
+    #[track_caller]
+    pub fn run_json(&self, dir: &Path, args: &[&str]) -> serde_json::Value {
+        json_stdout(&self.run_expecting(dir, args, 0))
+    }
+
     /// Runs git in `dir` with this environment; panics on failure.
     pub fn git(&self, dir: &Path, args: &[&str]) -> String {
         let mut cmd = Command::new("git");
@@ -146,4 +160,51 @@ pub fn stdout(out: &Output) -> String {
 /// Stderr of an output as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Exit code of an output; -1 when a signal ended it.
+pub fn exit_code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+/// Both streams of an output, labelled: what a failed assertion shows.
+pub fn transcript(out: &Output) -> String {
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Asserts an output's exit code, showing both streams when it is another.
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(exit_code(out), code, "{}", transcript(out));
+}
+
+/// Asserts an output's stderr contains `needle`, showing both streams when it does not.
+#[track_caller]
+pub fn assert_stderr_has(out: &Output, needle: &str) {
+    assert!(
+        stderr(out).contains(needle),
+        "{needle:?} not in stderr:\n{}",
+        transcript(out)
+    );
+}
+
+/// Asserts an output's stdout contains `needle`, showing both streams when it does not.
+#[track_caller]
+pub fn assert_stdout_has(out: &Output, needle: &str) {
+    assert!(
+        stdout(out).contains(needle),
+        "{needle:?} not in stdout:\n{}",
+        transcript(out)
+    );
+}
+
+/// An output's stdout parsed as JSON; panics with both streams when it is not JSON.
+#[track_caller]
+pub fn json_stdout(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", transcript(out)))
 }

@@ -11,7 +11,9 @@ use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{changed, code, eventually, fake_env, invocation_file, record, text, PITROOM};
+use super::common::{
+    assert_stderr_has, changed, code, eventually, fake_env, invocation_file, record, text, PITROOM,
+};
 
 fn answer(text: &str) -> Value {
     json!([{"step": {"input": 100, "output": 10, "cost": 0.001}}, {"text": text}, {"step": {"input": 50, "output": 5, "reason": "stop"}}])
@@ -723,13 +725,8 @@ fn attached_files_reach_the_prompt_and_missing_or_secret_ones_are_refused() {
         text(&out)
     );
     write(&repo, ".env", "API_KEY=x\n");
-    let out = env.run(&repo, &["run", "-f", ".env", "Use the key"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("looks like a secret file"),
-        "{}",
-        text(&out)
-    );
+    let out = env.run_expecting(&repo, &["run", "-f", ".env", "Use the key"], 3);
+    assert_stderr_has(&out, "looks like a secret file");
 }
 
 #[test]

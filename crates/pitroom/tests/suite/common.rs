@@ -1,7 +1,6 @@
 //! Shared helpers for the integration tests.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 use pitroom_testkit::TestEnv;
@@ -51,17 +50,10 @@ pub fn changed(record: &Value) -> Vec<&str> {
         .collect()
 }
 
-pub fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-pub fn text(out: &Output) -> String {
-    format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+pub use pitroom_testkit::env::{
+    assert_exit, assert_stderr_has, assert_stdout_has, exit_code as code, json_stdout,
+    transcript as text,
+};
 
 /// Polls `check` until it holds or the patience runs out. The limit is patience, not a budget:
 /// it is never less than a minute, because a loaded machine is slow and a test must not fail

@@ -12,7 +12,8 @@ use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
 use super::common::{
-    changed, code, eventually, fake_env, invocation_file, processes_with_cmdline, text,
+    assert_stderr_has, changed, code, eventually, fake_env, invocation_file,
+    processes_with_cmdline, text,
 };
 
 /// A worker that takes `ms`, makes one step with a tool call, and answers.
@@ -349,13 +350,8 @@ fn a_supervisor_killed_while_others_queue_frees_its_slot_and_leaves_no_worker() 
 fn a_write_crew_of_several_tasks_is_a_usage_error() {
     let env = fake_env(json!([]));
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["crew", "-w", "a", "b"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("-i"),
-        "{}",
-        text(&out)
-    );
+    let out = env.run_expecting(&repo, &["crew", "-w", "a", "b"], 2);
+    assert_stderr_has(&out, "-i");
 }
 
 #[test]
