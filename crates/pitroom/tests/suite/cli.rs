@@ -12,29 +12,20 @@ use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
 use super::common::{
-    assert_stderr_has, changed, code, eventually, fake_env, invocation_file, record, text, PITROOM,
+    args_of, assert_exit, assert_some_line, assert_stderr_has, assert_stdout_has, bg_id, changed,
+    code, eventually, fake_env, json_stdout, record, record_invocations, recorded_invocation,
+    recorded_prompt, recording_env, stderr, stdout, text, PITROOM,
 };
 
 fn answer(text: &str) -> Value {
     json!([{"step": {"input": 100, "output": 10, "cost": 0.001}}, {"text": text}, {"step": {"input": 50, "output": 5, "reason": "stop"}}])
 }
 
-fn recorded_invocation(env: &TestEnv) -> Value {
-    let raw = std::fs::read_to_string(invocation_file(env, "opencode"))
-        .expect("the fake worker recorded its invocation");
-    serde_json::from_str(&raw).expect("json")
-}
-
 #[test]
 fn bare_task_runs_a_read_worker_with_the_prompt_on_a_closed_stdin() {
-    let mut env = fake_env(answer("SUMMARY: fine"));
-    env.set(
-        "PITROOM_FAKE_RECORD",
-        invocation_file(&env, "opencode").display().to_string(),
-    );
+    let env = recording_env(answer("SUMMARY: fine"));
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["Which files read the cookie?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["Which files read the cookie?"], 0);
     let inv = recorded_invocation(&env);
     let prompt = inv["prompt"].as_str().expect("prompt");
     assert!(
@@ -42,12 +33,7 @@ fn bare_task_runs_a_read_worker_with_the_prompt_on_a_closed_stdin() {
         "{prompt}"
     );
     assert!(prompt.contains("READ-ONLY"), "{prompt}");
-    let args: Vec<&str> = inv["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let args = args_of(&inv);
     for expected in ["run", "--format", "json", "pitroom-read", "--title"] {
         assert!(args.contains(&expected), "{args:?}");
     }
@@ -117,11 +103,9 @@ fn a_write_in_read_mode_is_a_violation_and_the_users_tree_is_untouched() {
     env.set("PITROOM_LANDLOCK", "off");
     let repo = dirty_repo(&env, "repo");
     let before = fingerprint(&repo);
-    let out = env.run(&repo, &["look"]);
-    assert_eq!(code(&out), 5, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("READ-ONLY VIOLATION"), "{stdout}");
-    assert!(stdout.contains("A evil.txt"), "{stdout}");
+    let out = env.run_expecting(&repo, &["look"], 5);
+    assert_stdout_has(&out, "READ-ONLY VIOLATION");
+    assert_stdout_has(&out, "A evil.txt");
     assert_eq!(fingerprint(&repo), before);
 }
 
@@ -135,8 +119,7 @@ fn write_run_patch_excludes_user_work_and_revert_is_byte_exact() {
     ]));
     let repo = dirty_repo(&env, "repo");
     let before = fingerprint(&repo);
-    let out = env.run(&repo, &["-w", "edit"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run_expecting(&repo, &["-w", "edit"], 0);
     let r = record(&env, &repo);
     let paths = changed(&r);
     assert_eq!(paths, vec!["README.md", "dir with space/ñew.txt"]);
@@ -145,17 +128,14 @@ fn write_run_patch_excludes_user_work_and_revert_is_byte_exact() {
         json!(["dir with space/ñew.txt"]),
         "flags files the worker never reported"
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("(not reported by the worker)"), "{stdout}");
-    let patch = env.run(&repo, &["show", "--patch"]);
-    let patch = String::from_utf8_lossy(&patch.stdout);
+    assert_stdout_has(&out, "(not reported by the worker)");
+    let patch = stdout(&env.run(&repo, &["show", "--patch"]));
     assert!(
         patch.contains("+worker") && !patch.contains("+user edit"),
         "{patch}"
     );
 
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["revert"], 0);
     assert_eq!(fingerprint(&repo), before);
 }
 
@@ -168,13 +148,8 @@ fn revert_is_refused_without_changes_when_files_changed_since() {
     assert_eq!(code(&env.run(&repo, &["-w", "edit"])), 0);
     write(&repo, "calc.py", "the user changed it again\n");
     let before = fingerprint(&repo);
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("changed since the run"),
-        "{}",
-        text(&out)
-    );
+    let out = env.run_expecting(&repo, &["revert"], 1);
+    assert_stderr_has(&out, "changed since the run");
     assert_eq!(
         fingerprint(&repo),
         before,
@@ -186,18 +161,11 @@ fn revert_is_refused_without_changes_when_files_changed_since() {
 fn a_second_write_run_in_the_same_repository_is_refused() {
     let env = fake_env(json!([{"sleep_ms": 4000}, {"text": "done"}]));
     let repo = dirty_repo(&env, "repo");
-    let first = env.run(&repo, &["-w", "--bg", "slow edit"]);
-    assert_eq!(code(&first), 0, "{}", text(&first));
-    let second = env.run(&repo, &["-w", "another edit"]);
-    assert_eq!(code(&second), 3, "{}", text(&second));
-    assert!(
-        String::from_utf8_lossy(&second.stderr).contains("another write run"),
-        "{}",
-        text(&second)
-    );
-    let read = env.run(&repo, &["a read run is fine"]);
-    assert_eq!(code(&read), 0, "{}", text(&read));
-    let id = String::from_utf8_lossy(&first.stdout).trim().to_string();
+    let first = env.run_expecting(&repo, &["-w", "--bg", "slow edit"], 0);
+    let second = env.run_expecting(&repo, &["-w", "another edit"], 3);
+    assert_stderr_has(&second, "another write run");
+    env.run_expecting(&repo, &["a read run is fine"], 0);
+    let id = bg_id(&first);
     assert_eq!(code(&env.run(&repo, &["wait", &id, "--timeout", "30"])), 0);
 }
 
@@ -211,17 +179,12 @@ fn background_run_prints_its_id_and_wait_follows_it() {
         {"text": "SUMMARY: bg answer"}
     ]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["--bg", "background task"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let status = env.run(&dir, &["status", &id]);
-    assert_eq!(code(&status), 75, "{}", text(&status));
-    let quick = env.run(&dir, &["wait", &id, "--timeout", "0.1"]);
-    assert_eq!(code(&quick), 75, "{}", text(&quick));
+    let id = bg_id(&env.run_expecting(&dir, &["--bg", "background task"], 0));
+    env.run_expecting(&dir, &["status", &id], 75);
+    env.run_expecting(&dir, &["wait", &id, "--timeout", "0.1"], 75);
     std::fs::write(&go, "").expect("go");
-    let done = env.run(&dir, &["wait", &id, "--timeout", "30"]);
-    assert_eq!(code(&done), 0, "{}", text(&done));
-    assert!(String::from_utf8_lossy(&done.stdout).contains("bg answer"));
+    let done = env.run_expecting(&dir, &["wait", &id, "--timeout", "30"], 0);
+    assert_stdout_has(&done, "bg answer");
     assert_eq!(code(&env.run(&dir, &["status", &id])), 0);
 }
 
@@ -229,8 +192,7 @@ fn background_run_prints_its_id_and_wait_follows_it() {
 fn a_run_whose_supervisor_died_shows_as_failed_not_running() {
     let env = fake_env(json!([{"sleep_ms": 60000}]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["--bg", "slow"]);
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let id = bg_id(&env.run(&dir, &["--bg", "slow"]));
     let record_path = env.state.join("runs").join(&id).join("record.json");
     let pid = {
         let mut pid = None;
@@ -247,7 +209,7 @@ fn a_run_whose_supervisor_died_shows_as_failed_not_running() {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_err()
     }));
     let status = env.run(&dir, &["status", &id, "--json"]);
-    let r: Value = serde_json::from_slice(&status.stdout).expect("json");
+    let r = json_stdout(&status);
     assert_eq!(r["state"], "failed", "{r:#}");
     assert!(r["error"].as_str().unwrap().contains("exited unexpectedly"));
     assert_eq!(code(&status), 1);
@@ -257,8 +219,7 @@ fn a_run_whose_supervisor_died_shows_as_failed_not_running() {
 fn timeout_ends_the_worker_keeps_the_record_and_exits_4() {
     let env = fake_env(json!([{"step": {"input": 10, "output": 1}}, {"sleep_ms": 60000}]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["slow", "-t", "1s"]);
-    assert_eq!(code(&out), 4, "{}", text(&out));
+    env.run_expecting(&dir, &["slow", "-t", "1s"], 4);
     let r = record(&env, &dir);
     assert_eq!(r["state"], "timeout");
     assert_eq!(r["tally"]["steps"], 1, "what it did is kept");
@@ -287,8 +248,7 @@ fn sigterm_stops_the_run_and_records_stopped() {
     }));
     std::thread::sleep(Duration::from_millis(300));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert_exit(&child.wait_with_output().unwrap(), 1);
     assert_eq!(record(&env, &dir)["state"], "stopped");
 }
 
@@ -296,9 +256,8 @@ fn sigterm_stops_the_run_and_records_stopped() {
 fn worker_that_prints_garbage_fails_with_no_answer() {
     let env = fake_env(json!([{"raw": "this is not json\n{\"type\":\"text\",\"part\":{\"te"}]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["x"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("(no answer)"));
+    let out = env.run_expecting(&dir, &["x"], 1);
+    assert_stdout_has(&out, "(no answer)");
     assert_eq!(record(&env, &dir)["state"], "failed");
 }
 
@@ -306,8 +265,7 @@ fn worker_that_prints_garbage_fails_with_no_answer() {
 fn worker_that_prints_nothing_and_exits_zero_is_failed_not_done() {
     let env = fake_env(json!([]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["x"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    env.run_expecting(&dir, &["x"], 1);
     let r = record(&env, &dir);
     assert_eq!(r["state"], "failed");
     assert!(r["error"].as_str().unwrap().contains("no events"), "{r:#}");
@@ -319,11 +277,10 @@ fn worker_error_event_is_reported_and_classified() {
         json!([{"error": {"name": "APIError", "data": {"message": "Rate limit reached for requests", "statusCode": 429}}}, {"exit": 1}]),
     );
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["x"]);
-    assert_eq!(code(&out), 1);
+    let out = env.run_expecting(&dir, &["x"], 1);
     let r = record(&env, &dir);
     assert_eq!(r["failure"], "rate_limited");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("error: Rate limit reached"));
+    assert_stdout_has(&out, "error: Rate limit reached");
 }
 
 #[test]
@@ -336,8 +293,7 @@ fn watchdog_ends_a_worker_stuck_in_empty_steps() {
     let mut env = fake_env(Value::Array(steps));
     env.set("PITROOM_WATCHDOG", "1s");
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["x", "-t", "600s"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
+    env.run_expecting(&dir, &["x", "-t", "600s"], 1);
     assert!(record(&env, &dir)["error"]
         .as_str()
         .unwrap()
@@ -349,34 +305,22 @@ fn follow_up_passes_the_session_and_keeps_the_mode() {
     let mut env = fake_env(answer("first"));
     let dir = env.dir("plain");
     assert_eq!(code(&env.run(&dir, &["first"])), 0);
-    env.set(
-        "PITROOM_FAKE_RECORD",
-        invocation_file(&env, "opencode").display().to_string(),
-    );
-    let out = env.run(&dir, &["run", "--continue", "last", "second"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let args: Vec<String> = recorded_invocation(&env)["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|a| a.as_str().map(str::to_string))
-        .collect();
+    record_invocations(&mut env, "opencode");
+    env.run_expecting(&dir, &["run", "--continue", "last", "second"], 0);
+    let call = recorded_invocation(&env);
+    let args = args_of(&call);
     let at = args
         .iter()
-        .position(|a| a == "--session")
+        .position(|a| *a == "--session")
         .expect("--session");
     assert_eq!(args[at + 1], "ses_fake0001");
-    let out = env.run(&dir, &["run", "--continue", "last", "-w", "third"]);
-    assert_eq!(code(&out), 2, "a follow-up keeps the mode: {}", text(&out));
+    // A follow-up keeps the mode.
+    env.run_expecting(&dir, &["run", "--continue", "last", "-w", "third"], 2);
 }
 
 #[test]
 fn task_comes_from_stdin_only_with_a_dash_and_from_a_task_file() {
-    let mut env = fake_env(json!([{"echo_prompt": true}]));
-    env.set(
-        "PITROOM_FAKE_RECORD",
-        invocation_file(&env, "opencode").display().to_string(),
-    );
+    let env = recording_env(json!([{"echo_prompt": true}]));
     let dir = env.dir("plain");
     let mut child = env
         .pitroom(&dir, &["run", "-"])
@@ -390,28 +334,19 @@ fn task_comes_from_stdin_only_with_a_dash_and_from_a_task_file() {
         .unwrap()
         .write_all(b"task from stdin")
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(recorded_invocation(&env)["prompt"]
-        .as_str()
-        .unwrap()
-        .contains("task from stdin"));
+    assert_exit(&child.wait_with_output().unwrap(), 0);
+    assert!(recorded_prompt(&env).contains("task from stdin"));
     std::fs::write(env.root.join("task.md"), "task from a file").unwrap();
     let file = env.root.join("task.md").display().to_string();
     assert_eq!(code(&env.run(&dir, &["run", "--task-file", &file])), 0);
-    assert!(recorded_invocation(&env)["prompt"]
-        .as_str()
-        .unwrap()
-        .contains("task from a file"));
+    assert!(recorded_prompt(&env).contains("task from a file"));
 }
 
 #[test]
 fn help_lists_every_exit_code_once_in_rising_order_with_its_meaning() {
     let env = fake_env(answer("x"));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["--help"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout(&env.run_expecting(&dir, &["--help"], 0));
     // Written out, not taken from `pitroom_core::exit`: agents branch on these numbers and texts.
     let table = "Exit codes:
   0   ok
@@ -444,7 +379,7 @@ fn bad_input_gets_one_clear_line_and_the_right_exit_code() {
     for (args, expected, message) in cases {
         let out = env.run(&dir, &args);
         assert_eq!(code(&out), expected, "{args:?}: {}", text(&out));
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr(&out);
         assert!(stderr.contains(message), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
@@ -452,9 +387,8 @@ fn bad_input_gets_one_clear_line_and_the_right_exit_code() {
     let mut env2 = TestEnv::new(Path::new(PITROOM));
     env2.set("PITROOM_OPENCODE_BIN", "/nonexistent/opencode");
     let before = fingerprint(&repo);
-    let out = env2.run(&repo, &["x"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("PITROOM_OPENCODE_BIN"));
+    let out = env2.run_expecting(&repo, &["x"], 3);
+    assert_stderr_has(&out, "PITROOM_OPENCODE_BIN");
     assert_eq!(fingerprint(&repo), before);
 }
 
@@ -464,9 +398,8 @@ fn ambiguous_run_prefix_is_a_usage_error() {
     let dir = env.dir("plain");
     assert_eq!(code(&env.run(&dir, &["a"])), 0);
     assert_eq!(code(&env.run(&dir, &["b"])), 0);
-    let out = env.run(&dir, &["show", "2"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("matches several runs"));
+    let out = env.run_expecting(&dir, &["show", "2"], 2);
+    assert_stderr_has(&out, "matches several runs");
 }
 
 #[test]
@@ -474,9 +407,8 @@ fn unparsable_config_file_is_refused_with_its_path() {
     let env = fake_env(answer("x"));
     std::fs::write(env.root.join("pitroom.toml"), "worker = [unclosed\n").unwrap();
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["x"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("pitroom.toml"));
+    let out = env.run_expecting(&dir, &["x"], 3);
+    assert_stderr_has(&out, "pitroom.toml");
 }
 
 #[test]
@@ -489,30 +421,19 @@ fn config_shows_each_value_with_its_source() {
     .unwrap();
     env.set("PITROOM_PRIMARY", "opus");
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["config"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout
-            .lines()
-            .any(|l| l.starts_with("timeout") && l.contains("600s") && l.contains("pitroom.toml")),
-        "{stdout}"
-    );
-    assert!(
-        stdout.lines().any(|l| l.starts_with("primary")
-            && l.contains("opus")
-            && l.contains("env PITROOM_PRIMARY")),
-        "{stdout}"
-    );
-    assert!(
-        stdout
-            .lines()
-            .any(|l| l.starts_with("worker") && l.contains("(default)")),
-        "{stdout}"
-    );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `colour`"));
-    let json_out = env.run(&dir, &["config", "--json"]);
-    let v: Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    let out = env.run_expecting(&dir, &["config"], 0);
+    let stdout = stdout(&out);
+    assert_some_line(&stdout, |l| {
+        l.starts_with("timeout") && l.contains("600s") && l.contains("pitroom.toml")
+    });
+    assert_some_line(&stdout, |l| {
+        l.starts_with("primary") && l.contains("opus") && l.contains("env PITROOM_PRIMARY")
+    });
+    assert_some_line(&stdout, |l| {
+        l.starts_with("worker") && l.contains("(default)")
+    });
+    assert_stderr_has(&out, "unknown key `colour`");
+    let v = json_stdout(&env.run(&dir, &["config", "--json"]));
     assert!(v["entries"]
         .as_array()
         .unwrap()
@@ -524,11 +445,9 @@ fn config_shows_each_value_with_its_source() {
 fn read_outside_git_runs_in_place_with_a_warning() {
     let env = fake_env(answer("SUMMARY: ok"));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["x"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("warning: not a git repository"));
-    let out = env.run(&dir, &["-w", "--allow-non-git", "edit"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run_expecting(&dir, &["x"], 0);
+    assert_stdout_has(&out, "warning: not a git repository");
+    env.run_expecting(&dir, &["-w", "--allow-non-git", "edit"], 0);
 }
 
 #[test]
@@ -536,8 +455,7 @@ fn nested_delegation_from_inside_a_worker_is_refused() {
     let mut env = fake_env(answer("x"));
     env.set("PITROOM_ACTIVE", "1");
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["x"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
+    env.run_expecting(&dir, &["x"], 3);
 }
 
 #[test]
@@ -547,13 +465,12 @@ fn report_has_no_ansi_when_not_a_terminal_and_json_is_the_record() {
     let out = env.run(&dir, &["x"]);
     assert!(!out.stdout.contains(&0x1b), "{}", text(&out));
     let out = env.run(&dir, &["x", "--json"]);
-    let r: Value = serde_json::from_slice(&out.stdout).expect("--json prints the record");
+    let r = json_stdout(&out);
     assert_eq!(r["state"], "done");
     assert!(r["receipt"]["worker_tokens"].as_u64().unwrap() > 0);
     let events = env.run(&dir, &["show", "--events"]);
-    assert!(String::from_utf8_lossy(&events.stdout).contains("\"type\":\"step_finish\""));
-    let ls = env.run(&dir, &["ls"]);
-    assert_eq!(String::from_utf8_lossy(&ls.stdout).lines().count(), 2);
+    assert_stdout_has(&events, "\"type\":\"step_finish\"");
+    assert_eq!(stdout(&env.run(&dir, &["ls"])).lines().count(), 2);
 }
 
 #[test]
@@ -562,11 +479,9 @@ fn citations_are_checked_and_bad_ones_listed_with_reasons() {
         "SUMMARY: see calc.py:5 and calc.py:999 and `nowhere` in src/lib.rs:1",
     ));
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["where?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("── refs: 1/3 verified · bad:"), "{stdout}");
-    assert!(stdout.contains("calc.py:999"), "{stdout}");
+    let out = env.run_expecting(&repo, &["where?"], 0);
+    assert_stdout_has(&out, "── refs: 1/3 verified · bad:");
+    assert_stdout_has(&out, "calc.py:999");
     let r = record(&env, &repo);
     assert_eq!(r["refs"]["verified"], 1);
     assert_eq!(r["refs"]["bad"].as_array().map(Vec::len), Some(2), "{r:#}");
@@ -576,9 +491,7 @@ fn citations_are_checked_and_bad_ones_listed_with_reasons() {
 fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
     let env = fake_env(answer("x"));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["doctor", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = env.run_json(&dir, &["doctor", "--json"]);
     let check = |name: &str| {
         v["checks"]
             .as_array()
@@ -613,9 +526,7 @@ fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
     let mut broken = fake_env(answer("x"));
     broken.set("PITROOM_HOME", "/dev/null/pitroom");
     broken.set("PITROOM_OPENCODE_BIN", "/nonexistent/opencode");
-    let out = broken.run(&dir, &["doctor"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout(&broken.run_expecting(&dir, &["doctor"], 3));
     assert!(stdout.contains("✘ state dir"), "{stdout}");
     assert!(
         stdout.contains("· opencode") && stdout.contains("PITROOM_OPENCODE_BIN"),
@@ -632,21 +543,15 @@ fn stop_ends_a_background_run_and_everything_it_started() {
         {"sleep_ms": 60000}
     ]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["--bg", "long job"]);
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let id = bg_id(&env.run(&dir, &["--bg", "long job"]));
     assert!(
         eventually(Duration::from_secs(15), || {
             !super::common::processes_with_cmdline(marker).is_empty()
         }),
         "the job started"
     );
-    let out = env.run(&dir, &["stop", &id]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("stopped"),
-        "{}",
-        text(&out)
-    );
+    let out = env.run_expecting(&dir, &["stop", &id], 0);
+    assert_stdout_has(&out, "stopped");
     assert!(
         eventually(Duration::from_secs(10), || {
             super::common::processes_with_cmdline(marker).is_empty()
@@ -665,11 +570,9 @@ fn stop_ends_a_background_run_and_everything_it_started() {
 fn a_stop_that_races_the_start_is_not_lost() {
     let env = fake_env(json!([{"sleep_ms": 60000}]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["--bg", "long job"]);
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let id = bg_id(&env.run(&dir, &["--bg", "long job"]));
     // Immediately: the supervisor may not have claimed the run yet.
-    let out = env.run(&dir, &["stop", &id]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&dir, &["stop", &id], 0);
     assert_eq!(record(&env, &dir)["state"], "stopped");
 }
 
@@ -677,18 +580,17 @@ fn a_stop_that_races_the_start_is_not_lost() {
 fn a_mistyped_worker_is_a_usage_error_with_the_nearest_backend_and_starts_nothing() {
     let env = fake_env(answer("SUMMARY: should never run"));
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["run", "-W", "cdex", "Where is the cookie read?"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("`cdex` is not a worker; did you mean `codex`?"),
-        "{err}"
+    let out = env.run_expecting(
+        &repo,
+        &["run", "-W", "cdex", "Where is the cookie read?"],
+        2,
     );
-    let out = env.run(
+    assert_stderr_has(&out, "`cdex` is not a worker; did you mean `codex`?");
+    env.run_expecting(
         &repo,
         &["run", "-W", "nosuchcli", "Where is the cookie read?"],
+        2,
     );
-    assert_eq!(code(&out), 2, "{}", text(&out));
     assert!(
         !env.state.join("runs").exists()
             || std::fs::read_dir(env.state.join("runs")).map_or(0, |d| d.count()) == 0,
@@ -698,32 +600,19 @@ fn a_mistyped_worker_is_a_usage_error_with_the_nearest_backend_and_starts_nothin
 
 #[test]
 fn attached_files_reach_the_prompt_and_missing_or_secret_ones_are_refused() {
-    let mut env = fake_env(answer("SUMMARY: read the plan"));
-    env.set(
-        "PITROOM_FAKE_RECORD",
-        invocation_file(&env, "opencode").display().to_string(),
-    );
+    let env = recording_env(answer("SUMMARY: read the plan"));
     let repo = dirty_repo(&env, "repo");
     write(&repo, "docs/plan.md", "step 1: add a zero check\n");
-    let out = env.run(&repo, &["run", "-f", "docs/plan.md", "Follow the plan"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let prompt = recorded_invocation(&env)["prompt"]
-        .as_str()
-        .expect("prompt")
-        .to_string();
+    env.run_expecting(&repo, &["run", "-f", "docs/plan.md", "Follow the plan"], 0);
+    let prompt = recorded_prompt(&env);
     assert!(prompt.contains("ATTACHED FILES"), "{prompt}");
     assert!(
         prompt.contains("plan.md ===\nstep 1: add a zero check\n=== end of"),
         "{prompt}"
     );
 
-    let out = env.run(&repo, &["run", "-f", "no/such.md", "Follow the plan"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no/such.md: no such file"),
-        "{}",
-        text(&out)
-    );
+    let out = env.run_expecting(&repo, &["run", "-f", "no/such.md", "Follow the plan"], 2);
+    assert_stderr_has(&out, "no/such.md: no such file");
     write(&repo, ".env", "API_KEY=x\n");
     let out = env.run_expecting(&repo, &["run", "-f", ".env", "Use the key"], 3);
     assert_stderr_has(&out, "looks like a secret file");
@@ -742,9 +631,7 @@ fn a_read_runs_steps_name_project_paths_not_the_read_copy_or_the_absolute_projec
             env.set("PITROOM_READ_VIEW", "copy");
         }
         let repo = dirty_repo(&env, "repo");
-        let out = env.run(&repo, &["run", "Read calc.py", "--json"]);
-        assert_eq!(code(&out), 0, "{}", text(&out));
-        let r: Value = serde_json::from_slice(&out.stdout).expect("record");
+        let r = env.run_json(&repo, &["run", "Read calc.py", "--json"]);
         assert_eq!(r["view"], view, "{r:#}");
         if view == "copy" {
             assert!(

@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use pitroom_testkit::TestEnv;
@@ -33,11 +34,77 @@ pub fn invocation_file(env: &TestEnv, backend: &str) -> PathBuf {
         .join("fake-invocation.json")
 }
 
+/// A [`fake_env`] whose fake worker records each OpenCode invocation (read it with
+/// [`recorded_invocation`]).
+pub fn recording_env(script: Value) -> TestEnv {
+    let mut env = fake_env(script);
+    record_invocations(&mut env, "opencode");
+    env
+}
+
+/// Has the fake worker record its invocations as `backend` (`PITROOM_FAKE_RECORD`); returns
+/// the file it records to.
+pub fn record_invocations(env: &mut TestEnv, backend: &str) -> PathBuf {
+    let file = invocation_file(env, backend);
+    env.set("PITROOM_FAKE_RECORD", file.display().to_string());
+    file
+}
+
+/// The last invocation the fake worker recorded in `file`.
+pub fn recorded(file: &Path) -> Value {
+    let raw = std::fs::read_to_string(file).expect("the fake worker recorded its invocation");
+    serde_json::from_str(&raw).expect("json")
+}
+
+/// The last OpenCode invocation the fake worker recorded.
+pub fn recorded_invocation(env: &TestEnv) -> Value {
+    recorded(&invocation_file(env, "opencode"))
+}
+
+/// The prompt of the last OpenCode invocation the fake worker recorded.
+pub fn recorded_prompt(env: &TestEnv) -> String {
+    recorded_invocation(env)["prompt"]
+        .as_str()
+        .expect("prompt")
+        .to_string()
+}
+
+/// The arguments a recorded invocation ran the CLI with.
+pub fn args_of(call: &Value) -> Vec<&str> {
+    call["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// Gives the fake worker another script for the commands that follow.
+pub fn use_script(env: &mut TestEnv, script: Value) {
+    env.set("PITROOM_FAKE_SCRIPT", script.to_string());
+}
+
+/// The run id a `--bg` run printed.
+pub fn bg_id(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Asserts some line of `shown` satisfies `pred`, showing the text when none does.
+#[track_caller]
+pub fn assert_some_line(shown: &str, pred: impl Fn(&str) -> bool) {
+    assert!(shown.lines().any(pred), "{shown}");
+}
+
 /// The run record printed by `--json`, or the latest one on disk.
 pub fn record(env: &TestEnv, dir: &Path) -> Value {
     let out = env.run(dir, &["show", "--json"]);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("show --json: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The id of the latest run in `dir`.
+pub fn last_id(env: &TestEnv, dir: &Path) -> String {
+    record(env, dir)["id"].as_str().expect("id").to_string()
 }
 
 /// The paths a record's `changes` name, in order.
@@ -51,8 +118,8 @@ pub fn changed(record: &Value) -> Vec<&str> {
 }
 
 pub use pitroom_testkit::env::{
-    assert_exit, assert_stderr_has, assert_stdout_has, exit_code as code, json_stdout,
-    transcript as text,
+    assert_exit, assert_stderr_has, assert_stdout_has, exit_code as code, json_stdout, stderr,
+    stdout, transcript as text,
 };
 
 /// Polls `check` until it holds or the patience runs out. The limit is patience, not a budget:
