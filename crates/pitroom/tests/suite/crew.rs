@@ -12,8 +12,8 @@ use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
 use super::common::{
-    assert_stderr_has, changed, code, eventually, fake_env, invocation_file,
-    processes_with_cmdline, text,
+    assert_exit, assert_stderr_has, assert_stdout_has, changed, eventually, fake_env, json_stdout,
+    processes_with_cmdline, record_invocations, recorded, stdout, text,
 };
 
 /// A worker that takes `ms`, makes one step with a tool call, and answers.
@@ -39,12 +39,8 @@ fn crew(env: &TestEnv, dir: &Path, group: &str, tasks: &[&str], extra: &[&str]) 
     let mut args = vec!["crew", "-g", group];
     args.extend_from_slice(extra);
     args.extend_from_slice(tasks);
-    let out = env.run(dir, &args);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let out = env.run_expecting(dir, &args, 0);
+    let ids: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
     assert_eq!(ids.len(), tasks.len(), "{}", text(&out));
     ids
 }
@@ -69,8 +65,7 @@ fn a_crew_queues_in_arrival_order_and_never_runs_more_than_max_parallel() {
     let dir = env.dir("plain");
     let tasks = ["t1", "t2", "t3", "t4", "t5", "t6"];
     let ids = crew(&env, &dir, "six", &tasks, &[]);
-    let out = env.run(&dir, &["wait", "-g", "six", "--timeout", "60"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&dir, &["wait", "-g", "six", "--timeout", "60"], 0);
 
     let records: Vec<Value> = ids.iter().map(|id| show(&env, &dir, id)).collect();
     let spans: Vec<(jiff::Timestamp, jiff::Timestamp)> = records
@@ -133,12 +128,12 @@ fn watch_json_follows_a_group_line_by_line_until_all_done() {
     env.set("PITROOM_MAX_PARALLEL", "1");
     let dir = env.dir("plain");
     let ids = crew(&env, &dir, "watched", &["a", "b", "c"], &[]);
-    let out = env.run(
+    let out = env.run_expecting(
         &dir,
         &["watch", "-g", "watched", "--json", "--timeout", "60"],
+        0,
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+    let lines: Vec<Value> = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
@@ -205,13 +200,12 @@ fn watch_shows_runs_that_join_the_group_later() {
     std::thread::sleep(Duration::from_millis(300));
     let joined = crew(&env, &dir, "late", &["second"], &[]);
     let out = watcher.wait_with_output().expect("watch ends");
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(&format!("\"event\":\"done\",\"run\":\"{}\"", joined[0])),
-        "{stdout}"
+    assert_exit(&out, 0);
+    assert_stdout_has(
+        &out,
+        &format!("\"event\":\"done\",\"run\":\"{}\"", joined[0]),
     );
-    assert!(stdout
+    assert!(stdout(&out)
         .trim_end()
         .ends_with(r#"{"event":"all-done","runs":2,"ok":2,"failed":0}"#));
 }
@@ -221,18 +215,15 @@ fn status_and_wait_report_a_group_and_exit_75_while_any_runs() {
     let env = fake_env(slow_answer(1500, "slow"));
     let dir = env.dir("plain");
     crew(&env, &dir, "pair", &["x", "y"], &[]);
-    let out = env.run(&dir, &["status", "-g", "pair"]);
-    assert_eq!(code(&out), 75, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("2 runs:"),
-        "{}",
-        text(&out)
+    let out = env.run_expecting(&dir, &["status", "-g", "pair"], 75);
+    assert_stdout_has(&out, "2 runs:");
+    let out = env.run_expecting(&dir, &["wait", "-g", "pair", "--timeout", "0.2"], 75);
+    assert_stderr_has(&out, "pitroom wait -g pair");
+    env.run_expecting(
+        &dir,
+        &["wait", "-g", "pair", "--brief", "--timeout", "30"],
+        0,
     );
-    let out = env.run(&dir, &["wait", "-g", "pair", "--timeout", "0.2"]);
-    assert_eq!(code(&out), 75, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("pitroom wait -g pair"));
-    let out = env.run(&dir, &["wait", "-g", "pair", "--brief", "--timeout", "30"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
     let out = env.run(&dir, &["ls", "-g", "pair", "--json"]);
     let listed: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(listed.len(), 2);
@@ -257,23 +248,14 @@ fn wait_any_returns_when_the_first_run_of_a_group_finishes() {
         &["-W", "opencode:fake/quick"],
     );
     // The slow run sleeps for a minute: exit 0 within the 30 s timeout (not 75) is `--any`.
-    let out = env.run(
+    let out = env.run_expecting(
         &dir,
         &["wait", "-g", "race", "--any", "--brief", "--timeout", "30"],
+        0,
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("quick"),
-        "{}",
-        text(&out)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("1 still active"),
-        "{}",
-        text(&out)
-    );
-    let out = env.run(&dir, &["stop", "-g", "race"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_stdout_has(&out, "quick");
+    assert_stderr_has(&out, "1 still active");
+    env.run_expecting(&dir, &["stop", "-g", "race"], 0);
 }
 
 #[test]
@@ -285,8 +267,7 @@ fn stop_on_a_group_ends_running_and_queued_runs() {
     assert!(eventually(Duration::from_secs(10), || {
         show(&env, &dir, &ids[0])["state"] == "running"
     }));
-    let out = env.run(&dir, &["stop", "-g", "halt"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&dir, &["stop", "-g", "halt"], 0);
     for (i, id) in ids.iter().enumerate() {
         let r = show(&env, &dir, id);
         assert_eq!(r["state"], "stopped", "{r:#}");
@@ -337,8 +318,7 @@ fn a_supervisor_killed_while_others_queue_frees_its_slot_and_leaves_no_worker() 
     kill(Pid::from_raw(pid), Signal::SIGKILL).expect("kill the supervisor");
     // The killed run held its slot for a minute more: the second finishing within the wait
     // (exit 0, not 75) means the kernel freed the slot at once.
-    let out = env.run(&dir, &["wait", &second[0], "--timeout", "20"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&dir, &["wait", &second[0], "--timeout", "20"], 0);
     let crashed = show(&env, &dir, &first[0]);
     assert_eq!(crashed["state"], "failed", "{crashed:#}");
     assert!(eventually(Duration::from_secs(5), || {
@@ -360,7 +340,7 @@ fn a_task_file_gives_one_run_per_dashed_section() {
     let dir = env.dir("plain");
     let file = dir.join("tasks.md");
     std::fs::write(&file, "first task\n---\nsecond\ntask\n---\n").unwrap();
-    let out = env.run(
+    let v = env.run_json(
         &dir,
         &[
             "crew",
@@ -371,8 +351,6 @@ fn a_task_file_gives_one_run_per_dashed_section() {
             file.to_str().unwrap(),
         ],
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["group"], "file");
     let tasks: Vec<&str> = v["runs"]
         .as_array()
@@ -381,8 +359,7 @@ fn a_task_file_gives_one_run_per_dashed_section() {
         .filter_map(|r| r["task"].as_str())
         .collect();
     assert_eq!(tasks, ["first task", "second\ntask"]);
-    let out = env.run(&dir, &["wait", "-g", "file", "--timeout", "30"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&dir, &["wait", "-g", "file", "--timeout", "30"], 0);
 }
 
 #[test]
@@ -393,15 +370,10 @@ fn a_rate_limited_target_falls_back_at_zero_steps_and_cools_down() {
     }}));
     env.set("PITROOM_FALLBACK", "opencode:fake/good");
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["-W", "opencode:fake/limited", "where is x?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("answered by the second target"), "{stdout}");
-    assert!(stdout.contains("── attempts:"), "{stdout}");
-    assert!(
-        stdout.contains("opencode:fake/limited: rate limited"),
-        "{stdout}"
-    );
+    let out = env.run_expecting(&dir, &["-W", "opencode:fake/limited", "where is x?"], 0);
+    assert_stdout_has(&out, "answered by the second target");
+    assert_stdout_has(&out, "── attempts:");
+    assert_stdout_has(&out, "opencode:fake/limited: rate limited");
     let r = show(&env, &dir, "last");
     assert_eq!(r["spec"]["model"], "fake/good");
     let attempts = r["attempts"].as_array().expect("attempts");
@@ -412,26 +384,21 @@ fn a_rate_limited_target_falls_back_at_zero_steps_and_cools_down() {
     assert!(dir.exists());
 
     // The provider said "2 hours": the target cools down that long.
-    let out = env.run(&dir, &["cooldown", "--json"]);
-    let cooling: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let cooling = json_stdout(&env.run(&dir, &["cooldown", "--json"]));
     let until = timestamp(&cooling["opencode:fake/limited"]["until"]);
     let left = until.duration_since(jiff::Timestamp::now()).as_secs();
     assert!((7000..=7200).contains(&left), "{cooling:#}");
 
     // While it cools, the next run skips it and goes straight to the second target.
-    let out = env.run(&dir, &["-W", "opencode:fake/limited", "again?", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = env.run_json(&dir, &["-W", "opencode:fake/limited", "again?", "--json"]);
     assert_eq!(r["attempts"][0]["state"], "skipped", "{r:#}");
     assert!(r["attempts"][0]["error"]
         .as_str()
         .unwrap()
         .contains("cooling down"));
 
-    let out = env.run(&dir, &["cooldown", "--clear"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let out = env.run(&dir, &["cooldown", "--json"]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+    env.run_expecting(&dir, &["cooldown", "--clear"], 0);
+    assert_eq!(stdout(&env.run(&dir, &["cooldown", "--json"])).trim(), "{}");
 }
 
 #[test]
@@ -453,13 +420,12 @@ fn no_fallback_and_a_lone_target_fail_with_the_real_cause() {
         )
     };
     let out = lone();
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_exit(&out, 1);
+    let r = json_stdout(&out);
     assert_eq!(r["failure"], "rate_limited");
     assert_eq!(r["attempts"].as_array().map(Vec::len), Some(1), "{r:#}");
     // A lone target is tried even while it cools down.
-    let out = lone();
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = json_stdout(&lone());
     assert_eq!(r["attempts"][0]["state"], "failed", "{r:#}");
 }
 
@@ -480,10 +446,9 @@ fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() 
         ]
     }}));
     env.set("PITROOM_FALLBACK", "opencode:fake/good");
-    let record_file = invocation_file(&env, "opencode");
-    env.set("PITROOM_FAKE_RECORD", record_file.display().to_string());
+    let record_file = record_invocations(&mut env, "opencode");
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(
+    let r = env.run_json(
         &repo,
         &[
             "-w",
@@ -493,16 +458,13 @@ fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() 
             "--json",
         ],
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
     let files = changed(&r);
     assert_eq!(files, ["first.txt", "second.txt"], "{r:#}");
     assert_eq!(r["attempts"][0]["steps"], 1);
     assert_eq!(r["attempts"][1]["handed_off"], true);
     assert_eq!(r["tally"]["steps"], 2, "the receipt counts both workers");
     // The second worker was told what the first did, including its diff.
-    let seen: Value =
-        serde_json::from_str(&std::fs::read_to_string(&record_file).unwrap()).unwrap();
+    let seen = recorded(&record_file);
     let prompt = seen["prompt"].as_str().unwrap();
     assert!(prompt.contains("HAND-OFF"), "{prompt}");
     assert!(prompt.contains("opencode:fake/limited"), "{prompt}");
@@ -510,8 +472,7 @@ fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() 
     let _ = std::fs::remove_file(&record_file);
     // Revert undoes both workers' edits exactly.
     let before_revert = fingerprint(&repo);
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["revert"], 0);
     assert_ne!(fingerprint(&repo), before_revert);
     assert!(!repo.join("first.txt").exists() && !repo.join("second.txt").exists());
 }
@@ -529,11 +490,11 @@ fn thirty_two_second_workers_all_finish_within_the_default_twenty_slots() {
     let tasks: Vec<String> = (0..30).map(|i| format!("task {i}")).collect();
     let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
     let ids = crew(&env, &dir, "thirty", &tasks, &[]);
-    let out = env.run(
+    env.run_expecting(
         &dir,
         &["wait", "-g", "thirty", "--brief", "--timeout", "120"],
+        0,
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
     let spans: Vec<(jiff::Timestamp, jiff::Timestamp)> = ids
         .iter()
         .map(|id| {
@@ -578,8 +539,7 @@ fn killing_a_waiter_or_a_watcher_leaves_the_runs_and_the_queue_intact() {
         kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("kill");
         let _ = child.wait();
     }
-    let out = env.run(&dir, &["wait", "-g", "kept", "--timeout", "30"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&dir, &["wait", "-g", "kept", "--timeout", "30"], 0);
     for id in &ids {
         assert_eq!(show(&env, &dir, id)["state"], "done");
     }
@@ -595,27 +555,21 @@ fn a_tier_names_the_configured_target_and_an_unknown_tier_is_a_usage_error() {
     let config = dir.join("pitroom.toml");
     std::fs::write(&config, "[tiers]\ncheap = \"opencode:fake/cheap\"\n").unwrap();
     env.set("PITROOM_CONFIG", config.display().to_string());
-    let out = env.run(&dir, &["--tier", "cheap", "x", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = env.run_json(&dir, &["--tier", "cheap", "x", "--json"]);
     assert_eq!(r["spec"]["model"], "fake/cheap");
     assert!(r["answer"].as_str().unwrap().contains("cheap tier"));
     // -W wins over a tier.
-    let out = env.run(&dir, &["--tier", "cheap", "-W", "opencode", "x", "--json"]);
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = json_stdout(&env.run(&dir, &["--tier", "cheap", "-W", "opencode", "x", "--json"]));
     assert!(r["answer"].as_str().unwrap().contains("default"), "{r:#}");
-    let out = env.run(&dir, &["--tier", "premium", "x"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no tier `premium`"));
+    let out = env.run_expecting(&dir, &["--tier", "premium", "x"], 2);
+    assert_stderr_has(&out, "no tier `premium`");
 }
 
 #[test]
 fn models_without_a_worker_lists_every_backend_with_its_models_or_why_not() {
     let env = fake_env(json!([]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["models", "--all", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = env.run_json(&dir, &["models", "--all", "--json"]);
     let rows = v["workers"].as_array().expect("workers");
     let names: Vec<&str> = rows.iter().filter_map(|r| r["worker"].as_str()).collect();
     assert_eq!(names, pitroom_workers::KNOWN_BACKENDS, "{v:#}");
@@ -636,17 +590,13 @@ fn models_without_a_worker_lists_every_backend_with_its_models_or_why_not() {
         "{qwen:#}"
     );
     // With no worker named, `models` lists them all, as --all does.
-    let out = env.run(&dir, &["models", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let bare: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let bare = env.run_json(&dir, &["models", "--json"]);
     assert_eq!(
         bare["workers"].as_array().map(Vec::len),
         Some(names.len()),
         "{bare:#}"
     );
-    let out = env.run(&dir, &["models", "--all"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout(&env.run_expecting(&dir, &["models", "--all"], 0));
     for name in pitroom_workers::KNOWN_BACKENDS {
         assert!(
             stdout.contains(&format!("{name}:")),

@@ -8,7 +8,10 @@ use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, record, text};
+use super::common::{
+    assert_some_line, assert_stderr_has, assert_stdout_has, bg_id, code, eventually, fake_env,
+    json_stdout, last_id, record, stdout, text, use_script,
+};
 
 fn script(answer: &str, tool_pattern: &str) -> Value {
     json!([
@@ -17,10 +20,6 @@ fn script(answer: &str, tool_pattern: &str) -> Value {
         {"text": answer},
         {"step": {"input": 1000, "output": 100, "reason": "stop", "cost": 0.001}}
     ])
-}
-
-fn use_script(env: &mut TestEnv, s: Value) {
-    env.set("PITROOM_FAKE_SCRIPT", s.to_string());
 }
 
 fn json_of(env: &TestEnv, dir: &Path, args: &[&str]) -> Value {
@@ -56,20 +55,18 @@ fn finished_runs_are_in_the_ledger_and_searchable_by_task_answer_and_steps() {
         "frobnicate",
     ));
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["Where is the cookie parsed?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["Where is the cookie parsed?"], 0);
     assert!(
         env.state.join("history.sqlite").is_file(),
         "written when the run ended, not lazily"
     );
-    let first = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    let first = last_id(&env, &repo);
     use_script(
         &mut env,
         script("SUMMARY: the router lives in b.rs", "quuxify"),
     );
-    let out = env.run(&repo, &["Explain the request router"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let second = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    env.run_expecting(&repo, &["Explain the request router"], 0);
+    let second = last_id(&env, &repo);
 
     assert_eq!(
         ids(&json_of(&env, &repo, &["history", "--json"])),
@@ -109,8 +106,7 @@ fn finished_runs_are_in_the_ledger_and_searchable_by_task_answer_and_steps() {
         .len(),
         1
     );
-    let people = env.run(&repo, &["history", "cookie"]);
-    let shown = String::from_utf8_lossy(&people.stdout);
+    let shown = stdout(&env.run(&repo, &["history", "cookie"]));
     assert!(
         shown.contains(&first) && shown.contains("[cookie]"),
         "{shown}"
@@ -130,23 +126,14 @@ fn a_damaged_history_database_never_fails_a_run_and_is_rebuilt_on_read() {
     let env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
     std::fs::write(env.state.join("history.sqlite"), vec![b'z'; 4096]).unwrap();
-    let out = env.run(&repo, &["Survive a broken ledger"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("history import"),
-        "a warning says how to fix it: {stderr}"
-    );
-    let id = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    let out = env.run_expecting(&repo, &["Survive a broken ledger"], 0);
+    // A warning says how to fix it.
+    assert_stderr_has(&out, "history import");
+    let id = last_id(&env, &repo);
 
-    let out = env.run(&repo, &["history", "broken", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("damaged-"),
-        "{}",
-        text(&out)
-    );
-    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = env.run_expecting(&repo, &["history", "broken", "--json"], 0);
+    assert_stderr_has(&out, "damaged-");
+    let found = json_stdout(&out);
     assert_eq!(ids(&found), vec![id]);
 }
 
@@ -157,9 +144,7 @@ fn a_background_runs_ledger_problem_is_told_in_its_own_run_log() {
     let repo = dirty_repo(&env, "repo");
     // A directory where the database goes: no ledger row can be written.
     std::fs::create_dir_all(env.state.join("history.sqlite").join("in-the-way")).unwrap();
-    let out = env.run(&repo, &["--bg", "Survive an unwritable ledger"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let id = bg_id(&env.run_expecting(&repo, &["--bg", "Survive an unwritable ledger"], 0));
     let done = env.run(&repo, &["wait", &id, "--timeout", "120"]);
     assert_eq!(code(&done), 0, "the run itself is fine: {}", text(&done));
     // The detached supervisor writes the line after it closed the record, which `wait` saw.
@@ -168,7 +153,7 @@ fn a_background_runs_ledger_problem_is_told_in_its_own_run_log() {
         .join("runs")
         .join(&id)
         .join(pitroom_core::log::RUN_LOG);
-    let told = super::common::eventually(Duration::from_secs(60), || {
+    let told = eventually(Duration::from_secs(60), || {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains("history import"))
     });
     let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -208,12 +193,10 @@ fn worker_prices_price_a_cli_that_reports_no_cost_and_say_it_is_an_estimate() {
     )
     .unwrap();
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["price me"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        report.contains("worker cost ~$0.650 (estimated from your worker_prices)"),
-        "{report}"
+    let out = env.run_expecting(&repo, &["price me"], 0);
+    assert_stdout_has(
+        &out,
+        "worker cost ~$0.650 (estimated from your worker_prices)",
     );
     let r = record(&env, &repo);
     assert!(
@@ -244,9 +227,7 @@ fn a_background_run_is_priced_with_the_worker_prices_it_started_with() {
     )
     .unwrap();
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["--bg", "price me later"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let id = bg_id(&env.run_expecting(&repo, &["--bg", "price me later"], 0));
     // The config changes while the run goes on; the run keeps the prices it started with.
     std::fs::write(
         &config,
@@ -254,8 +235,7 @@ fn a_background_run_is_priced_with_the_worker_prices_it_started_with() {
     )
     .unwrap();
     std::fs::write(&go, "").expect("go");
-    let done = env.run(&repo, &["wait", &id, "--timeout", "120"]);
-    assert_eq!(code(&done), 0, "{}", text(&done));
+    env.run_expecting(&repo, &["wait", &id, "--timeout", "120"], 0);
     let r = record(&env, &repo);
     assert!(
         (r["receipt"]["cost"].as_f64().unwrap() - 0.65).abs() < 1e-9,
@@ -303,8 +283,7 @@ fn savings_add_up_per_period_and_model_and_write_an_svg_card() {
     );
     assert!(svg.contains(">3<"), "three delegated tasks on the card");
 
-    let people = env.run(&repo, &["savings"]);
-    let shown = String::from_utf8_lossy(&people.stdout);
+    let shown = stdout(&env.run(&repo, &["savings"]));
     assert!(
         shown.contains("7d") && shown.contains("30d") && shown.contains("all"),
         "{shown}"
@@ -317,16 +296,16 @@ fn clean_is_a_dry_run_by_default_and_never_removes_an_unapplied_isolated_patch()
     let mut env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
     assert_eq!(code(&env.run(&repo, &["old read"])), 0);
-    let old_read = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    let old_read = last_id(&env, &repo);
     use_script(
         &mut env,
         json!([{"write": {"path": "new.txt", "content": "x\n"}}, {"text": "SUMMARY: edited"}]),
     );
     assert_eq!(code(&env.run(&repo, &["-i", "old isolated edit"])), 0);
-    let isolated = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    let isolated = last_id(&env, &repo);
     use_script(&mut env, script("SUMMARY: ok", "x"));
     assert_eq!(code(&env.run(&repo, &["recent read"])), 0);
-    let recent = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    let recent = last_id(&env, &repo);
     age(&env, &old_read);
     age(&env, &isolated);
 
@@ -382,12 +361,8 @@ fn models_show_each_models_runs_success_tokens_and_cost_from_the_ledger() {
         "{used}"
     );
     assert!(models[1]["usage"].is_null(), "no runs, no usage: {listed}");
-    let people = env.run(&repo, &["models"]);
-    let shown = String::from_utf8_lossy(&people.stdout);
-    assert!(
-        shown
-            .lines()
-            .any(|l| l.contains("fake/used") && l.contains("100%") && l.contains("$0.006")),
-        "{shown}"
-    );
+    let shown = stdout(&env.run(&repo, &["models"]));
+    assert_some_line(&shown, |l| {
+        l.contains("fake/used") && l.contains("100%") && l.contains("$0.006")
+    });
 }

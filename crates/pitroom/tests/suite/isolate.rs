@@ -1,12 +1,16 @@
 //! Isolate mode on the fake worker: a private copy of the current state, and a checked,
 //! all-or-nothing `apply`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
+use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{changed, code, fake_env, record, text};
+use super::common::{
+    assert_stderr_has, assert_stdout_has, changed, code, fake_env, json_stdout, last_id, record,
+    stderr, text, use_script,
+};
 
 fn edits() -> Value {
     json!([
@@ -20,35 +24,35 @@ fn edits() -> Value {
     ])
 }
 
+/// A dirty repository after an isolated run of [`edits`]: the environment and the repository.
+fn tidied_up() -> (TestEnv, PathBuf) {
+    let env = fake_env(edits());
+    let repo = dirty_repo(&env, "repo");
+    env.run_expecting(&repo, &["-i", "tidy up"], 0);
+    (env, repo)
+}
+
 #[test]
 fn isolated_run_leaves_the_tree_alone_and_apply_lands_exactly_its_edits() {
     let env = fake_env(edits());
     let repo = dirty_repo(&env, "repo");
     let before = fingerprint(&repo);
     let index_before = std::fs::read(repo.join(".git/index")).unwrap();
-    let out = env.run(&repo, &["-i", "tidy up"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run_expecting(&repo, &["-i", "tidy up"], 0);
     assert_eq!(
         fingerprint(&repo),
         before,
         "nothing reaches the tree before apply"
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("in the isolated copy, NOT applied yet"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("R src/util.rs → src/helpers.rs"),
-        "a move is a move: {stdout}"
-    );
+    assert_stdout_has(&out, "in the isolated copy, NOT applied yet");
+    // A move is a move.
+    assert_stdout_has(&out, "R src/util.rs → src/helpers.rs");
     let r = record(&env, &repo);
     let copy = r["copy"].as_str().unwrap().to_string();
     // What the worker left in its copy is exactly what apply must produce.
     let expected = fingerprint(Path::new(&copy));
 
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["apply"], 0);
     assert_eq!(
         fingerprint(&repo),
         expected,
@@ -60,8 +64,7 @@ fn isolated_run_leaves_the_tree_alone_and_apply_lands_exactly_its_edits() {
         "the index is untouched"
     );
     assert!(!Path::new(&copy).exists(), "the copy goes once applied");
-    let again = env.run(&repo, &["apply"]);
-    assert_eq!(code(&again), 3, "{}", text(&again));
+    env.run_expecting(&repo, &["apply"], 3);
 }
 
 #[test]
@@ -72,48 +75,36 @@ fn deletions_are_refused_unless_allowed_and_the_refusal_lists_them() {
     let repo = dirty_repo(&env, "repo");
     assert_eq!(code(&env.run(&repo, &["-i", "delete calc"])), 0);
     let before = fingerprint(&repo);
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = env.run_expecting(&repo, &["apply"], 3);
+    let stderr = stderr(&out);
     assert!(
         stderr.contains("deletes 1 file") && stderr.contains("calc.py"),
         "{stderr}"
     );
     assert_eq!(fingerprint(&repo), before, "nothing was applied");
-    let out = env.run(&repo, &["apply", "--allow-delete"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["apply", "--allow-delete"], 0);
     assert!(!repo.join("calc.py").exists() && repo.join("x.txt").exists());
 }
 
 #[test]
 fn a_conflicting_apply_changes_no_byte_and_says_how_to_rerun() {
-    let env = fake_env(edits());
-    let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["-i", "tidy up"])), 0);
+    let (env, repo) = tidied_up();
     write(&repo, "calc.py", "the user rewrote it meanwhile\n");
     let before = fingerprint(&repo);
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("calc.py"),
-        "names the conflicting file: {stderr}"
-    );
-    assert!(stderr.contains("pitroom run -i --task-file"), "{stderr}");
+    let out = env.run_expecting(&repo, &["apply"], 1);
+    // Names the conflicting file.
+    assert_stderr_has(&out, "calc.py");
+    assert_stderr_has(&out, "pitroom run -i --task-file");
     assert_eq!(fingerprint(&repo), before, "all or nothing");
 }
 
 #[test]
 fn discard_removes_the_copy_and_keeps_the_patch() {
-    let env = fake_env(edits());
-    let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["-i", "tidy up"])), 0);
+    let (env, repo) = tidied_up();
     let copy = record(&env, &repo)["copy"].as_str().unwrap().to_string();
-    let out = env.run(&repo, &["discard"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["discard"], 0);
     assert!(!Path::new(&copy).exists());
-    let patch = env.run(&repo, &["show", "--patch"]);
-    assert!(String::from_utf8_lossy(&patch.stdout).contains("+worker line"));
+    assert_stdout_has(&env.run(&repo, &["show", "--patch"]), "+worker line");
     assert_eq!(
         code(&env.run(&repo, &["discard"])),
         3,
@@ -123,10 +114,8 @@ fn discard_removes_the_copy_and_keeps_the_patch() {
 
 #[test]
 fn discard_never_removes_a_path_outside_the_copies_dir() {
-    let env = fake_env(edits());
-    let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["-i", "tidy up"])), 0);
-    let id = record(&env, &repo)["id"].as_str().unwrap().to_string();
+    let (env, repo) = tidied_up();
+    let id = last_id(&env, &repo);
     let path = env.state.join("runs").join(&id).join("record.json");
     let mut r: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let victim = env.dir("precious");
@@ -146,12 +135,11 @@ fn follow_up_reuses_the_copy_and_the_patch_accumulates() {
         fake_env(json!([{"write": {"path": "first.txt", "content": "1"}}, {"text": "one"}]));
     let repo = dirty_repo(&env, "repo");
     assert_eq!(code(&env.run(&repo, &["-i", "first"])), 0);
-    env.set(
-        "PITROOM_FAKE_SCRIPT",
-        json!([{"write": {"path": "second.txt", "content": "2"}}, {"text": "two"}]).to_string(),
+    use_script(
+        &mut env,
+        json!([{"write": {"path": "second.txt", "content": "2"}}, {"text": "two"}]),
     );
-    let out = env.run(&repo, &["run", "--continue", "last", "second"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["run", "--continue", "last", "second"], 0);
     let r = record(&env, &repo);
     let paths = changed(&r);
     assert_eq!(paths, vec!["first.txt", "second.txt"]);
@@ -169,8 +157,7 @@ fn linked_paths_are_usable_but_the_users_copy_is_never_written() {
     let repo = dirty_repo(&env, "repo");
     write(&repo, ".gitignore", "node_modules/\n");
     write(&repo, "node_modules/dep/index.js", "original");
-    let out = env.run(&repo, &["-i", "--link", "node_modules", "use the dep"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["-i", "--link", "node_modules", "use the dep"], 0);
     assert_eq!(
         std::fs::read_to_string(repo.join("node_modules/dep/index.js")).unwrap(),
         "original"
@@ -185,19 +172,17 @@ fn apply_group_lands_runs_in_start_order_and_stops_at_the_first_conflict() {
     let mut env = fake_env(json!([{"write": {"path": "a.txt", "content": "a"}}, {"text": "a"}]));
     let repo = dirty_repo(&env, "repo");
     assert_eq!(code(&env.run(&repo, &["-i", "-g", "g1", "a"])), 0);
-    env.set(
-        "PITROOM_FAKE_SCRIPT",
-        json!([{"write": {"path": "b.txt", "content": "b"}}, {"text": "b"}]).to_string(),
+    use_script(
+        &mut env,
+        json!([{"write": {"path": "b.txt", "content": "b"}}, {"text": "b"}]),
     );
     assert_eq!(code(&env.run(&repo, &["-i", "-g", "g1", "b"])), 0);
-    env.set(
-        "PITROOM_FAKE_SCRIPT",
-        json!([{"write": {"path": "a.txt", "content": "other"}}, {"text": "c"}]).to_string(),
+    use_script(
+        &mut env,
+        json!([{"write": {"path": "a.txt", "content": "other"}}, {"text": "c"}]),
     );
     assert_eq!(code(&env.run(&repo, &["-i", "-g", "g1", "c"])), 0);
-    let out = env.run(&repo, &["apply", "-g", "g1", "--json"]);
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_stdout(&env.run_expecting(&repo, &["apply", "-g", "g1", "--json"], 1));
     assert_eq!(v["applied"].as_array().unwrap().len(), 2, "{v:#}");
     assert_eq!(v["not_applied"].as_array().unwrap().len(), 1, "{v:#}");
     assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), "a");
@@ -208,18 +193,17 @@ fn apply_group_lands_runs_in_start_order_and_stops_at_the_first_conflict() {
 fn verify_failure_fails_the_run_with_exit_6_and_keeps_the_output() {
     let env = fake_env(json!([{"write": {"path": "x.txt", "content": "x"}}, {"text": "done"}]));
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(
+    let out = env.run_expecting(
         &repo,
         &["-i", "--verify", "echo checking; test -f missing.txt", "x"],
+        6,
     );
-    assert_eq!(code(&out), 6, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("failed · verify failed"), "{stdout}");
-    assert!(stdout.contains("── verify: ✘ failed (exit 1)"), "{stdout}");
-    assert!(stdout.contains("| checking"), "{stdout}");
+    assert_stdout_has(&out, "failed · verify failed");
+    assert_stdout_has(&out, "── verify: ✘ failed (exit 1)");
+    assert_stdout_has(&out, "| checking");
     let ok = env.run(&repo, &["-i", "--verify", "test -f x.txt", "x"]);
     assert_eq!(code(&ok), 0, "verify runs in the copy: {}", text(&ok));
-    assert!(String::from_utf8_lossy(&ok.stdout).contains("── verify: ✔ passed"));
+    assert_stdout_has(&ok, "── verify: ✔ passed");
 }
 
 #[test]
@@ -228,9 +212,8 @@ fn verify_has_a_time_limit() {
     std::fs::write(env.root.join("pitroom.toml"), "verify_timeout = \"1s\"\n").unwrap();
     env.set("X", "1");
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["--verify", "sleep 600", "x"]);
-    assert_eq!(code(&out), 6, "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("timed out"));
+    let out = env.run_expecting(&repo, &["--verify", "sleep 600", "x"], 6);
+    assert_stdout_has(&out, "timed out");
 }
 
 #[test]
@@ -241,15 +224,10 @@ fn read_runs_keep_secret_looking_files_out_of_the_copy() {
     write(&repo, ".env", "API_KEY=hunter2\n");
     write(&repo, ".env.example", "API_KEY=\n");
     write(&repo, "certs/server.pem", "-----BEGIN-----\n");
-    let out = env.run(&repo, &["look"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run_expecting(&repo, &["look"], 0);
     let copy = record(&env, &repo)["copy"].as_str().unwrap().to_string();
     assert!(!Path::new(&copy).join(".env").exists());
     assert!(!Path::new(&copy).join("certs/server.pem").exists());
     assert!(Path::new(&copy).join(".env.example").exists());
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("2 secret-looking file(s) kept out"),
-        "{}",
-        text(&out)
-    );
+    assert_stdout_has(&out, "2 secret-looking file(s) kept out");
 }

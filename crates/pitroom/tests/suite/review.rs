@@ -2,10 +2,16 @@
 //! the verdict is parsed into the record and the report, and a reviewer without a verdict
 //! fails the review.
 
+use std::path::Path;
+
 use pitroom_testkit::repo::dirty_repo;
+use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, invocation_file, text};
+use super::common::{
+    assert_stderr_has, assert_stdout_has, fake_env, json_stdout, record, record_invocations,
+    recorded_prompt,
+};
 
 const FIXED: &str = "def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    if b == 0:\n        raise ZeroDivisionError(\"b is 0\")\n    return a / b\n";
 
@@ -20,45 +26,39 @@ fn scripts() -> Value {
     }})
 }
 
-#[test]
-fn a_review_gets_the_package_and_its_verdict_lands_in_the_record_and_report() {
-    let mut env = fake_env(scripts());
-    let repo = dirty_repo(&env, "repo");
-    let out = env.run(
-        &repo,
+/// `fake/edit` adds the zero check in `mode` (`-i` or `-w`): its record.
+fn implement(env: &TestEnv, repo: &Path, mode: &str) -> Value {
+    let out = env.run_expecting(
+        repo,
         &[
             "run",
-            "-i",
+            mode,
             "-W",
             "opencode:fake/edit",
             "Add a zero check",
             "--json",
         ],
+        0,
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let implemented: Value = serde_json::from_slice(&out.stdout).expect("record");
+    json_stdout(&out)
+}
+
+#[test]
+fn a_review_gets_the_package_and_its_verdict_lands_in_the_record_and_report() {
+    let mut env = fake_env(scripts());
+    let repo = dirty_repo(&env, "repo");
+    let implemented = implement(&env, &repo, "-i");
     let id = implemented["id"].as_str().expect("id").to_string();
 
-    env.set(
-        "PITROOM_FAKE_RECORD",
-        invocation_file(&env, "opencode").display().to_string(),
-    );
-    let out = env.run(&repo, &["review", &id, "-W", "opencode:fake/review"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        report.contains(
-            "── review: SPEC PASS · QUALITY NEEDS_FIXES · critical 0, important 1, minor 0"
-        ),
-        "{report}"
+    record_invocations(&mut env, "opencode");
+    let out = env.run_expecting(&repo, &["review", &id, "-W", "opencode:fake/review"], 0);
+    assert_stdout_has(
+        &out,
+        "── review: SPEC PASS · QUALITY NEEDS_FIXES · critical 0, important 1, minor 0",
     );
 
     // The reviewer's prompt carries the package: the brief, the report and the wide diff.
-    let invocation: Value = serde_json::from_str(
-        &std::fs::read_to_string(invocation_file(&env, "opencode")).expect("recorded"),
-    )
-    .expect("json");
-    let prompt = invocation["prompt"].as_str().expect("prompt");
+    let prompt = recorded_prompt(&env);
     assert!(prompt.contains("ATTACHED FILES"), "{prompt}");
     assert!(
         prompt.contains("## The brief (what the implementer was asked)\n\nAdd a zero check"),
@@ -74,8 +74,7 @@ fn a_review_gets_the_package_and_its_verdict_lands_in_the_record_and_report() {
     );
     assert!(prompt.contains("SPEC: PASS|FAIL"), "{prompt}");
 
-    let out = env.run(&repo, &["show", "--json"]);
-    let review: Value = serde_json::from_slice(&out.stdout).expect("record");
+    let review = record(&env, &repo);
     assert_eq!(review["spec"]["review_of"], id.as_str());
     assert_eq!(review["spec"]["mode"], "read");
     assert_eq!(review["verdict"]["important"], 1);
@@ -93,17 +92,13 @@ fn a_review_gets_the_package_and_its_verdict_lands_in_the_record_and_report() {
 fn a_reviewer_that_gives_no_verdict_fails_the_review() {
     let env = fake_env(scripts());
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(
-        &repo,
-        &["run", "-w", "-W", "opencode:fake/edit", "Add a zero check"],
-    );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let out = env.run(
+    implement(&env, &repo, "-w");
+    let out = env.run_expecting(
         &repo,
         &["review", "-W", "opencode:fake/noverdict", "--json"],
+        1,
     );
-    assert_eq!(code(&out), 1, "{}", text(&out));
-    let review: Value = serde_json::from_slice(&out.stdout).expect("record");
+    let review = json_stdout(&out);
     assert_eq!(review["state"], "failed");
     assert!(
         review["error"]
@@ -119,15 +114,9 @@ fn a_reviewer_that_gives_no_verdict_fails_the_review() {
 fn a_run_that_changed_nothing_has_nothing_to_review() {
     let env = fake_env(scripts());
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["run", "Where is divide?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let out = env.run(&repo, &["review", "-W", "opencode:fake/review"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("changed nothing"),
-        "{}",
-        text(&out)
-    );
+    env.run_expecting(&repo, &["run", "Where is divide?"], 0);
+    let out = env.run_expecting(&repo, &["review", "-W", "opencode:fake/review"], 3);
+    assert_stderr_has(&out, "changed nothing");
 }
 
 #[test]
@@ -138,7 +127,7 @@ fn a_commit_range_is_reviewed_from_its_merge_base() {
     env.git(&repo, &["checkout", "-q", "-b", "feature"]);
     std::fs::write(repo.join("calc.py"), FIXED).expect("edit");
     env.git(&repo, &["commit", "-qam", "zero check"]);
-    let out = env.run(
+    let review = env.run_json(
         &repo,
         &[
             "review",
@@ -149,35 +138,26 @@ fn a_commit_range_is_reviewed_from_its_merge_base() {
             "--json",
         ],
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let review: Value = serde_json::from_slice(&out.stdout).expect("record");
     assert_eq!(review["spec"]["review_of"], "main..feature");
     assert_eq!(review["verdict"]["spec_pass"], true);
-    let out = env.run(
+    env.run_expecting(
         &repo,
         &["review", "--range", "main", "-W", "opencode:fake/review"],
+        2,
     );
-    assert_eq!(code(&out), 2, "{}", text(&out));
 }
 
 #[test]
 fn after_a_review_apply_without_a_run_lands_the_reviewed_change_not_the_review() {
     let env = fake_env(scripts());
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(
-        &repo,
-        &["run", "-i", "-W", "opencode:fake/edit", "Add a zero check"],
-    );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let out = env.run(&repo, &["review", "-W", "opencode:fake/review"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    implement(&env, &repo, "-i");
+    env.run_expecting(&repo, &["review", "-W", "opencode:fake/review"], 0);
     // The latest run is the review (a read run); `apply` means the latest isolated run.
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["apply"], 0);
     assert!(std::fs::read_to_string(repo.join("calc.py"))
         .expect("calc")
         .contains("ZeroDivisionError"));
     // And `revert` without a run means the latest write run: there is none here.
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
+    env.run_expecting(&repo, &["revert"], 3);
 }

@@ -5,7 +5,7 @@
 use pitroom_testkit::{real_cli, FakeAnthropic};
 use serde_json::{json, Value};
 
-use super::common::{code, text};
+use super::common::{assert_exit, json_stdout};
 use super::real_cli::{opencode, World};
 
 /// Real OpenCode as the implementer and real Claude Code, answering `reply`, as the reviewer.
@@ -42,8 +42,8 @@ fn implement(world: &World) -> String {
         "90s",
         "--json",
     ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let record: Value = serde_json::from_slice(&out.stdout).expect("record");
+    assert_exit(&out, 0);
+    let record = json_stdout(&out);
     assert_eq!(record["spec"]["backend"], "opencode");
     record["id"].as_str().expect("id").to_string()
 }
@@ -51,8 +51,8 @@ fn implement(world: &World) -> String {
 /// `pitroom review` of run `implemented` by real Claude Code, which must exit `exit`: its record.
 fn review(world: &World, implemented: &str, exit: i32) -> Value {
     let out = world.run(&["review", implemented, "-W", "claude", "-t", "90s", "--json"]);
-    assert_eq!(code(&out), exit, "{}", text(&out));
-    serde_json::from_slice(&out.stdout).expect("record")
+    assert_exit(&out, exit);
+    json_stdout(&out)
 }
 
 #[test]
