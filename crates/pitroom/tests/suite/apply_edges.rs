@@ -7,12 +7,13 @@ use std::hash::{Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use pitroom_testkit::repo::{dirty_repo, write};
 use pitroom_testkit::TestEnv;
 use serde_json::json;
 
-use super::common::{code, fake_env, record, text};
+use super::common::{assert_exit, assert_stderr_has, code, fake_env, record, stderr, text};
 
 /// Every entry under `root` but the top `.git`, by its raw path bytes: a hash and length of a
 /// file's bytes with its mode, or a symlink's raw target with mode 0o120000. Non-UTF-8 names
@@ -75,24 +76,34 @@ fn copy_of(env: &TestEnv, repo: &Path) -> PathBuf {
     )
 }
 
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+/// `pitroom ARGS` in `repo`, which must fail before it wrote anything: its output.
+fn refused(env: &TestEnv, repo: &Path, args: &[&str]) -> Output {
+    let before = exact(repo);
+    let out = env.run(repo, args);
+    assert_ne!(code(&out), 0, "refused: {}", text(&out));
+    assert_eq!(exact(repo), before, "nothing was written");
+    out
 }
 
-/// `pitroom apply` in `repo`, which must be refused (exit 3) before it wrote anything; its
-/// stderr, which names what and why.
-fn refused_apply(env: &TestEnv, repo: &Path) -> String {
-    let before = exact(repo);
-    let out = env.run(repo, &["apply"]);
-    assert_eq!(code(&out), 3, "refused: {}", text(&out));
-    assert_eq!(exact(repo), before, "nothing was written");
+/// `pitroom COMMAND` (`apply`, `revert`) in `repo`, which must be refused (exit 3) before it
+/// wrote anything; its stderr, which names what and why.
+fn refused_exit_3(env: &TestEnv, repo: &Path, command: &str) -> String {
+    let out = refused(env, repo, &[command]);
+    assert_exit(&out, 3);
     stderr(&out)
+}
+
+fn refused_apply(env: &TestEnv, repo: &Path) -> String {
+    refused_exit_3(env, repo, "apply")
+}
+
+fn refused_revert(env: &TestEnv, repo: &Path) -> String {
+    refused_exit_3(env, repo, "revert")
 }
 
 /// Runs `task` isolated and checks it succeeded; returns the copy the worker left.
 fn isolated(env: &TestEnv, repo: &Path) -> PathBuf {
-    let out = env.run(repo, &["-i", "edit"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(repo, &["-i", "edit"], 0);
     copy_of(env, repo)
 }
 
@@ -100,8 +111,7 @@ fn isolated(env: &TestEnv, repo: &Path) -> PathBuf {
 fn assert_applies_exactly(env: &TestEnv, repo: &Path) {
     let copy = isolated(env, repo);
     let expected = exact(&copy);
-    let out = env.run(repo, &["apply"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(repo, &["apply"], 0);
     assert_eq!(
         exact(repo),
         expected,
@@ -112,11 +122,9 @@ fn assert_applies_exactly(env: &TestEnv, repo: &Path) {
 /// A write run, then `revert`: the tree is back byte for byte.
 fn assert_reverts_exactly(env: &TestEnv, repo: &Path) {
     let before = exact(repo);
-    let out = env.run(repo, &["-w", "edit"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(repo, &["-w", "edit"], 0);
     assert_ne!(exact(repo), before, "the run changed the tree");
-    let out = env.run(repo, &["revert"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(repo, &["revert"], 0);
     assert_eq!(exact(repo), before, "revert restores every byte");
 }
 
@@ -183,21 +191,16 @@ fn apply_refuses_to_write_through_a_symlinked_directory_in_the_users_tree() {
 fn revert_refuses_to_delete_through_a_symlinked_directory() {
     let env = shell_worker("mkdir -p out && echo planted > out/file.txt");
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["-w", "edit"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["-w", "edit"], 0);
     // The user moved `out` away and linked it back: revert must not reach through the link.
     let elsewhere = env.root.join("elsewhere");
     std::fs::rename(repo.join("out"), &elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, repo.join("out")).unwrap();
-    let before = exact(&repo);
-    let out = env.run(&repo, &["revert"]);
-    assert_ne!(code(&out), 0, "{}", text(&out));
-    let err = stderr(&out);
+    let err = stderr(&refused(&env, &repo, &["revert"]));
     assert!(
         err.contains("out/file.txt") && err.contains("symlink"),
         "{err}"
     );
-    assert_eq!(exact(&repo), before);
     assert!(
         elsewhere.join("file.txt").exists(),
         "never through the link"
@@ -227,20 +230,14 @@ fn revert_of_a_nested_repository_is_refused_until_the_user_removes_it() {
     let env = shell_worker(NESTED);
     let repo = dirty_repo(&env, "repo");
     let before = exact(&repo);
-    let out = env.run(&repo, &["-w", "edit"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let after = exact(&repo);
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 3, "refused: {}", text(&out));
-    let err = stderr(&out);
+    env.run_expecting(&repo, &["-w", "edit"], 0);
+    let err = refused_revert(&env, &repo);
     assert!(
         err.contains("sub") && err.contains("nested git repository"),
         "{err}"
     );
-    assert_eq!(exact(&repo), after, "nothing was written");
     std::fs::remove_dir_all(repo.join("sub")).unwrap();
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["revert"], 0);
     assert_eq!(exact(&repo), before, "then it reverts exactly");
 }
 
@@ -304,8 +301,7 @@ fn apply_under_converting_attributes_lands_bytes_that_convert_back_exactly() {
         .iter()
         .map(|n| std::fs::read(copy.join(n)).unwrap())
         .collect();
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["apply"], 0);
     for (name, bytes) in names.iter().zip(&worker) {
         assert_eq!(
             &std::fs::read(repo.join(name)).unwrap(),
@@ -324,19 +320,14 @@ fn revert_refuses_a_file_whose_bytes_before_the_run_git_would_not_write_back() {
     // LF: git would not write these bytes back.
     std::fs::write(repo.join("a.txt"), "user\nlf\n").unwrap();
     std::fs::write(repo.join("plain.md"), "user\r\ncrlf\r\n").unwrap();
-    let out = env.run(&repo, &["-w", "edit"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let after = exact(&repo);
+    env.run_expecting(&repo, &["-w", "edit"], 0);
     let changed = record(&env, &repo)["changes"].to_string();
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 3, "refused: {}", text(&out));
-    let err = stderr(&out);
+    let err = refused_revert(&env, &repo);
     assert!(
         err.contains("a.txt") && err.contains("plain.md") && err.contains("gitattributes"),
         "{err}\nchanges: {changed}"
     );
     assert!(!err.contains("b.txt"), "{err}");
-    assert_eq!(exact(&repo), after, "nothing was written");
 }
 
 #[test]
@@ -412,10 +403,8 @@ fn a_deletion_refusal_quotes_a_name_with_a_newline_and_allow_delete_lands_it_exa
     env.git(&repo, &["commit", "-qm", "odd name"]);
     let copy = isolated(&env, &repo);
     let expected = exact(&copy);
-    let out = env.run(&repo, &["apply"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    assert!(stderr(&out).contains("\"odd\\nname\""), "{}", text(&out));
-    let out = env.run(&repo, &["apply", "--allow-delete"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run_expecting(&repo, &["apply"], 3);
+    assert_stderr_has(&out, "\"odd\\nname\"");
+    env.run_expecting(&repo, &["apply", "--allow-delete"], 0);
     assert_eq!(exact(&repo), expected);
 }

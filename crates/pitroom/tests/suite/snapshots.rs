@@ -16,7 +16,7 @@ use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, text};
+use super::common::{assert_exit, code, fake_env, json_stdout, text, use_script};
 
 /// The date git stamps on the test repository's commits, so their ids are the same every run.
 const GIT_DATE: &str = "2026-01-01T00:00:00Z";
@@ -90,14 +90,14 @@ fn printed(out: &Output) -> String {
 
 /// A command's stdout as one JSON value; the command must succeed with `expected`.
 fn json_of(out: &Output, expected: i32) -> Value {
-    assert_eq!(code(out), expected, "{}", text(out));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}: {}", text(out)))
+    assert_exit(out, expected);
+    json_stdout(out)
 }
 
 /// A command's stdout, checked to be one JSON object per line; the command must exit with
 /// `expected`.
 fn json_lines(out: &Output, expected: i32) -> String {
-    assert_eq!(code(out), expected, "{}", text(out));
+    assert_exit(out, expected);
     let lines = String::from_utf8_lossy(&out.stdout).into_owned();
     for line in lines.lines() {
         let event: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
@@ -145,22 +145,31 @@ fn the_clock_variables_the_test_kit_sets_are_the_ones_pitroom_reads() {
     );
 }
 
+/// The fake worker runs `script` for `pitroom ARGS` in a dirty repository, which succeeds:
+/// what it printed is snapshot `name`.
+fn assert_report_snapshot(script: Value, args: &[&str], name: &str) {
+    let env = snapshot_env(script);
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run_expecting(&repo, args, 0);
+    settings(&env).bind(|| insta::assert_snapshot!(name, printed(&out)));
+}
+
 #[test]
 fn the_text_report_of_a_read_run() {
-    let env = snapshot_env(read_script());
-    let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["Where is the cookie parsed?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    settings(&env).bind(|| insta::assert_snapshot!("read_run_report", printed(&out)));
+    assert_report_snapshot(
+        read_script(),
+        &["Where is the cookie parsed?"],
+        "read_run_report",
+    );
 }
 
 #[test]
 fn the_text_report_of_a_write_run() {
-    let env = snapshot_env(write_script());
-    let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["-w", "Make divide refuse zero"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    settings(&env).bind(|| insta::assert_snapshot!("write_run_report", printed(&out)));
+    assert_report_snapshot(
+        write_script(),
+        &["-w", "Make divide refuse zero"],
+        "write_run_report",
+    );
 }
 
 #[test]
@@ -171,7 +180,7 @@ fn run_json_of_a_read_run_and_of_a_write_run() {
         &env.run(&repo, &["run", "Where is the cookie parsed?", "--json"]),
         0,
     );
-    env.set("PITROOM_FAKE_SCRIPT", write_script().to_string());
+    use_script(&mut env, write_script());
     let write = json_of(
         &env.run(&repo, &["run", "-w", "Make divide refuse zero", "--json"]),
         0,
@@ -186,8 +195,7 @@ fn run_json_of_a_read_run_and_of_a_write_run() {
 fn watch_json_of_a_finished_run_replays_its_events_to_all_done() {
     let env = snapshot_env(read_script());
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["Where is the cookie parsed?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["Where is the cookie parsed?"], 0);
     // The lines exactly as an agent reads them: key order and spacing are part of the schema.
     let watch = env.run(&repo, &["watch", "last", "--json", "--timeout", "60"]);
     let events = json_lines(&watch, 0);
@@ -198,11 +206,9 @@ fn watch_json_of_a_finished_run_replays_its_events_to_all_done() {
 fn show_json_and_history_json_of_two_runs() {
     let mut env = snapshot_env(read_script());
     let repo = dirty_repo(&env, "repo");
-    let first = env.run(&repo, &["Where is the cookie parsed?"]);
-    assert_eq!(code(&first), 0, "{}", text(&first));
-    env.set("PITROOM_FAKE_SCRIPT", write_script().to_string());
-    let second = env.run(&repo, &["-w", "Make divide refuse zero"]);
-    assert_eq!(code(&second), 0, "{}", text(&second));
+    env.run_expecting(&repo, &["Where is the cookie parsed?"], 0);
+    use_script(&mut env, write_script());
+    env.run_expecting(&repo, &["-w", "Make divide refuse zero"], 0);
     let ids: Vec<String> = json_of(&env.run(&repo, &["ls", "--json"]), 0)
         .as_array()
         .map(|runs| {
