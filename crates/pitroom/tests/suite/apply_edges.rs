@@ -63,9 +63,17 @@ fn hash(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
-/// A worker whose only action is one shell command in its directory.
-fn shell_worker(command: &str) -> TestEnv {
-    fake_env(json!([{"sh": command}, {"text": "SUMMARY: done"}]))
+/// A worker whose only action is one shell command in its directory, and the repository it
+/// works in: `repo(env)`.
+fn shell_worker_in(command: &str, repo: fn(&TestEnv) -> PathBuf) -> (TestEnv, PathBuf) {
+    let env = fake_env(json!([{"sh": command}, {"text": "SUMMARY: done"}]));
+    let dir = repo(&env);
+    (env, dir)
+}
+
+/// A user's repository with work in progress.
+fn dirty(env: &TestEnv) -> PathBuf {
+    dirty_repo(env, "repo")
 }
 
 fn copy_of(env: &TestEnv, repo: &Path) -> PathBuf {
@@ -132,8 +140,7 @@ fn assert_reverts_exactly(env: &TestEnv, repo: &Path) {
 
 #[test]
 fn apply_lands_symlinks_pointing_inside_the_project_as_symlinks() {
-    let env = shell_worker("ln -s calc.py inner.py && mkdir -p docs && ln -s ../README.md docs/readme && ln -sfn src/lib.rs link.py");
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in("ln -s calc.py inner.py && mkdir -p docs && ln -s ../README.md docs/readme && ln -sfn src/lib.rs link.py", dirty);
     assert_applies_exactly(&env, &repo);
     let meta = std::fs::symlink_metadata(repo.join("docs/readme")).unwrap();
     assert!(meta.file_type().is_symlink(), "mode 120000, not a file");
@@ -145,17 +152,16 @@ fn apply_lands_symlinks_pointing_inside_the_project_as_symlinks() {
 
 #[test]
 fn revert_removes_and_restores_symlinks_exactly() {
-    let env = shell_worker("ln -s calc.py inner.py && rm link.py && ln -s README.md link.py");
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in(
+        "ln -s calc.py inner.py && rm link.py && ln -s README.md link.py",
+        dirty,
+    );
     assert_reverts_exactly(&env, &repo);
 }
 
 #[test]
 fn apply_refuses_symlinks_pointing_outside_the_project_before_writing_anything() {
-    let env = shell_worker(
-        "echo ok > fine.txt && ln -s /etc/passwd passwd && mkdir -p a && ln -s ../../outside a/escape",
-    );
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in("echo ok > fine.txt && ln -s /etc/passwd passwd && mkdir -p a && ln -s ../../outside a/escape", dirty);
     isolated(&env, &repo);
     let err = refused_apply(&env, &repo);
     assert!(
@@ -170,8 +176,10 @@ fn apply_refuses_symlinks_pointing_outside_the_project_before_writing_anything()
 
 #[test]
 fn apply_refuses_to_write_through_a_symlinked_directory_in_the_users_tree() {
-    let env = shell_worker("mkdir -p out && echo planted > out/file.txt && echo ok > fine.txt");
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in(
+        "mkdir -p out && echo planted > out/file.txt && echo ok > fine.txt",
+        dirty,
+    );
     isolated(&env, &repo);
     // Meanwhile `out` became a link to somewhere else in the user's tree.
     let elsewhere = env.dir("elsewhere");
@@ -189,8 +197,7 @@ fn apply_refuses_to_write_through_a_symlinked_directory_in_the_users_tree() {
 
 #[test]
 fn revert_refuses_to_delete_through_a_symlinked_directory() {
-    let env = shell_worker("mkdir -p out && echo planted > out/file.txt");
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in("mkdir -p out && echo planted > out/file.txt", dirty);
     env.run_expecting(&repo, &["-w", "edit"], 0);
     // The user moved `out` away and linked it back: revert must not reach through the link.
     let elsewhere = env.root.join("elsewhere");
@@ -215,8 +222,7 @@ const NESTED: &str = "G='env PATH=/usr/local/bin:/usr/bin:/bin git'; $G init -q 
 
 #[test]
 fn apply_refuses_a_nested_repository_the_worker_created_and_names_it() {
-    let env = shell_worker(NESTED);
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in(NESTED, dirty);
     isolated(&env, &repo);
     let err = refused_apply(&env, &repo);
     assert!(
@@ -227,8 +233,7 @@ fn apply_refuses_a_nested_repository_the_worker_created_and_names_it() {
 
 #[test]
 fn revert_of_a_nested_repository_is_refused_until_the_user_removes_it() {
-    let env = shell_worker(NESTED);
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in(NESTED, dirty);
     let before = exact(&repo);
     env.run_expecting(&repo, &["-w", "edit"], 0);
     let err = refused_revert(&env, &repo);
@@ -271,10 +276,7 @@ fn converting_repo(env: &TestEnv) -> PathBuf {
 
 #[test]
 fn apply_refuses_files_whose_attributes_would_not_land_the_workers_bytes() {
-    let env = shell_worker(
-        "printf 'lf\\nonly\\n' > new.txt && printf 'crlf\\r\\n' > win.txt && printf 'Hello filter\\n' > new.dat && echo md > plain.md",
-    );
-    let repo = converting_repo(&env);
+    let (env, repo) = shell_worker_in("printf 'lf\\nonly\\n' > new.txt && printf 'crlf\\r\\n' > win.txt && printf 'Hello filter\\n' > new.dat && echo md > plain.md", converting_repo);
     isolated(&env, &repo);
     let err = refused_apply(&env, &repo);
     // LF under `eol=crlf` would land as CRLF; the copy has no rot13 filter, so its blob is the
@@ -293,8 +295,7 @@ fn apply_refuses_files_whose_attributes_would_not_land_the_workers_bytes() {
 
 #[test]
 fn apply_under_converting_attributes_lands_bytes_that_convert_back_exactly() {
-    let env = shell_worker("printf 'crlf\\r\\nonly\\r\\n' > win.txt && printf 'one\\r\\ntwo\\r\\nthree\\r\\n' > a.txt && echo md > plain.md");
-    let repo = converting_repo(&env);
+    let (env, repo) = shell_worker_in("printf 'crlf\\r\\nonly\\r\\n' > win.txt && printf 'one\\r\\ntwo\\r\\nthree\\r\\n' > a.txt && echo md > plain.md", converting_repo);
     let copy = isolated(&env, &repo);
     let names = ["win.txt", "a.txt", "plain.md"];
     let worker: Vec<Vec<u8>> = names
@@ -313,9 +314,10 @@ fn apply_under_converting_attributes_lands_bytes_that_convert_back_exactly() {
 
 #[test]
 fn revert_refuses_a_file_whose_bytes_before_the_run_git_would_not_write_back() {
-    let env =
-        shell_worker("printf 'worker\\r\\n' > a.txt && echo new > b.txt && echo worker > plain.md");
-    let repo = converting_repo(&env);
+    let (env, repo) = shell_worker_in(
+        "printf 'worker\\r\\n' > a.txt && echo new > b.txt && echo worker > plain.md",
+        converting_repo,
+    );
     // The user's files hold LF although `*.txt` says CRLF, and CRLF that `text=auto` stores as
     // LF: git would not write these bytes back.
     std::fs::write(repo.join("a.txt"), "user\nlf\n").unwrap();
@@ -332,10 +334,7 @@ fn revert_refuses_a_file_whose_bytes_before_the_run_git_would_not_write_back() {
 
 #[test]
 fn revert_under_converting_attributes_restores_canonical_files_exactly() {
-    let env = shell_worker(
-        "printf 'worker\\n' > a.txt && printf 'Worker\\n' > secret.dat && echo new > b.txt && rm plain.md",
-    );
-    let repo = converting_repo(&env);
+    let (env, repo) = shell_worker_in("printf 'worker\\n' > a.txt && printf 'Worker\\n' > secret.dat && echo new > b.txt && rm plain.md", converting_repo);
     assert_reverts_exactly(&env, &repo);
 }
 
@@ -346,8 +345,7 @@ const BIG: &str =
 
 #[test]
 fn apply_lands_a_file_over_100_mb_exactly() {
-    let env = shell_worker(BIG);
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in(BIG, dirty);
     assert_applies_exactly(&env, &repo);
     assert_eq!(
         std::fs::metadata(repo.join("big.bin")).unwrap().len(),
@@ -357,8 +355,7 @@ fn apply_lands_a_file_over_100_mb_exactly() {
 
 #[test]
 fn revert_removes_a_file_over_100_mb_exactly() {
-    let env = shell_worker(BIG);
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in(BIG, dirty);
     assert_reverts_exactly(&env, &repo);
 }
 
@@ -368,8 +365,7 @@ const ODD_NAMES: &str = r#"printf 1 > "$(printf 'new\nline.txt')" && printf 2 > 
 
 #[test]
 fn apply_lands_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() {
-    let env = shell_worker(ODD_NAMES);
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in(ODD_NAMES, dirty);
     assert_applies_exactly(&env, &repo);
     assert!(repo.join("new\nline.txt").exists());
     assert!(repo
@@ -379,10 +375,12 @@ fn apply_lands_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() {
 
 #[test]
 fn revert_restores_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() {
-    let env = shell_worker(&format!(
+    let (env, repo) = shell_worker_in(
+        &format!(
         "{ODD_NAMES} && rm \"$(printf 'old\\tname')\" && printf changed > \"$(printf 'odd\\377')\""
-    ));
-    let repo = dirty_repo(&env, "repo");
+    ),
+        dirty,
+    );
     std::fs::write(repo.join("old\tname"), "user file\n").unwrap();
     std::fs::write(
         repo.join(std::ffi::OsStr::from_bytes(b"odd\xff")),
@@ -396,8 +394,7 @@ fn revert_restores_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() 
 
 #[test]
 fn a_deletion_refusal_quotes_a_name_with_a_newline_and_allow_delete_lands_it_exactly() {
-    let env = shell_worker("rm \"$(printf 'odd\\nname')\" && echo ok > fine.txt");
-    let repo = dirty_repo(&env, "repo");
+    let (env, repo) = shell_worker_in("rm \"$(printf 'odd\\nname')\" && echo ok > fine.txt", dirty);
     std::fs::write(repo.join("odd\nname"), "user file\n").unwrap();
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-qm", "odd name"]);

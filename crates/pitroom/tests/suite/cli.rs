@@ -12,9 +12,10 @@ use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
 use super::common::{
-    args_of, assert_exit, assert_some_line, assert_stderr_has, assert_stdout_has, bg_id, changed,
-    code, eventually, fake_env, json_stdout, record, record_invocations, recorded_invocation,
-    recorded_prompt, recording_env, stderr, stdout, text, PITROOM,
+    args_of, assert_exit, assert_some_line, assert_stderr_has, assert_stdout_has,
+    background_job_env, bg_id, changed, code, eventually, fake_env, json_stdout,
+    processes_with_cmdline, record, record_invocations, recorded_invocation, recorded_prompt,
+    recording_env, stderr, stdout, str_has, text, PITROOM,
 };
 
 fn answer(text: &str) -> Value {
@@ -512,12 +513,7 @@ fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
     assert_eq!(check("opencode")["ok"], true, "{v:#}");
     // A worker CLI that is not installed is reported, and is not an essential check.
     assert_eq!(check("codex")["ok"], false, "{v:#}");
-    assert!(
-        check("codex")["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("not found")),
-        "{v:#}"
-    );
+    assert!(str_has(&check("codex")["detail"], "not found"), "{v:#}");
     assert!(
         env.state.join("bin/git").exists(),
         "doctor installs the guard links"
@@ -537,16 +533,12 @@ fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
 #[test]
 fn stop_ends_a_background_run_and_everything_it_started() {
     let marker = "sleep 283.9";
-    let env = fake_env(json!([
-        {"spawn_bg": format!("{marker}; true")},
-        {"step": {"input": 5, "output": 1}},
-        {"sleep_ms": 60000}
-    ]));
+    let env = background_job_env(marker);
     let dir = env.dir("plain");
     let id = bg_id(&env.run(&dir, &["--bg", "long job"]));
     assert!(
         eventually(Duration::from_secs(15), || {
-            !super::common::processes_with_cmdline(marker).is_empty()
+            !processes_with_cmdline(marker).is_empty()
         }),
         "the job started"
     );
@@ -554,7 +546,7 @@ fn stop_ends_a_background_run_and_everything_it_started() {
     assert_stdout_has(&out, "stopped");
     assert!(
         eventually(Duration::from_secs(10), || {
-            super::common::processes_with_cmdline(marker).is_empty()
+            processes_with_cmdline(marker).is_empty()
         }),
         "no survivor"
     );
@@ -635,7 +627,7 @@ fn a_read_runs_steps_name_project_paths_not_the_read_copy_or_the_absolute_projec
         assert_eq!(r["view"], view, "{r:#}");
         if view == "copy" {
             assert!(
-                r["copy"].as_str().is_some_and(|c| c.contains("snapshots")),
+                str_has(&r["copy"], "snapshots"),
                 "the worker read a copy: {r:#}"
             );
         }

@@ -25,6 +25,16 @@ pub fn fake_env(script: Value) -> TestEnv {
     env
 }
 
+/// A test environment whose fake worker starts `MARKER; true` as a background job, makes a
+/// step and then hangs for a minute: a run with a process of its own to outlive it.
+pub fn background_job_env(marker: &str) -> TestEnv {
+    fake_env(serde_json::json!([
+        {"spawn_bg": format!("{marker}; true")},
+        {"step": {"input": 5, "output": 1}},
+        {"sleep_ms": 60000}
+    ]))
+}
+
 /// Where the fake worker records its invocation (`PITROOM_FAKE_RECORD`): in the backend's
 /// private state dir, one of the few places a worker may write under Landlock.
 pub fn invocation_file(env: &TestEnv, backend: &str) -> PathBuf {
@@ -100,6 +110,17 @@ pub fn record(env: &TestEnv, dir: &Path) -> Value {
     let out = env.run(dir, &["show", "--json"]);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("show --json: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The record of run `id` (`show ID --json`).
+pub fn show(env: &TestEnv, dir: &Path, id: &str) -> Value {
+    let out = env.run(dir, &["show", id, "--json"]);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+/// Whether `value` is a string that contains `needle`.
+pub fn str_has(value: &Value, needle: &str) -> bool {
+    value.as_str().is_some_and(|s| s.contains(needle))
 }
 
 /// The id of the latest run in `dir`.

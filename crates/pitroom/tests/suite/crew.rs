@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::common::{
     assert_exit, assert_stderr_has, assert_stdout_has, changed, eventually, fake_env, json_stdout,
-    processes_with_cmdline, record_invocations, recorded, stdout, text,
+    processes_with_cmdline, record_invocations, recorded, show, stdout, str_has, text,
 };
 
 /// A worker that takes `ms`, makes one step with a tool call, and answers.
@@ -43,11 +43,6 @@ fn crew(env: &TestEnv, dir: &Path, group: &str, tasks: &[&str], extra: &[&str]) 
     let ids: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
     assert_eq!(ids.len(), tasks.len(), "{}", text(&out));
     ids
-}
-
-fn show(env: &TestEnv, dir: &Path, id: &str) -> Value {
-    let out = env.run(dir, &["show", id, "--json"]);
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
 }
 
 fn timestamp(v: &Value) -> jiff::Timestamp {
@@ -575,9 +570,7 @@ fn models_without_a_worker_lists_every_backend_with_its_models_or_why_not() {
     assert_eq!(names, pitroom_workers::KNOWN_BACKENDS, "{v:#}");
     let codex = &rows[names.iter().position(|n| *n == "codex").unwrap()];
     assert!(
-        codex["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("PITROOM_CODEX_BIN")),
+        str_has(&codex["error"], "PITROOM_CODEX_BIN"),
         "a CLI that is not installed says how to point at it: {codex:#}"
     );
     // A CLI that is not installed says so the same way, whether or not it could list models

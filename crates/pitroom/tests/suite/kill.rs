@@ -8,7 +8,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, processes_with_cmdline, processes_with_env, text};
+use super::common::{
+    background_job_env, eventually, fake_env, processes_with_cmdline, processes_with_env, record,
+    show, str_has,
+};
 use super::real_cli::{opencode, World};
 
 fn sigkill_leaves_no_survivor(
@@ -46,11 +49,7 @@ fn sigkill_leaves_no_survivor(
 #[test]
 fn sigkill_of_pitroom_leaves_no_fake_worker_or_background_job() {
     let marker = "sleep 271.3";
-    let env = fake_env(json!([
-        {"spawn_bg": format!("{marker}; true")},
-        {"step": {"input": 5, "output": 1}},
-        {"sleep_ms": 60000}
-    ]));
+    let env = background_job_env(marker);
     let dir = env.dir("plain");
     sigkill_leaves_no_survivor(&env, &dir, marker, &["look", "-t", "120s"], || true);
 }
@@ -93,8 +92,11 @@ fn sigkill_of_every_pitroom_process_of_a_crew_leaves_no_worker_process_and_no_ru
     ]));
     env.set("PITROOM_MAX_PARALLEL", "3");
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["crew", "-g", "doomed", "-t", "120s", "a", "b", "c"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = env.run_expecting(
+        &dir,
+        &["crew", "-g", "doomed", "-t", "120s", "a", "b", "c"],
+        0,
+    );
     let state = env.state.display().to_string();
     // Two sleeps per worker (of this test's state dir) once each shell forked and exec'd.
     let sleeps = || {
@@ -166,18 +168,12 @@ fn ids(out: &std::process::Output) -> Vec<String> {
         .collect()
 }
 
-fn show(env: &pitroom_testkit::TestEnv, dir: &Path, id: &str) -> Value {
-    let out = env.run(dir, &["show", id, "--json"]);
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
-}
-
 #[test]
 fn a_finished_run_records_that_a_pid_namespace_held_its_worker_tree() {
     let env = fake_env(json!([{"text": "SUMMARY: done"}, {"step": {"reason": "stop"}}]));
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["look around"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r = super::common::record(&env, &dir);
+    env.run_expecting(&dir, &["look around"], 0);
+    let r = record(&env, &dir);
     assert_eq!(
         r["safety"]["containment"],
         json!({"mechanism": "pid_namespace", "own_proc": true}),
@@ -192,15 +188,12 @@ fn without_a_pid_namespace_the_record_and_a_warning_say_only_the_sweep_held() {
     let mut env = fake_env(json!([{"text": "SUMMARY: done"}, {"step": {"reason": "stop"}}]));
     env.set(pitroom_proc::NO_PID_NAMESPACE_ENV, "1");
     let dir = env.dir("plain");
-    let out = env.run(&dir, &["look around"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r = super::common::record(&env, &dir);
+    env.run_expecting(&dir, &["look around"], 0);
+    let r = record(&env, &dir);
     let containment = &r["safety"]["containment"];
     assert_eq!(containment["mechanism"], "process_sweep", "{r:#}");
     assert!(
-        containment["reason"]
-            .as_str()
-            .is_some_and(|why| why.contains(pitroom_proc::NO_PID_NAMESPACE_ENV)),
+        str_has(&containment["reason"], pitroom_proc::NO_PID_NAMESPACE_ENV),
         "{r:#}"
     );
     assert!(

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, text};
+use super::common::{assert_some_line, code, fake_env, stdout, str_has, text};
 
 const TASK: &str = "Reply with exactly the word PITROOM-PROBE-OK";
 
@@ -42,6 +42,22 @@ fn record_of(env: &pitroom_testkit::TestEnv, probe: &Value) -> Value {
     let path = env.state.join("runs").join(run).join("record.json");
     serde_json::from_slice(&std::fs::read(&path).expect("the probe's run is in the state dir"))
         .expect("record")
+}
+
+/// Checks that `doctor --probe` exited 3 having probed `workers` in that order, the first of
+/// them failing (`default`: whether it is the default worker); returns that first probe.
+fn failed_first<'a>(
+    (exit, probes, all): &'a (i32, Vec<Value>, String),
+    workers: [&str; 2],
+    default: bool,
+) -> &'a Value {
+    assert_eq!(*exit, 3, "{all}");
+    let probed: Vec<&str> = probes.iter().filter_map(|p| p["worker"].as_str()).collect();
+    assert_eq!(probed, workers, "{all}");
+    let first = &probes[0];
+    assert_eq!(first["ok"], false, "{first:#}");
+    assert_eq!(first["default"], default, "{first:#}");
+    first
 }
 
 #[test]
@@ -81,44 +97,29 @@ fn probe_of_a_failing_default_worker_reports_its_error_and_exits_3() {
     let mut env = fake_env(workers());
     env.set("PITROOM_WORKER", "opencode:bad/model");
     env.set("PITROOM_FALLBACK", "opencode:good/model");
-    let (exit, probes, all) = probe_json(&env, &[]);
-    assert_eq!(exit, 3, "{all}");
-    let workers: Vec<&str> = probes.iter().filter_map(|p| p["worker"].as_str()).collect();
-    assert_eq!(
-        workers,
-        ["opencode:bad/model", "opencode:good/model"],
-        "{all}"
-    );
-    let bad = &probes[0];
-    assert_eq!(bad["ok"], false, "{bad:#}");
-    assert_eq!(bad["default"], true, "{bad:#}");
+    let probed = probe_json(&env, &[]);
+    let (_, probes, all) = &probed;
+    let bad = failed_first(&probed, ["opencode:bad/model", "opencode:good/model"], true);
     assert_eq!(bad["essential"], true, "{bad:#}");
     assert!(
-        bad["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("Model bad/model is not available for this key")),
+        str_has(
+            &bad["error"],
+            "Model bad/model is not available for this key"
+        ),
         "{bad:#}"
     );
     assert_eq!(probes[1]["ok"], true, "{all}");
     assert_eq!(probes[1]["default"], false, "{all}");
 
     // The same, as a person reads it.
-    let out = env.run(&env.dir("anywhere"), &["doctor", "--probe"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout
-            .lines()
-            .any(|l| l.starts_with("✘ opencode:bad/model failed")
-                && l.contains("Model bad/model is not available for this key")),
-        "{stdout}"
-    );
-    assert!(
-        stdout
-            .lines()
-            .any(|l| l.starts_with("✔ opencode:good/model ok") && l.contains("model good/model")),
-        "{stdout}"
-    );
+    let stdout = stdout(&env.run_expecting(&env.dir("anywhere"), &["doctor", "--probe"], 3));
+    assert_some_line(&stdout, |l| {
+        l.starts_with("✘ opencode:bad/model failed")
+            && l.contains("Model bad/model is not available for this key")
+    });
+    assert_some_line(&stdout, |l| {
+        l.starts_with("✔ opencode:good/model ok") && l.contains("model good/model")
+    });
 }
 
 #[test]
@@ -142,7 +143,7 @@ fn a_failing_fallback_target_is_reported_without_failing_doctor() {
 fn probe_json_has_one_entry_per_named_worker_with_the_model_it_asked_for_when_none_was_reported() {
     let mut env = fake_env(workers());
     env.set("PITROOM_WORKER", "opencode:good/model");
-    let (exit, probes, all) = probe_json(
+    let probed = probe_json(
         &env,
         &[
             "opencode:chatty/model",
@@ -150,17 +151,13 @@ fn probe_json_has_one_entry_per_named_worker_with_the_model_it_asked_for_when_no
             "opencode:chatty/model",
         ],
     );
+    let (_, probes, all) = &probed;
     // A named worker that fails counts like the default.
-    assert_eq!(exit, 3, "{all}");
-    let workers: Vec<&str> = probes.iter().filter_map(|p| p["worker"].as_str()).collect();
-    assert_eq!(
-        workers,
+    let chatty = failed_first(
+        &probed,
         ["opencode:chatty/model", "opencode:good/model"],
-        "{all}"
+        false,
     );
-    let chatty = &probes[0];
-    assert_eq!(chatty["ok"], false, "{chatty:#}");
-    assert_eq!(chatty["default"], false, "{chatty:#}");
     assert_eq!(
         chatty["error"], "answered without PITROOM-PROBE-OK: Hello! How can I help you today?",
         "{chatty:#}"
@@ -176,6 +173,5 @@ fn probe_json_has_one_entry_per_named_worker_with_the_model_it_asked_for_when_no
 #[test]
 fn workers_without_probe_are_a_usage_error() {
     let env = fake_env(workers());
-    let out = env.run(&env.dir("anywhere"), &["doctor", "opencode"]);
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    env.run_expecting(&env.dir("anywhere"), &["doctor", "opencode"], 2);
 }

@@ -5,7 +5,7 @@
 use pitroom_testkit::{real_cli, FakeAnthropic};
 use serde_json::{json, Value};
 
-use super::common::{assert_exit, json_stdout};
+use super::common::{assert_exit, json_stdout, str_has};
 use super::real_cli::{opencode, World};
 
 /// Real OpenCode as the implementer and real Claude Code, answering `reply`, as the reviewer.
@@ -88,9 +88,7 @@ fn a_real_reviewer_that_answers_without_a_verdict_fails_the_review() {
         "the reviewer really answered"
     );
     assert!(
-        review["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("without a verdict line")),
+        str_has(&review["error"], "without a verdict line"),
         "{review:#}"
     );
 }
