@@ -71,9 +71,9 @@ fn shell_worker_in(command: &str, repo: fn(&TestEnv) -> PathBuf) -> (TestEnv, Pa
     (env, dir)
 }
 
-/// A user's repository with work in progress.
-fn dirty(env: &TestEnv) -> PathBuf {
-    dirty_repo(env, "repo")
+/// A [`shell_worker_in`] run in a user's repository with work in progress.
+fn shell_worker(command: &str) -> (TestEnv, PathBuf) {
+    shell_worker_in(command, |env| dirty_repo(env, "repo"))
 }
 
 fn copy_of(env: &TestEnv, repo: &Path) -> PathBuf {
@@ -140,7 +140,7 @@ fn assert_reverts_exactly(env: &TestEnv, repo: &Path) {
 
 #[test]
 fn apply_lands_symlinks_pointing_inside_the_project_as_symlinks() {
-    let (env, repo) = shell_worker_in("ln -s calc.py inner.py && mkdir -p docs && ln -s ../README.md docs/readme && ln -sfn src/lib.rs link.py", dirty);
+    let (env, repo) = shell_worker("ln -s calc.py inner.py && mkdir -p docs && ln -s ../README.md docs/readme && ln -sfn src/lib.rs link.py");
     assert_applies_exactly(&env, &repo);
     let meta = std::fs::symlink_metadata(repo.join("docs/readme")).unwrap();
     assert!(meta.file_type().is_symlink(), "mode 120000, not a file");
@@ -152,16 +152,14 @@ fn apply_lands_symlinks_pointing_inside_the_project_as_symlinks() {
 
 #[test]
 fn revert_removes_and_restores_symlinks_exactly() {
-    let (env, repo) = shell_worker_in(
-        "ln -s calc.py inner.py && rm link.py && ln -s README.md link.py",
-        dirty,
-    );
+    let (env, repo) =
+        shell_worker("ln -s calc.py inner.py && rm link.py && ln -s README.md link.py");
     assert_reverts_exactly(&env, &repo);
 }
 
 #[test]
 fn apply_refuses_symlinks_pointing_outside_the_project_before_writing_anything() {
-    let (env, repo) = shell_worker_in("echo ok > fine.txt && ln -s /etc/passwd passwd && mkdir -p a && ln -s ../../outside a/escape", dirty);
+    let (env, repo) = shell_worker("echo ok > fine.txt && ln -s /etc/passwd passwd && mkdir -p a && ln -s ../../outside a/escape");
     isolated(&env, &repo);
     let err = refused_apply(&env, &repo);
     assert!(
@@ -176,10 +174,8 @@ fn apply_refuses_symlinks_pointing_outside_the_project_before_writing_anything()
 
 #[test]
 fn apply_refuses_to_write_through_a_symlinked_directory_in_the_users_tree() {
-    let (env, repo) = shell_worker_in(
-        "mkdir -p out && echo planted > out/file.txt && echo ok > fine.txt",
-        dirty,
-    );
+    let (env, repo) =
+        shell_worker("mkdir -p out && echo planted > out/file.txt && echo ok > fine.txt");
     isolated(&env, &repo);
     // Meanwhile `out` became a link to somewhere else in the user's tree.
     let elsewhere = env.dir("elsewhere");
@@ -197,7 +193,7 @@ fn apply_refuses_to_write_through_a_symlinked_directory_in_the_users_tree() {
 
 #[test]
 fn revert_refuses_to_delete_through_a_symlinked_directory() {
-    let (env, repo) = shell_worker_in("mkdir -p out && echo planted > out/file.txt", dirty);
+    let (env, repo) = shell_worker("mkdir -p out && echo planted > out/file.txt");
     env.run_expecting(&repo, &["-w", "edit"], 0);
     // The user moved `out` away and linked it back: revert must not reach through the link.
     let elsewhere = env.root.join("elsewhere");
@@ -222,7 +218,7 @@ const NESTED: &str = "G='env PATH=/usr/local/bin:/usr/bin:/bin git'; $G init -q 
 
 #[test]
 fn apply_refuses_a_nested_repository_the_worker_created_and_names_it() {
-    let (env, repo) = shell_worker_in(NESTED, dirty);
+    let (env, repo) = shell_worker(NESTED);
     isolated(&env, &repo);
     let err = refused_apply(&env, &repo);
     assert!(
@@ -233,7 +229,7 @@ fn apply_refuses_a_nested_repository_the_worker_created_and_names_it() {
 
 #[test]
 fn revert_of_a_nested_repository_is_refused_until_the_user_removes_it() {
-    let (env, repo) = shell_worker_in(NESTED, dirty);
+    let (env, repo) = shell_worker(NESTED);
     let before = exact(&repo);
     env.run_expecting(&repo, &["-w", "edit"], 0);
     let err = refused_revert(&env, &repo);
@@ -345,7 +341,7 @@ const BIG: &str =
 
 #[test]
 fn apply_lands_a_file_over_100_mb_exactly() {
-    let (env, repo) = shell_worker_in(BIG, dirty);
+    let (env, repo) = shell_worker(BIG);
     assert_applies_exactly(&env, &repo);
     assert_eq!(
         std::fs::metadata(repo.join("big.bin")).unwrap().len(),
@@ -355,7 +351,7 @@ fn apply_lands_a_file_over_100_mb_exactly() {
 
 #[test]
 fn revert_removes_a_file_over_100_mb_exactly() {
-    let (env, repo) = shell_worker_in(BIG, dirty);
+    let (env, repo) = shell_worker(BIG);
     assert_reverts_exactly(&env, &repo);
 }
 
@@ -365,7 +361,7 @@ const ODD_NAMES: &str = r#"printf 1 > "$(printf 'new\nline.txt')" && printf 2 > 
 
 #[test]
 fn apply_lands_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() {
-    let (env, repo) = shell_worker_in(ODD_NAMES, dirty);
+    let (env, repo) = shell_worker(ODD_NAMES);
     assert_applies_exactly(&env, &repo);
     assert!(repo.join("new\nline.txt").exists());
     assert!(repo
@@ -375,12 +371,9 @@ fn apply_lands_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() {
 
 #[test]
 fn revert_restores_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() {
-    let (env, repo) = shell_worker_in(
-        &format!(
+    let (env, repo) = shell_worker(&format!(
         "{ODD_NAMES} && rm \"$(printf 'old\\tname')\" && printf changed > \"$(printf 'odd\\377')\""
-    ),
-        dirty,
-    );
+    ));
     std::fs::write(repo.join("old\tname"), "user file\n").unwrap();
     std::fs::write(
         repo.join(std::ffi::OsStr::from_bytes(b"odd\xff")),
@@ -394,7 +387,7 @@ fn revert_restores_names_with_newlines_tabs_quotes_and_non_utf8_bytes_exactly() 
 
 #[test]
 fn a_deletion_refusal_quotes_a_name_with_a_newline_and_allow_delete_lands_it_exactly() {
-    let (env, repo) = shell_worker_in("rm \"$(printf 'odd\\nname')\" && echo ok > fine.txt", dirty);
+    let (env, repo) = shell_worker("rm \"$(printf 'odd\\nname')\" && echo ok > fine.txt");
     std::fs::write(repo.join("odd\nname"), "user file\n").unwrap();
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-qm", "odd name"]);

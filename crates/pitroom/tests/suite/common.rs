@@ -25,6 +25,16 @@ pub fn fake_env(script: Value) -> TestEnv {
     env
 }
 
+/// A fake worker's script: each of `commands` as a shell call, then the answer `answer`.
+pub fn shell_script<'a>(commands: impl IntoIterator<Item = &'a str>, answer: &str) -> Value {
+    let mut script: Vec<Value> = commands
+        .into_iter()
+        .map(|c| serde_json::json!({"sh": c}))
+        .collect();
+    script.push(serde_json::json!({"text": answer}));
+    Value::Array(script)
+}
+
 /// A test environment whose fake worker starts `MARKER; true` as a background job, makes a
 /// step and then hangs for a minute: a run with a process of its own to outlive it.
 pub fn background_job_env(marker: &str) -> TestEnv {

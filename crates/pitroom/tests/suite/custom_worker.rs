@@ -8,7 +8,10 @@ use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, fake_worker, invocation_file, text};
+use super::common::{
+    args_of, assert_stderr_has, fake_env, fake_worker, json_stdout, record_invocations, recorded,
+    text,
+};
 
 fn describe(env: &mut TestEnv, dir: &Path, prompt: &str) {
     let config = format!(
@@ -73,35 +76,15 @@ fn answering() -> Value {
     }})
 }
 
-fn recorded(file: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(file).expect("the CLI ran")).expect("json")
-}
-
-/// The arguments a recorded invocation ran the CLI with.
-fn args_of(call: &Value) -> Vec<&str> {
-    call["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
 #[test]
 fn a_cli_described_in_the_config_runs_with_its_own_arguments_events_and_usage() {
     let mut env = fake_env(answering());
     let repo = dirty_repo(&env, "repo");
     describe(&mut env, &repo, "stdin");
-    let seen = invocation_file(&env, "fakecli");
-    env.set("PITROOM_FAKE_RECORD", seen.display().to_string());
-    let out = env.run(&repo, &["-W", "fakecli:big", "Where is calc?", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("[workers.broken]"),
-        "{}",
-        text(&out)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let seen = record_invocations(&mut env, "fakecli");
+    let out = env.run_expecting(&repo, &["-W", "fakecli:big", "Where is calc?", "--json"], 0);
+    assert_stderr_has(&out, "[workers.broken]");
+    let r = json_stdout(&out);
     assert_eq!(r["spec"]["backend"], "fakecli");
     assert_eq!(r["session"], "ses_fake0001");
     assert_eq!(r["tally"]["steps"], 2);
@@ -125,8 +108,11 @@ fn a_cli_described_in_the_config_runs_with_its_own_arguments_events_and_usage() 
         .contains("TASK:\nWhere is calc?"));
 
     // A follow-up resumes the session through the described arguments.
-    let out = env.run(&repo, &["run", "--continue", "last", "And then?", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(
+        &repo,
+        &["run", "--continue", "last", "And then?", "--json"],
+        0,
+    );
     let call = recorded(&seen);
     let args = args_of(&call);
     assert!(args.ends_with(&["--session", "ses_fake0001"]), "{args:?}");
@@ -145,19 +131,16 @@ fn a_described_cli_edits_in_write_mode_and_pitroom_still_guards_read_mode() {
     // Read mode: whatever the CLI does, the user's tree is untouched.
     let before = fingerprint(&repo);
     let out = env.run(&repo, &["-W", "fakecli", "look only", "--json"]);
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = json_stdout(&out);
     assert_eq!(fingerprint(&repo), before, "{}", text(&out));
     assert!(
         r["read_only_violation"] == true || r["changes"].as_array().is_some_and(Vec::is_empty),
         "{r:#}"
     );
     // Write mode: the edit is recorded exactly and reverts.
-    let out = env.run(&repo, &["-w", "-W", "fakecli", "edit calc", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = env.run_json(&repo, &["-w", "-W", "fakecli", "edit calc", "--json"]);
     assert_eq!(r["changes"][0]["path"], "calc.py", "{r:#}");
-    let out = env.run(&repo, &["revert"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["revert"], 0);
     assert_eq!(fingerprint(&repo), before);
 }
 
@@ -167,9 +150,7 @@ fn a_described_cli_failure_is_classified_by_its_patterns_and_falls_back() {
     let dir = env.dir("plain");
     describe(&mut env, &dir, "stdin");
     env.set("PITROOM_FALLBACK", "opencode");
-    let out = env.run(&dir, &["-W", "fakecli:limited", "x", "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = env.run_json(&dir, &["-W", "fakecli:limited", "x", "--json"]);
     assert_eq!(r["attempts"][0]["target"], "fakecli:limited");
     assert_eq!(r["attempts"][0]["failure"], "rate_limited", "{r:#}");
     assert_eq!(r["spec"]["backend"], "opencode");
@@ -180,11 +161,9 @@ fn a_described_cli_can_take_the_prompt_as_its_last_argument() {
     let mut env = fake_env(json!([{"text": "SUMMARY: ok"}, {"step": {"reason": "stop"}}]));
     let dir = env.dir("plain");
     describe(&mut env, &dir, "argument");
-    let seen = invocation_file(&env, "fakecli");
-    env.set("PITROOM_FAKE_RECORD", seen.display().to_string());
+    let seen = record_invocations(&mut env, "fakecli");
     let task = "-n a task that starts with a dash\nand spans lines";
-    let out = env.run(&dir, &["-W", "fakecli", "--", task]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&dir, &["-W", "fakecli", "--", task], 0);
     let call = recorded(&seen);
     let args = args_of(&call);
     let last = args.last().unwrap();

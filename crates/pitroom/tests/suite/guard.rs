@@ -5,9 +5,12 @@
 use std::path::Path;
 
 use pitroom_testkit::repo::dirty_repo;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::common::{code, fake_env, shell_calls, text, PITROOM};
+use super::common::{
+    assert_stdout_has, fake_env, last_id, shell_calls, shell_script, stdout, text, use_script,
+    PITROOM,
+};
 
 /// Commands that must succeed through the guard.
 const ALLOWED: &[&str] = &[
@@ -95,13 +98,10 @@ fn state_of(env: &pitroom_testkit::TestEnv, repo: &Path, remote: &Path) -> Vec<S
 
 #[test]
 fn no_git_trick_changes_history_refs_index_stash_or_remote() {
-    let mut script: Vec<Value> = ALLOWED
-        .iter()
-        .chain(ATTACKS)
-        .map(|c| json!({"sh": c}))
-        .collect();
-    script.push(json!({"text": "SUMMARY: tried"}));
-    let env = fake_env(Value::Array(script));
+    let env = fake_env(shell_script(
+        ALLOWED.iter().chain(ATTACKS).copied(),
+        "SUMMARY: tried",
+    ));
     let repo = dirty_repo(&env, "repo");
     let remote = env.dir("remote.git");
     env.git(&remote, &["init", "-q", "--bare"]);
@@ -112,8 +112,7 @@ fn no_git_trick_changes_history_refs_index_stash_or_remote() {
     let before = state_of(&env, &repo, &remote);
     let readme = std::fs::read_to_string(repo.join("README.md")).expect("readme");
 
-    let out = env.run(&repo, &["-w", "try everything"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["-w", "try everything"], 0);
 
     assert_eq!(
         state_of(&env, &repo, &remote),
@@ -157,11 +156,8 @@ fn git_outside_the_protected_repository_is_left_alone() {
         {"text": "done"}
     ]));
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["-w", "use a scratch repo"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let events =
-        String::from_utf8_lossy(&env.run(&repo, &["show", "--events"]).stdout).into_owned();
-    assert!(events.contains("\"exit\":0"), "{events}");
+    env.run_expecting(&repo, &["-w", "use a scratch repo"], 0);
+    assert_stdout_has(&env.run(&repo, &["show", "--events"]), "\"exit\":0");
 }
 
 #[test]
@@ -175,18 +171,9 @@ fn secrets_are_redacted_in_events_answers_logs_and_shown_patches() {
     ]));
     let repo = dirty_repo(&env, "repo");
     pitroom_testkit::repo::write(&repo, ".env", &format!("DB_PASSWORD={secret}\n"));
-    let out = env.run(&repo, &["-w", "leak it"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(
-        !String::from_utf8_lossy(&out.stdout).contains(secret),
-        "report: {}",
-        text(&out)
-    );
-    let run_dir = {
-        let r: Value =
-            serde_json::from_slice(&env.run(&repo, &["show", "--json"]).stdout).expect("json");
-        env.state.join("runs").join(r["id"].as_str().expect("id"))
-    };
+    let out = env.run_expecting(&repo, &["-w", "leak it"], 0);
+    assert!(!stdout(&out).contains(secret), "report: {}", text(&out));
+    let run_dir = env.state.join("runs").join(last_id(&env, &repo));
     for file in ["events.jsonl", "answer.md", "stderr.log", "record.json"] {
         let content = std::fs::read_to_string(run_dir.join(file)).unwrap_or_default();
         assert!(
@@ -199,10 +186,10 @@ fn secrets_are_redacted_in_events_answers_logs_and_shown_patches() {
         );
     }
     let shown = env.run(&repo, &["show", "--patch"]);
-    assert!(!String::from_utf8_lossy(&shown.stdout).contains(secret));
-    assert!(String::from_utf8_lossy(&shown.stdout).contains("[REDACTED]"));
+    assert!(!stdout(&shown).contains(secret));
+    assert_stdout_has(&shown, "[REDACTED]");
     // The stored patch stays exact, so revert still restores the tree.
-    assert_eq!(code(&env.run(&repo, &["revert"])), 0);
+    env.run_expecting(&repo, &["revert"], 0);
 }
 
 /// The floor beyond git: privilege, publishing and other agent CLIs are refused for any
@@ -225,13 +212,10 @@ fn no_worker_raises_privileges_publishes_or_starts_another_agent() {
         "env npm publish",
     ];
     let allowed = ["cargo test --workspace", "npm run build", "git --version"];
-    let script: Vec<Value> = refused
-        .iter()
-        .chain(allowed.iter())
-        .map(|c| json!({"sh": c}))
-        .chain([json!({"text": "SUMMARY: tried"})])
-        .collect();
-    let mut env = fake_env(Value::Array(script));
+    let mut env = fake_env(shell_script(
+        refused.iter().chain(allowed.iter()).copied(),
+        "SUMMARY: tried",
+    ));
     // Stand-ins for the real tools, behind the floor's links on PATH: they print what they got.
     let tools = env.dir("tools");
     for tool in [
@@ -250,8 +234,7 @@ fn no_worker_raises_privileges_publishes_or_starts_another_agent() {
     );
     env.set("PATH", path);
     let repo = dirty_repo(&env, "repo");
-    let out = env.run(&repo, &["-w", "try to publish"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["-w", "try to publish"], 0);
     let calls = shell_calls(&env, &repo);
     assert_eq!(calls.len(), refused.len() + allowed.len());
     for (command, exit, output) in &calls {
@@ -292,16 +275,13 @@ const GUARD_PROBE: &[&str] = &[
 /// worker's `git` led, after checking that the guard behind it allowed the read and refused
 /// the commit and the push itself (its refusal line, not git's own failure).
 fn probe_worker_git(env: &mut pitroom_testkit::TestEnv) -> String {
-    let script: Vec<Value> = GUARD_PROBE
-        .iter()
-        .map(|c| json!({"sh": c}))
-        .chain([json!({"text": "SUMMARY: probed"})])
-        .collect();
-    env.set("PITROOM_FAKE_SCRIPT", Value::Array(script).to_string());
+    use_script(
+        env,
+        shell_script(GUARD_PROBE.iter().copied(), "SUMMARY: probed"),
+    );
     let repo = dirty_repo(env, "repo");
     let head = env.git(&repo, &["rev-parse", "HEAD"]);
-    let out = env.run(&repo, &["-w", "probe the guard"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["-w", "probe the guard"], 0);
     let calls = shell_calls(env, &repo);
     assert_eq!(calls.len(), GUARD_PROBE.len(), "{calls:?}");
     let outcome = |command: &str| {

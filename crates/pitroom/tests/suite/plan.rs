@@ -4,7 +4,9 @@
 use pitroom_testkit::repo::dirty_repo;
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, invocation_file, text};
+use super::common::{
+    assert_stderr_has, assert_stdout_has, fake_env, recorded_prompt, recording_env,
+};
 
 const PLAN: &str = "# Plan: safer calc
 
@@ -37,29 +39,16 @@ fn scripts() -> Value {
 
 #[test]
 fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
-    let mut env = fake_env(scripts());
-    env.set(
-        "PITROOM_FAKE_RECORD",
-        invocation_file(&env, "opencode").display().to_string(),
-    );
+    let env = recording_env(scripts());
     let repo = dirty_repo(&env, "repo");
     let plan = env.root.join("plan.md");
     std::fs::write(&plan, PLAN).expect("plan");
     let plan_arg = plan.display().to_string();
 
     // Step 1 with no task of its own: the step's text is the task; the plan's tier is unknown.
-    let out = env.run(&repo, &["run", "--plan", &plan_arg, "--step", "1"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no such tier"),
-        "{}",
-        text(&out)
-    );
-    let invocation: Value = serde_json::from_str(
-        &std::fs::read_to_string(invocation_file(&env, "opencode")).expect("recorded"),
-    )
-    .expect("json");
-    let prompt = invocation["prompt"].as_str().expect("prompt");
+    let out = env.run_expecting(&repo, &["run", "--plan", &plan_arg, "--step", "1"], 0);
+    assert_stderr_has(&out, "no such tier");
+    let prompt = recorded_prompt(&env);
     assert!(prompt.contains("Task 1 of the plan"), "{prompt}");
     assert!(prompt.contains("List each place that divides."), "{prompt}");
     assert!(
@@ -68,7 +57,7 @@ fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
     );
 
     // Step 2 in an isolated copy, reviewed, applied.
-    let out = env.run(
+    env.run_expecting(
         &repo,
         &[
             "run",
@@ -81,10 +70,9 @@ fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
             "opencode:fake/edit",
             "Add the zero check",
         ],
+        0,
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let out = env.run(&repo, &["review", "-W", "opencode:fake/review"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    env.run_expecting(&repo, &["review", "-W", "opencode:fake/review"], 0);
     let runs = env.run(&repo, &["ls", "--json"]);
     let listed: Vec<Value> = serde_json::from_slice(&runs.stdout).expect("ls");
     let implementer = listed
@@ -93,9 +81,8 @@ fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
         .and_then(|r| r["id"].as_str())
         .expect("step 2's run")
         .to_string();
-    let out = env.run(&repo, &["apply", &implementer]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let out = env.run(
+    env.run_expecting(&repo, &["apply", &implementer], 0);
+    env.run_expecting(
         &repo,
         &[
             "plan",
@@ -105,12 +92,10 @@ fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
             "2",
             "reviewed and landed",
         ],
+        0,
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
 
-    let out = env.run(&repo, &["plan", "status", &plan_arg, "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let status: Value = serde_json::from_slice(&out.stdout).expect("status");
+    let status = env.run_json(&repo, &["plan", "status", &plan_arg, "--json"]);
     let steps = status["steps"].as_array().expect("steps");
     assert_eq!(
         steps.len(),
@@ -134,12 +119,8 @@ fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
     assert_eq!(steps[1]["worker"], "standard");
 
     let out = env.run(&repo, &["plan", "status", &plan_arg]);
-    let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        shown.contains("Task 2: Add a zero check  [standard]"),
-        "{shown}"
-    );
-    assert!(shown.contains("review: SPEC PASS"), "{shown}");
+    assert_stdout_has(&out, "Task 2: Add a zero check  [standard]");
+    assert_stdout_has(&out, "review: SPEC PASS");
     // The notes live in the state directory, not next to the plan or in the repository.
     assert!(
         std::fs::read_dir(env.state.join("plans"))
@@ -155,16 +136,12 @@ fn a_step_the_plan_lacks_is_a_usage_error_naming_its_steps() {
     let repo = dirty_repo(&env, "repo");
     let plan = env.root.join("plan.md");
     std::fs::write(&plan, PLAN).expect("plan");
-    let out = env.run(
+    let out = env.run_expecting(
         &repo,
         &["run", "--plan", &plan.display().to_string(), "--step", "3"],
+        2,
     );
-    assert_eq!(code(&out), 2, "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("has no task 3 (its tasks: 1, 2)"),
-        "{}",
-        text(&out)
-    );
-    let out = env.run(&repo, &["run", "--step", "1", "x"]);
-    assert_eq!(code(&out), 2, "--step needs --plan: {}", text(&out));
+    assert_stderr_has(&out, "has no task 3 (its tasks: 1, 2)");
+    // --step needs --plan.
+    env.run_expecting(&repo, &["run", "--step", "1", "x"], 2);
 }
