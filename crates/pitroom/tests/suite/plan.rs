@@ -1,7 +1,10 @@
 //! Plans: `run --plan PLAN --step N` ties runs to a step, and `plan status` rebuilds each step
 //! from the records (runs, state, STATUS line, review verdict, rounds, applied, notes).
 
+use std::path::PathBuf;
+
 use pitroom_testkit::repo::dirty_repo;
+use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
 use super::common::{
@@ -37,13 +40,18 @@ fn scripts() -> Value {
     }})
 }
 
+/// A dirty repository and [`PLAN`] written beside it: the repository and the plan's path.
+fn repo_and_plan(env: &TestEnv) -> (PathBuf, String) {
+    let repo = dirty_repo(env, "repo");
+    let plan = env.root.join("plan.md");
+    std::fs::write(&plan, PLAN).expect("plan");
+    (repo, plan.display().to_string())
+}
+
 #[test]
 fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
     let env = recording_env(scripts());
-    let repo = dirty_repo(&env, "repo");
-    let plan = env.root.join("plan.md");
-    std::fs::write(&plan, PLAN).expect("plan");
-    let plan_arg = plan.display().to_string();
+    let (repo, plan_arg) = repo_and_plan(&env);
 
     // Step 1 with no task of its own: the step's text is the task; the plan's tier is unknown.
     let out = env.run_expecting(&repo, &["run", "--plan", &plan_arg, "--step", "1"], 0);
@@ -133,14 +141,8 @@ fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
 #[test]
 fn a_step_the_plan_lacks_is_a_usage_error_naming_its_steps() {
     let env = fake_env(scripts());
-    let repo = dirty_repo(&env, "repo");
-    let plan = env.root.join("plan.md");
-    std::fs::write(&plan, PLAN).expect("plan");
-    let out = env.run_expecting(
-        &repo,
-        &["run", "--plan", &plan.display().to_string(), "--step", "3"],
-        2,
-    );
+    let (repo, plan) = repo_and_plan(&env);
+    let out = env.run_expecting(&repo, &["run", "--plan", &plan, "--step", "3"], 2);
     assert_stderr_has(&out, "has no task 3 (its tasks: 1, 2)");
     // --step needs --plan.
     env.run_expecting(&repo, &["run", "--step", "1", "x"], 2);
