@@ -40,18 +40,20 @@ fn scripts() -> Value {
     }})
 }
 
-/// A dirty repository and [`PLAN`] written beside it: the repository and the plan's path.
-fn repo_and_plan(env: &TestEnv) -> (PathBuf, String) {
-    let repo = dirty_repo(env, "repo");
+/// An environment made by `new_env` from [`scripts`], a dirty repository in it and [`PLAN`]
+/// written beside that: the environment, the repository and the plan's path.
+fn planned(new_env: fn(Value) -> TestEnv) -> (TestEnv, PathBuf, String) {
+    let env = new_env(scripts());
+    let repo = dirty_repo(&env, "repo");
     let plan = env.root.join("plan.md");
     std::fs::write(&plan, PLAN).expect("plan");
-    (repo, plan.display().to_string())
+    let plan = plan.display().to_string();
+    (env, repo, plan)
 }
 
 #[test]
 fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
-    let env = recording_env(scripts());
-    let (repo, plan_arg) = repo_and_plan(&env);
+    let (env, repo, plan_arg) = planned(recording_env);
 
     // Step 1 with no task of its own: the step's text is the task; the plan's tier is unknown.
     let out = env.run_expecting(&repo, &["run", "--plan", &plan_arg, "--step", "1"], 0);
@@ -140,8 +142,7 @@ fn plan_status_rebuilds_each_step_from_its_runs_reviews_and_notes() {
 
 #[test]
 fn a_step_the_plan_lacks_is_a_usage_error_naming_its_steps() {
-    let env = fake_env(scripts());
-    let (repo, plan) = repo_and_plan(&env);
+    let (env, repo, plan) = planned(fake_env);
     let out = env.run_expecting(&repo, &["run", "--plan", &plan, "--step", "3"], 2);
     assert_stderr_has(&out, "has no task 3 (its tasks: 1, 2)");
     // --step needs --plan.
