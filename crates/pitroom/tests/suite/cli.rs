@@ -83,7 +83,7 @@ fn read_copy_holds_the_users_uncommitted_and_untracked_work() {
     let mut env = fake_env(json!([{"tool": "read", "input": {"filePath": "x"}}, {"text": "ok"}]));
     env.set("PITROOM_READ_VIEW", "copy");
     let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["look"])), 0);
+    env.run_expecting(&repo, &["look"], 0);
     let r = record(&env, &repo);
     let copy = Path::new(r["copy"].as_str().unwrap());
     assert_eq!(
@@ -146,7 +146,7 @@ fn revert_is_refused_without_changes_when_files_changed_since() {
         json!([{"write": {"path": "calc.py", "content": "worker version\n"}}, {"text": "done"}]),
     );
     let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["-w", "edit"])), 0);
+    env.run_expecting(&repo, &["-w", "edit"], 0);
     write(&repo, "calc.py", "the user changed it again\n");
     let before = fingerprint(&repo);
     let out = env.run_expecting(&repo, &["revert"], 1);
@@ -167,7 +167,7 @@ fn a_second_write_run_in_the_same_repository_is_refused() {
     assert_stderr_has(&second, "another write run");
     env.run_expecting(&repo, &["a read run is fine"], 0);
     let id = bg_id(&first);
-    assert_eq!(code(&env.run(&repo, &["wait", &id, "--timeout", "30"])), 0);
+    env.run_expecting(&repo, &["wait", &id, "--timeout", "30"], 0);
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn background_run_prints_its_id_and_wait_follows_it() {
     std::fs::write(&go, "").expect("go");
     let done = env.run_expecting(&dir, &["wait", &id, "--timeout", "30"], 0);
     assert_stdout_has(&done, "bg answer");
-    assert_eq!(code(&env.run(&dir, &["status", &id])), 0);
+    env.run_expecting(&dir, &["status", &id], 0);
 }
 
 #[test]
@@ -305,7 +305,7 @@ fn watchdog_ends_a_worker_stuck_in_empty_steps() {
 fn follow_up_passes_the_session_and_keeps_the_mode() {
     let mut env = fake_env(answer("first"));
     let dir = env.dir("plain");
-    assert_eq!(code(&env.run(&dir, &["first"])), 0);
+    env.run_expecting(&dir, &["first"], 0);
     record_invocations(&mut env, "opencode");
     env.run_expecting(&dir, &["run", "--continue", "last", "second"], 0);
     let call = recorded_invocation(&env);
@@ -339,7 +339,7 @@ fn task_comes_from_stdin_only_with_a_dash_and_from_a_task_file() {
     assert!(recorded_prompt(&env).contains("task from stdin"));
     std::fs::write(env.root.join("task.md"), "task from a file").unwrap();
     let file = env.root.join("task.md").display().to_string();
-    assert_eq!(code(&env.run(&dir, &["run", "--task-file", &file])), 0);
+    env.run_expecting(&dir, &["run", "--task-file", &file], 0);
     assert!(recorded_prompt(&env).contains("task from a file"));
 }
 
@@ -397,8 +397,8 @@ fn bad_input_gets_one_clear_line_and_the_right_exit_code() {
 fn ambiguous_run_prefix_is_a_usage_error() {
     let env = fake_env(answer("x"));
     let dir = env.dir("plain");
-    assert_eq!(code(&env.run(&dir, &["a"])), 0);
-    assert_eq!(code(&env.run(&dir, &["b"])), 0);
+    env.run_expecting(&dir, &["a"], 0);
+    env.run_expecting(&dir, &["b"], 0);
     let out = env.run_expecting(&dir, &["show", "2"], 2);
     assert_stderr_has(&out, "matches several runs");
 }

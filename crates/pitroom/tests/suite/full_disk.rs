@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::common::{code, eventually, fake_env, processes_with_env, text};
+use super::common::{code, eventually, fake_env, processes_with_env, stderr, stdout, text};
 
 /// A small tmpfs mounted over a directory for the life of the value (needs root, as in CI).
 struct SmallDisk(PathBuf);
@@ -63,7 +63,7 @@ fn a_state_dir_that_fills_up_mid_run_fails_the_run_in_one_line_and_stops_the_wor
     let before = tree_bytes(&dir);
 
     let out = env.run(&dir, &["summarise the notes", "-t", "120s"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert_eq!(code(&out), 1, "the run failed: {}", text(&out));
     let line = stderr
         .lines()
@@ -77,7 +77,7 @@ fn a_state_dir_that_fills_up_mid_run_fails_the_run_in_one_line_and_stops_the_wor
         "it says the free space: {line}"
     );
     assert!(line.contains("PITROOM_HOME"), "it says what to do: {line}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout(&out);
     assert!(
         stdout.contains("error: could not write") && stdout.contains("events.jsonl"),
         "the report names the first write that failed, the event log: {}",

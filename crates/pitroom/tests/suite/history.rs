@@ -166,7 +166,7 @@ fn a_deleted_database_is_rebuilt_lazily_and_by_history_import() {
     let env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
     for task in ["first task", "second task"] {
-        assert_eq!(code(&env.run(&repo, &[task])), 0);
+        env.run_expecting(&repo, &[task], 0);
     }
     let db = env.state.join("history.sqlite");
     std::fs::remove_file(&db).unwrap();
@@ -249,7 +249,7 @@ fn savings_add_up_per_period_and_model_and_write_an_svg_card() {
     let env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
     for task in ["one", "two", "three"] {
-        assert_eq!(code(&env.run(&repo, &[task])), 0);
+        env.run_expecting(&repo, &[task], 0);
     }
     // The sum of what each run's own receipt estimated.
     let saved: f64 = std::fs::read_dir(env.state.join("runs"))
@@ -295,16 +295,16 @@ fn savings_add_up_per_period_and_model_and_write_an_svg_card() {
 fn clean_is_a_dry_run_by_default_and_never_removes_an_unapplied_isolated_patch() {
     let mut env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["old read"])), 0);
+    env.run_expecting(&repo, &["old read"], 0);
     let old_read = last_id(&env, &repo);
     use_script(
         &mut env,
         json!([{"write": {"path": "new.txt", "content": "x\n"}}, {"text": "SUMMARY: edited"}]),
     );
-    assert_eq!(code(&env.run(&repo, &["-i", "old isolated edit"])), 0);
+    env.run_expecting(&repo, &["-i", "old isolated edit"], 0);
     let isolated = last_id(&env, &repo);
     use_script(&mut env, script("SUMMARY: ok", "x"));
-    assert_eq!(code(&env.run(&repo, &["recent read"])), 0);
+    env.run_expecting(&repo, &["recent read"], 0);
     let recent = last_id(&env, &repo);
     age(&env, &old_read);
     age(&env, &isolated);
@@ -341,10 +341,7 @@ fn models_show_each_models_runs_success_tokens_and_cost_from_the_ledger() {
     let mut env = fake_env(script("SUMMARY: ok", "x"));
     let repo = dirty_repo(&env, "repo");
     for _ in 0..2 {
-        assert_eq!(
-            code(&env.run(&repo, &["-m", "fake/used", "count things"])),
-            0
-        );
+        env.run_expecting(&repo, &["-m", "fake/used", "count things"], 0);
     }
     // The fake worker answers `opencode models` with the raw lines of its script.
     use_script(&mut env, json!([{"raw": "fake/used\nfake/unused\n"}]));

@@ -73,7 +73,7 @@ fn deletions_are_refused_unless_allowed_and_the_refusal_lists_them() {
         json!([{"remove": "calc.py"}, {"write": {"path": "x.txt", "content": "x"}}, {"text": "done"}]),
     );
     let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["-i", "delete calc"])), 0);
+    env.run_expecting(&repo, &["-i", "delete calc"], 0);
     let before = fingerprint(&repo);
     let out = env.run_expecting(&repo, &["apply"], 3);
     let stderr = stderr(&out);
@@ -134,7 +134,7 @@ fn follow_up_reuses_the_copy_and_the_patch_accumulates() {
     let mut env =
         fake_env(json!([{"write": {"path": "first.txt", "content": "1"}}, {"text": "one"}]));
     let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["-i", "first"])), 0);
+    env.run_expecting(&repo, &["-i", "first"], 0);
     use_script(
         &mut env,
         json!([{"write": {"path": "second.txt", "content": "2"}}, {"text": "two"}]),
@@ -143,7 +143,7 @@ fn follow_up_reuses_the_copy_and_the_patch_accumulates() {
     let r = record(&env, &repo);
     let paths = changed(&r);
     assert_eq!(paths, vec!["first.txt", "second.txt"]);
-    assert_eq!(code(&env.run(&repo, &["apply"])), 0);
+    env.run_expecting(&repo, &["apply"], 0);
     assert!(repo.join("first.txt").exists() && repo.join("second.txt").exists());
 }
 
@@ -171,17 +171,17 @@ fn linked_paths_are_usable_but_the_users_copy_is_never_written() {
 fn apply_group_lands_runs_in_start_order_and_stops_at_the_first_conflict() {
     let mut env = fake_env(json!([{"write": {"path": "a.txt", "content": "a"}}, {"text": "a"}]));
     let repo = dirty_repo(&env, "repo");
-    assert_eq!(code(&env.run(&repo, &["-i", "-g", "g1", "a"])), 0);
+    env.run_expecting(&repo, &["-i", "-g", "g1", "a"], 0);
     use_script(
         &mut env,
         json!([{"write": {"path": "b.txt", "content": "b"}}, {"text": "b"}]),
     );
-    assert_eq!(code(&env.run(&repo, &["-i", "-g", "g1", "b"])), 0);
+    env.run_expecting(&repo, &["-i", "-g", "g1", "b"], 0);
     use_script(
         &mut env,
         json!([{"write": {"path": "a.txt", "content": "other"}}, {"text": "c"}]),
     );
-    assert_eq!(code(&env.run(&repo, &["-i", "-g", "g1", "c"])), 0);
+    env.run_expecting(&repo, &["-i", "-g", "g1", "c"], 0);
     let v = json_stdout(&env.run_expecting(&repo, &["apply", "-g", "g1", "--json"], 1));
     assert_eq!(v["applied"].as_array().unwrap().len(), 2, "{v:#}");
     assert_eq!(v["not_applied"].as_array().unwrap().len(), 1, "{v:#}");
