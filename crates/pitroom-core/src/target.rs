@@ -148,10 +148,14 @@ mod tests {
 
     #[test]
     fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("codex", "codex"), 0);
-        assert_eq!(edit_distance("cdex", "codex"), 1);
-        assert_eq!(edit_distance("claud", "claude"), 1);
-        assert_eq!(edit_distance("gemnii", "gemini"), 2);
+        for (typed, name, edits) in [
+            ("codex", "codex", 0),
+            ("cdex", "codex", 1),
+            ("claud", "claude", 1),
+            ("gemnii", "gemini", 2),
+        ] {
+            assert_eq!(edit_distance(typed, name), edits, "{typed} ~ {name}");
+        }
     }
 
     fn t(s: &str) -> Target {

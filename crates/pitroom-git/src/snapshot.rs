@@ -288,6 +288,11 @@ mod tests {
         set_mtime(file, when);
     }
 
+    /// The "after" snapshot of `top` seeded from `seed_index`, with no options (and no note).
+    fn after_snapshot(git_dir: &Path, top: &Path, seed_index: &Path, out: &Path) -> Snapshot {
+        snapshot_with(git_dir, top, seed_index, out, &SnapshotOptions::default()).expect("after")
+    }
+
     fn set_mtime(path: &Path, when: SystemTime) {
         std::fs::File::options()
             .write(true)
@@ -516,14 +521,12 @@ mod tests {
             "user\n",
             "the staged state"
         );
-        let after = snapshot_with(
+        let after = after_snapshot(
             &git_dir,
             top,
             &base_index,
             &indexes.path().join("after.index"),
-            &SnapshotOptions::default(),
-        )
-        .expect("after");
+        );
         assert_eq!(
             git_ok(top, &["show", &format!("{}:a.txt", after.tree)]),
             "work\n",
@@ -545,14 +548,7 @@ mod tests {
         let base = snapshot(&git_dir, top, &git_dir.join("index"), &base_index).expect("base");
         // The index was written in the same second as the file: its entry is racily clean.
         edit_in_the_same_second(&base_index, &file, when);
-        let after = snapshot_with(
-            &git_dir,
-            top,
-            &base_index,
-            &after_index,
-            &SnapshotOptions::default(),
-        )
-        .expect("after");
+        let after = after_snapshot(&git_dir, top, &base_index, &after_index);
         assert_ne!(base.tree, after.tree, "the edit is in the after snapshot");
     }
 }
