@@ -57,7 +57,7 @@ fn line_range_alone_picks_the_only_app_py_long_enough() {
     let p = Project::new();
     flask_like(&p);
     p.file("src/flask/sansio/app.py", &lines(900));
-    let report = verify("see app.py:1566", &p.root);
+    let report = p.report("see app.py:1566");
     assert_eq!(report.checked[0].verdict, verified("src/flask/app.py"));
     assert_eq!(
         report.checked[0].reason(),
@@ -78,8 +78,7 @@ fn wsgi_app_at_app_py_1566_resolves_by_range_and_identifier() {
 
 #[test]
 fn identifier_alone_picks_the_init_py_that_defines_it() {
-    let p = Project::new();
-    p.file(
+    let p = Project::with(
         "pkg/__init__.py",
         &numbered(40, "", &[(15, "from .plugins import load_plugins")]),
     );
@@ -101,8 +100,7 @@ fn identifier_alone_picks_the_init_py_that_defines_it() {
 
 #[test]
 fn definition_enclosing_the_range_beats_a_mention_nearby_in_mod_rs() {
-    let p = Project::new();
-    p.file(
+    let p = Project::with(
         "src/store/mod.rs",
         &numbered(
             40,
@@ -169,8 +167,7 @@ fn proximity_alone_picks_the_index_ts_beside_the_other_reference() {
 
 #[test]
 fn proximity_settles_in_rounds_as_each_settled_reference_anchors_the_next() {
-    let p = Project::new();
-    p.file("docs/guide.md", &lines(5));
+    let p = Project::with("docs/guide.md", &lines(5));
     p.file("docs/site/index.ts", &lines(20));
     p.file("packages/cli/index.ts", &lines(20));
     // Equally near the guide; only the settled `docs/site/index.ts` tells them apart.
@@ -213,11 +210,10 @@ fn range_identifier_and_proximity_combine_on_main_go() {
 
 #[test]
 fn true_tie_is_ambiguous_and_names_only_the_tied_candidates() {
-    let p = Project::new();
-    p.file("src/net/mod.rs", &lines(60));
+    let p = Project::with("src/net/mod.rs", &lines(60));
     p.file("src/fs/mod.rs", &lines(60));
     p.file("src/ui/mod.rs", &lines(5));
-    let report = verify("mod.rs:30", &p.root);
+    let report = p.report("mod.rs:30");
     assert_eq!(
         report.checked[0].verdict,
         ambiguous(&["src/fs/mod.rs", "src/net/mod.rs"])
@@ -230,8 +226,7 @@ fn true_tie_is_ambiguous_and_names_only_the_tied_candidates() {
 
 #[test]
 fn tie_that_proximity_cannot_break_stays_ambiguous() {
-    let p = Project::new();
-    p.file("packages/api/src/index.ts", &lines(50));
+    let p = Project::with("packages/api/src/index.ts", &lines(50));
     p.file("packages/web/src/index.ts", &lines(50));
     p.file("README.md", &lines(5));
     // The other reference shares no directory with either candidate.
@@ -246,24 +241,21 @@ fn tie_that_proximity_cannot_break_stays_ambiguous() {
 
 #[test]
 fn clue_that_rules_out_every_candidate_is_ignored() {
-    let p = Project::new();
-    p.file("a/app.py", &lines(10));
+    let p = Project::with("a/app.py", &lines(10));
     p.file("b/app.py", &lines(10));
     assert_eq!(p.verdict("app.py:99"), ambiguous(&["a/app.py", "b/app.py"]));
 }
 
 #[test]
 fn written_path_too_short_falls_back_to_a_deeper_file_that_fits() {
-    let p = Project::new();
-    p.file("main.go", &lines(10));
+    let p = Project::with("main.go", &lines(10));
     p.file("cmd/server/main.go", &lines(200));
     assert_eq!(p.verdict("main.go:120"), verified("cmd/server/main.go"));
 }
 
 #[test]
 fn written_path_wins_a_tie_no_clue_breaks() {
-    let p = Project::new();
-    p.file("app.py", &lines(100));
+    let p = Project::with("app.py", &lines(100));
     p.file("web/app.py", &lines(100));
     // Neither defines `run`: the file as written is kept, and the identifier reported missing.
     assert_eq!(
@@ -276,8 +268,7 @@ fn written_path_wins_a_tie_no_clue_breaks() {
 
 #[test]
 fn anchored_path_is_never_searched_elsewhere() {
-    let p = Project::new();
-    p.file("app.py", &lines(100));
+    let p = Project::with("app.py", &lines(100));
     p.file("web/app.py", &lines(200));
     assert_eq!(
         p.verdict("./app.py:150"),

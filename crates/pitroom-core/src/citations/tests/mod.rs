@@ -31,6 +31,18 @@ impl Project {
         Project { root }
     }
 
+    /// A new project holding one file.
+    pub(super) fn with(rel: &str, content: &str) -> Project {
+        let p = Project::new();
+        p.file(rel, content);
+        p
+    }
+
+    /// The report on `answer` checked in this project.
+    pub(super) fn report(&self, answer: &str) -> RefReport {
+        verify(answer, &self.root)
+    }
+
     pub(super) fn file(&self, rel: &str, content: &str) -> &Project {
         self.bytes(rel, content.as_bytes())
     }
@@ -43,11 +55,7 @@ impl Project {
     }
 
     pub(super) fn verdicts(&self, answer: &str) -> Vec<Verdict> {
-        verify(answer, &self.root)
-            .checked
-            .into_iter()
-            .map(|c| c.verdict)
-            .collect()
+        verdicts_in(&self.report(answer))
     }
 
     pub(super) fn verdict(&self, answer: &str) -> Verdict {
@@ -61,6 +69,11 @@ impl Drop for Project {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
     }
+}
+
+/// The verdict of each citation in `report`, in order.
+pub(super) fn verdicts_in(report: &RefReport) -> Vec<Verdict> {
+    report.checked.iter().map(|c| c.verdict.clone()).collect()
 }
 
 pub(super) fn verified(file: &str) -> Verdict {
