@@ -57,11 +57,10 @@ fn line_range_alone_picks_the_only_app_py_long_enough() {
     let p = Project::new();
     flask_like(&p);
     p.file("src/flask/sansio/app.py", &lines(900));
-    let report = p.report("see app.py:1566");
-    assert_eq!(report.checked[0].verdict, verified("src/flask/app.py"));
-    assert_eq!(
-        report.checked[0].reason(),
-        "app.py:1566 — ok (src/flask/app.py)"
+    assert_first(
+        &p.report("see app.py:1566"),
+        verified("src/flask/app.py"),
+        "app.py:1566 — ok (src/flask/app.py)",
     );
 }
 
@@ -154,14 +153,9 @@ fn proximity_alone_picks_the_index_ts_beside_the_other_reference() {
         p.file(&format!("packages/{pkg}/src/index.ts"), &lines(50));
     }
     p.file("packages/web/src/router.ts", &lines(10));
-    assert_eq!(
-        p.verdicts(
-            "The router is set up in packages/web/src/router.ts:3 and exported from index.ts:10."
-        ),
-        [
-            verified("packages/web/src/router.ts"),
-            verified("packages/web/src/index.ts")
-        ]
+    p.assert_verified(
+        "The router is set up in packages/web/src/router.ts:3 and exported from index.ts:10.",
+        &["packages/web/src/router.ts", "packages/web/src/index.ts"],
     );
 }
 
@@ -173,13 +167,13 @@ fn proximity_settles_in_rounds_as_each_settled_reference_anchors_the_next() {
     // Equally near the guide; only the settled `docs/site/index.ts` tells them apart.
     p.file("docs/site/theme/colors.ts", &lines(20));
     p.file("docs/blog/theme/colors.ts", &lines(20));
-    assert_eq!(
-        p.verdicts("docs/guide.md:2 links index.ts:3, which loads colors.ts:4."),
-        [
-            verified("docs/guide.md"),
-            verified("docs/site/index.ts"),
-            verified("docs/site/theme/colors.ts")
-        ]
+    p.assert_verified(
+        "docs/guide.md:2 links index.ts:3, which loads colors.ts:4.",
+        &[
+            "docs/guide.md",
+            "docs/site/index.ts",
+            "docs/site/theme/colors.ts",
+        ],
     );
 }
 
@@ -199,12 +193,9 @@ fn range_identifier_and_proximity_combine_on_main_go() {
     );
     p.file("cmd/worker/jobs.go", &lines(30));
     // The range drops tools/gen, the identifier ties server and worker, proximity decides.
-    assert_eq!(
-        p.verdicts("`main` at main.go:40-45 starts the pool; jobs run in cmd/worker/jobs.go:12."),
-        [
-            verified("cmd/worker/main.go"),
-            verified("cmd/worker/jobs.go")
-        ]
+    p.assert_verified(
+        "`main` at main.go:40-45 starts the pool; jobs run in cmd/worker/jobs.go:12.",
+        &["cmd/worker/main.go", "cmd/worker/jobs.go"],
     );
 }
 
@@ -213,14 +204,10 @@ fn true_tie_is_ambiguous_and_names_only_the_tied_candidates() {
     let p = Project::with("src/net/mod.rs", &lines(60));
     p.file("src/fs/mod.rs", &lines(60));
     p.file("src/ui/mod.rs", &lines(5));
-    let report = p.report("mod.rs:30");
-    assert_eq!(
-        report.checked[0].verdict,
-        ambiguous(&["src/fs/mod.rs", "src/net/mod.rs"])
-    );
-    assert_eq!(
-        report.checked[0].reason(),
-        "mod.rs:30 — ambiguous: 2 files named mod.rs (src/fs/mod.rs, src/net/mod.rs)"
+    assert_first(
+        &p.report("mod.rs:30"),
+        ambiguous(&["src/fs/mod.rs", "src/net/mod.rs"]),
+        "mod.rs:30 — ambiguous: 2 files named mod.rs (src/fs/mod.rs, src/net/mod.rs)",
     );
 }
 

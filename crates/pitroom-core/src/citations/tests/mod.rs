@@ -58,6 +58,12 @@ impl Project {
         verdicts_in(&self.report(answer))
     }
 
+    /// Every citation in `answer` checks out, in `files` (in order).
+    pub(super) fn assert_verified(&self, answer: &str, files: &[&str]) {
+        let want: Vec<Verdict> = files.iter().map(|f| verified(f)).collect();
+        assert_eq!(self.verdicts(answer), want, "{answer}");
+    }
+
     pub(super) fn verdict(&self, answer: &str) -> Verdict {
         let mut v = self.verdicts(answer);
         assert_eq!(v.len(), 1, "expected one citation in {answer:?}: {v:?}");
@@ -69,6 +75,13 @@ impl Drop for Project {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
     }
+}
+
+/// Checks the first citation of `report`: its verdict, and the reason given for it.
+pub(super) fn assert_first(report: &RefReport, verdict: Verdict, reason: &str) {
+    let first = &report.checked[0];
+    assert_eq!(first.verdict, verdict);
+    assert_eq!(first.reason(), reason);
 }
 
 /// The verdict of each citation in `report`, in order.

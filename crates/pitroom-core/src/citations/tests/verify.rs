@@ -25,19 +25,18 @@ fn verify_resolves_bare_partial_and_extensionless_names_through_index() {
     p.file("src/other/session.ts", &lines(50));
     p.file("Makefile", "all:\n\tcargo build\n\tcargo test\n");
     p.file("docker/Dockerfile", &lines(12));
-    let report = p.report("ipc.ts:218");
-    assert_eq!(report.checked[0].verdict, verified("app/main/ipc.ts"));
-    assert_eq!(
-        report.checked[0].reason(),
-        "ipc.ts:218 — ok (app/main/ipc.ts)"
+    assert_first(
+        &p.report("ipc.ts:218"),
+        verified("app/main/ipc.ts"),
+        "ipc.ts:218 — ok (app/main/ipc.ts)",
     );
     assert_eq!(
         p.verdict("auth/session.ts:40"),
         verified("src/auth/session.ts")
     );
-    assert_eq!(
-        p.verdicts("Makefile:3 and Dockerfile:10"),
-        [verified("Makefile"), verified("docker/Dockerfile")]
+    p.assert_verified(
+        "Makefile:3 and Dockerfile:10",
+        &["Makefile", "docker/Dockerfile"],
     );
 }
 
@@ -47,22 +46,17 @@ fn verify_reports_ambiguous_bare_name_with_candidates() {
     for dir in ["a", "b", "c", "d"] {
         p.file(&format!("{dir}/util.ts"), &lines(10));
     }
-    let report = p.report("util.ts:3");
-    let checked = &report.checked[0];
-    assert_eq!(
-        checked.verdict,
+    assert_first(
+        &p.report("util.ts:3"),
         Verdict::Ambiguous {
             candidates: vec![
                 "a/util.ts".into(),
                 "b/util.ts".into(),
                 "c/util.ts".into(),
-                "d/util.ts".into()
-            ]
-        }
-    );
-    assert_eq!(
-        checked.reason(),
-        "util.ts:3 — ambiguous: 4 files named util.ts (a/util.ts, b/util.ts, c/util.ts, …)"
+                "d/util.ts".into(),
+            ],
+        },
+        "util.ts:3 — ambiguous: 4 files named util.ts (a/util.ts, b/util.ts, c/util.ts, …)",
     );
 }
 
@@ -152,20 +146,16 @@ fn verify_checks_a_cited_symbol_near_or_around_the_range() {
         verified("src/session.ts")
     );
     // A definition that encloses the range.
-    assert_eq!(
-        p.verdicts("`Config::load` at src/config.rs:20-25, `Config` at src/config.rs:30"),
-        [verified("src/config.rs"), verified("src/config.rs")]
+    p.assert_verified(
+        "`Config::load` at src/config.rs:20-25, `Config` at src/config.rs:30",
+        &["src/config.rs", "src/config.rs"],
     );
-    let report = p.report("`logout` at src/session.ts:10-16");
-    assert_eq!(
-        report.checked[0].verdict,
+    assert_first(
+        &p.report("`logout` at src/session.ts:10-16"),
         Verdict::SymbolNotFound {
-            symbol: "logout".into()
-        }
-    );
-    assert_eq!(
-        report.checked[0].reason(),
-        "src/session.ts:10-16 — `logout` not found near lines 10-16"
+            symbol: "logout".into(),
+        },
+        "src/session.ts:10-16 — `logout` not found near lines 10-16",
     );
     // Far from the range, with no definition around it.
     assert_eq!(
@@ -230,18 +220,18 @@ fn verify_rejects_paths_outside_project() {
 
 #[test]
 fn verify_index_skips_ignored_and_hidden_dirs() {
-    let p = Project::with("node_modules/lib/only.js", &lines(3));
-    p.file("target/debug/gen.rs", &lines(3));
-    p.file(".hidden/secret.py", &lines(3));
-    p.file("src/.git/conf.toml", &lines(3));
+    let p = Project::new();
+    for path in [
+        "node_modules/lib/only.js",
+        "target/debug/gen.rs",
+        ".hidden/secret.py",
+        "src/.git/conf.toml",
+    ] {
+        p.file(path, &lines(3));
+    }
     assert_eq!(
         p.verdicts("only.js:1 gen.rs:1 secret.py:1 conf.toml:1"),
-        [
-            Verdict::Missing,
-            Verdict::Missing,
-            Verdict::Missing,
-            Verdict::Missing
-        ]
+        vec![Verdict::Missing; 4]
     );
     // A direct path into a skipped directory still checks out.
     assert_eq!(
