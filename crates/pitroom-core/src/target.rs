@@ -55,13 +55,11 @@ impl Target {
     /// `backend[:model][#effort]`.
     pub fn display(&self) -> String {
         let mut s = self.backend.clone();
-        if let Some(m) = &self.model {
-            s.push(':');
-            s.push_str(m);
-        }
-        if let Some(e) = &self.effort {
-            s.push('#');
-            s.push_str(e);
+        for (mark, part) in [(':', &self.model), ('#', &self.effort)] {
+            if let Some(part) = part {
+                s.push(mark);
+                s.push_str(part);
+            }
         }
         s
     }
