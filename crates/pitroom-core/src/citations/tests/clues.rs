@@ -233,34 +233,41 @@ fn clue_that_rules_out_every_candidate_is_ignored() {
     assert_eq!(p.verdict("app.py:99"), ambiguous(&["a/app.py", "b/app.py"]));
 }
 
+/// The path as written beside a deeper file of the same name.
 #[test]
-fn written_path_too_short_falls_back_to_a_deeper_file_that_fits() {
-    let p = Project::with("main.go", &lines(10));
-    p.file("cmd/server/main.go", &lines(200));
-    assert_eq!(p.verdict("main.go:120"), verified("cmd/server/main.go"));
-}
-
-#[test]
-fn written_path_wins_a_tie_no_clue_breaks() {
-    let p = Project::with("app.py", &lines(100));
-    p.file("web/app.py", &lines(100));
-    // Neither defines `run`: the file as written is kept, and the identifier reported missing.
-    assert_eq!(
-        p.verdict("`run` at app.py:50"),
-        Verdict::SymbolNotFound {
-            symbol: "run".into()
-        }
-    );
-}
-
-#[test]
-fn anchored_path_is_never_searched_elsewhere() {
-    let p = Project::with("app.py", &lines(100));
-    p.file("web/app.py", &lines(200));
-    assert_eq!(
-        p.verdict("./app.py:150"),
-        Verdict::OutOfRange { lines: 100 }
-    );
+fn written_path_against_a_deeper_file_of_the_same_name() {
+    let cases = [
+        (
+            "written path too short falls back to a deeper file that fits",
+            ("main.go", 10),
+            ("cmd/server/main.go", 200),
+            "main.go:120",
+            verified("cmd/server/main.go"),
+        ),
+        (
+            // Neither defines `run`: the file as written is kept, and the identifier reported
+            // missing.
+            "written path wins a tie no clue breaks",
+            ("app.py", 100),
+            ("web/app.py", 100),
+            "`run` at app.py:50",
+            Verdict::SymbolNotFound {
+                symbol: "run".into(),
+            },
+        ),
+        (
+            "anchored path is never searched elsewhere",
+            ("app.py", 100),
+            ("web/app.py", 200),
+            "./app.py:150",
+            Verdict::OutOfRange { lines: 100 },
+        ),
+    ];
+    for (what, (written, written_lines), (deeper, deeper_lines), answer, want) in cases {
+        let p = Project::with(written, &lines(written_lines));
+        p.file(deeper, &lines(deeper_lines));
+        assert_eq!(p.verdict(answer), want, "{what}");
+    }
 }
 
 #[test]
