@@ -367,6 +367,14 @@ mod tests {
         move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
     }
 
+    /// Loads with no config file, the given environment and no flags.
+    fn load_without_file(vars: &[(&'static str, &str)]) -> Config {
+        let pairs = std::iter::once(("PITROOM_CONFIG", "/nonexistent".to_string()))
+            .chain(vars.iter().map(|(k, v)| (*k, v.to_string())))
+            .collect();
+        Config::load(&env_from(pairs), &FlagValues::default()).unwrap()
+    }
+
     fn write_config(text: &str) -> (tempfile::TempDir, String) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
@@ -427,11 +435,7 @@ mod tests {
 
     #[test]
     fn env_lists_are_comma_separated() {
-        let env = env_from(vec![
-            ("PITROOM_CONFIG", "/nonexistent".into()),
-            ("PITROOM_FALLBACK", "opencode:a/b, codex".into()),
-        ]);
-        let c = Config::load(&env, &FlagValues::default()).unwrap();
+        let c = load_without_file(&[("PITROOM_FALLBACK", "opencode:a/b, codex")]);
         assert_eq!(c.list("fallback"), vec!["opencode:a/b", "codex"]);
     }
 
@@ -456,19 +460,14 @@ mod tests {
 
     #[test]
     fn bad_env_value_is_a_warning_not_a_failure() {
-        let env = env_from(vec![
-            ("PITROOM_CONFIG", "/nonexistent".into()),
-            ("PITROOM_TIMEOUT", "soon".into()),
-        ]);
-        let c = Config::load(&env, &FlagValues::default()).unwrap();
+        let c = load_without_file(&[("PITROOM_TIMEOUT", "soon")]);
         assert_eq!(c.duration("timeout"), Some(Duration::from_secs(1800)));
         assert_eq!(c.warnings.len(), 1);
     }
 
     #[test]
     fn every_default_in_the_key_table_is_a_usable_value() {
-        let env = env_from(vec![("PITROOM_CONFIG", "/nonexistent".into())]);
-        let c = Config::load(&env, &FlagValues::default()).unwrap();
+        let c = load_without_file(&[]);
         for (key, _, _, default) in KEYS {
             if default.is_some() {
                 assert_eq!(c.source(key), Source::Default, "{key}");

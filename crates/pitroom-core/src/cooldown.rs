@@ -142,29 +142,25 @@ pub fn cooldown_for(message: &str, retry_after: Option<u64>) -> Duration {
     wait.clamp(MIN_COOLDOWN, MAX_COOLDOWN)
 }
 
+/// Compiles one of this module's constant patterns.
 #[expect(
     clippy::expect_used,
     reason = "a constant pattern; the tests compile it"
 )]
-static DAILY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)daily|per day|exhausted your").expect("valid regex"));
+fn constant(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("valid regex")
+}
 
-#[expect(
-    clippy::expect_used,
-    reason = "a constant pattern; the tests compile it"
-)]
+static DAILY: LazyLock<Regex> = LazyLock::new(|| constant(r"(?i)daily|per day|exhausted your"));
+
 static WAIT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:retry|try again|resets?|available)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*(?:hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\s*,?\s*(?:and\s+)?)+)")
-        .expect("valid regex")
+    constant(
+        r"(?i)(?:retry|try again|resets?|available)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*(?:hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\s*,?\s*(?:and\s+)?)+)",
+    )
 });
 
-#[expect(
-    clippy::expect_used,
-    reason = "a constant pattern; the tests compile it"
-)]
 static PART: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)")
-        .expect("valid regex")
+    constant(r"(?i)(\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)")
 });
 
 fn parse_wait(message: &str) -> Option<Duration> {

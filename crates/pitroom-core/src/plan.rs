@@ -188,14 +188,15 @@ These are not part of task 2.
 
     #[test]
     fn the_status_line_is_the_last_one_in_the_answer() {
-        assert_eq!(
-            status_line("SUMMARY: done\nSTATUS: DONE_WITH_CONCERNS — no tests\n").as_deref(),
-            Some("DONE_WITH_CONCERNS — no tests")
-        );
-        assert_eq!(
-            status_line("**STATUS:** BLOCKED").as_deref(),
-            Some("BLOCKED")
-        );
-        assert_eq!(status_line("SUMMARY: no status"), None);
+        for (answer, want) in [
+            (
+                "SUMMARY: done\nSTATUS: DONE_WITH_CONCERNS — no tests\n",
+                Some("DONE_WITH_CONCERNS — no tests"),
+            ),
+            ("**STATUS:** BLOCKED", Some("BLOCKED")),
+            ("SUMMARY: no status", None),
+        ] {
+            assert_eq!(status_line(answer).as_deref(), want, "{answer:?}");
+        }
     }
 }

@@ -127,9 +127,9 @@ mod tests {
     #[test]
     fn read_prompt_carries_the_read_only_rule_and_the_format() {
         let p = worker_prompt(Mode::Read, "Where is X?");
-        assert!(p.contains("READ-ONLY"));
-        assert!(p.contains("SUMMARY:"));
-        assert!(p.contains("OPEN ISSUES:"));
+        for part in ["READ-ONLY", "SUMMARY:", "OPEN ISSUES:"] {
+            assert!(p.contains(part), "{part} is missing from:\n{p}");
+        }
         assert!(p.ends_with("TASK:\nWhere is X?\n"));
     }
 

@@ -292,15 +292,18 @@ mod tests {
         assert_eq!(r.redact(text), format!("before\n{MASK}\nafter"));
     }
 
+    /// The values `secret_values` takes from `file` redact `text` to `want`.
+    fn assert_file_values_masked(file: &str, text: &str, want: &str) {
+        let r = Redactor::new(secret_values(file));
+        assert_eq!(r.redact(text), want);
+    }
+
     #[test]
     fn values_from_env_files_are_masked_but_short_words_are_not() {
-        let values = secret_values(
+        assert_file_values_masked(
             "# comment\nexport API_TOKEN=\"hunter2-very-secret\"\nPORT=3000\nDEBUG=true\n",
-        );
-        let r = Redactor::new(values);
-        assert_eq!(
-            r.redact("using hunter2-very-secret on port 3000, DEBUG=true"),
-            format!("using {MASK} on port 3000, DEBUG=true")
+            "using hunter2-very-secret on port 3000, DEBUG=true",
+            &format!("using {MASK} on port 3000, DEBUG=true"),
         );
     }
 
@@ -374,13 +377,10 @@ mod tests {
 
     #[test]
     fn yaml_and_netrc_values_are_masked_alone() {
-        let values = secret_values(
+        assert_file_values_masked(
             "db_password: \"tr0ub4dor-and-3\"\nmachine api.example.org login me password s3cr3t-netrc-pw\n",
-        );
-        let r = Redactor::new(values);
-        assert_eq!(
-            r.redact("pw tr0ub4dor-and-3 and s3cr3t-netrc-pw"),
-            format!("pw {MASK} and {MASK}")
+            "pw tr0ub4dor-and-3 and s3cr3t-netrc-pw",
+            &format!("pw {MASK} and {MASK}"),
         );
     }
 

@@ -419,6 +419,13 @@ mod tests {
     use crate::record::{ChangedFile, RunSpec, Tally};
     use pitroom_workers::{Mode, Usage};
 
+    /// `text` contains every one of `parts`.
+    fn assert_has_all(text: &str, parts: &[&str]) {
+        for part in parts {
+            assert!(text.contains(part), "{part:?} is missing from:\n{text}");
+        }
+    }
+
     fn record(state: RunState) -> RunRecord {
         let spec = RunSpec {
             model: Some("fake/fake-model".into()),
@@ -465,12 +472,17 @@ mod tests {
             text.starts_with("pitroom ✔ done · read · 30s · run 20260930-003902-3270\n"),
             "{text}"
         );
-        assert!(text.contains("worker opencode · model fake/fake-model · session ses_1"));
-        assert!(text.contains("SUMMARY: cookie is read in a.rs:3"));
-        assert!(text.contains("worker processed 163k tokens in 6 steps (7 tool calls)"));
-        assert!(text.contains("294× compression"));
-        assert!(text.contains("est. saved $0.152 vs Claude Sonnet (estimate)"));
-        assert!(text.contains("pitroom run --continue 20260930-003902-3270"));
+        assert_has_all(
+            &text,
+            &[
+                "worker opencode · model fake/fake-model · session ses_1",
+                "SUMMARY: cookie is read in a.rs:3",
+                "worker processed 163k tokens in 6 steps (7 tool calls)",
+                "294× compression",
+                "est. saved $0.152 vs Claude Sonnet (estimate)",
+                "pitroom run --continue 20260930-003902-3270",
+            ],
+        );
         assert!(!text.contains('\u{1b}'), "no ANSI without colour");
     }
 
@@ -507,10 +519,15 @@ mod tests {
         r.error = Some("The model `x` does not exist".into());
         r.failure = Some(pitroom_workers::FailureKind::ModelUnavailable);
         let text = render(&r, false);
-        assert!(text.contains("✘ failed"));
-        assert!(text.contains("error: The model `x` does not exist"));
-        assert!(text.contains("hint: model unavailable"));
-        assert!(text.contains("(no answer)"));
+        assert_has_all(
+            &text,
+            &[
+                "✘ failed",
+                "error: The model `x` does not exist",
+                "hint: model unavailable",
+                "(no answer)",
+            ],
+        );
     }
 
     #[test]
@@ -526,9 +543,14 @@ mod tests {
         }];
         r.unreported = vec!["src/a b.rs".into()];
         let text = render(&r, false);
-        assert!(text.contains("── changes (in your working tree): 1 file, +2 −1"));
-        assert!(text.contains("M src/a b.rs  (not reported by the worker)"));
-        assert!(text.contains("pitroom revert 20260930-003902-3270"));
+        assert_has_all(
+            &text,
+            &[
+                "── changes (in your working tree): 1 file, +2 −1",
+                "M src/a b.rs  (not reported by the worker)",
+                "pitroom revert 20260930-003902-3270",
+            ],
+        );
     }
 
     #[test]

@@ -55,13 +55,11 @@ impl Target {
     /// `backend[:model][#effort]`.
     pub fn display(&self) -> String {
         let mut s = self.backend.clone();
-        if let Some(m) = &self.model {
-            s.push(':');
-            s.push_str(m);
-        }
-        if let Some(e) = &self.effort {
-            s.push('#');
-            s.push_str(e);
+        for (mark, part) in [(':', &self.model), ('#', &self.effort)] {
+            if let Some(part) = part {
+                s.push(mark);
+                s.push_str(part);
+            }
         }
         s
     }
@@ -148,10 +146,14 @@ mod tests {
 
     #[test]
     fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("codex", "codex"), 0);
-        assert_eq!(edit_distance("cdex", "codex"), 1);
-        assert_eq!(edit_distance("claud", "claude"), 1);
-        assert_eq!(edit_distance("gemnii", "gemini"), 2);
+        for (typed, name, edits) in [
+            ("codex", "codex", 0),
+            ("cdex", "codex", 1),
+            ("claud", "claude", 1),
+            ("gemnii", "gemini", 2),
+        ] {
+            assert_eq!(edit_distance(typed, name), edits, "{typed} ~ {name}");
+        }
     }
 
     fn t(s: &str) -> Target {

@@ -92,25 +92,12 @@ pub fn diff_trees(
         "--no-ext-diff",
         "--no-textconv",
     ];
-    let status = git.run(
-        plumbing
-            .iter()
-            .copied()
-            .chain(["--name-status", "-z", from, to]),
-    )?;
-    let numstat = git.run(
-        plumbing
-            .iter()
-            .copied()
-            .chain(["--numstat", "-z", from, to]),
-    )?;
-    let patch =
-        git.run(
-            plumbing
-                .iter()
-                .copied()
-                .chain(["-p", "--binary", "--full-index", from, to]),
-        )?;
+    // The plumbing command with the given output options, between `from` and `to`.
+    let diff_tree =
+        |output: &[&str]| git.run(plumbing.iter().chain(output).copied().chain([from, to]));
+    let status = diff_tree(&["--name-status", "-z"])?;
+    let numstat = diff_tree(&["--numstat", "-z"])?;
+    let patch = diff_tree(&["-p", "--binary", "--full-index"])?;
     let mut files = parse_name_status(&status)?;
     apply_numstat(&mut files, &numstat);
     Ok(Changes { patch, files })

@@ -262,6 +262,7 @@ fn lock_path(index: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pitroom_testkit::repo::git_ok;
     use std::os::unix::fs::PermissionsExt;
     use std::time::{Duration, SystemTime};
 
@@ -277,6 +278,19 @@ mod tests {
         std::fs::write(&file, "user\n").expect("w");
         set_mtime(&file, when);
         (tmp, file, when)
+    }
+
+    /// Sets `index`'s mtime to `when`, then edits `file` to "work\n" (the size of "user\n")
+    /// keeping its mtime `when`: the index's entry for the file is racily clean.
+    fn edit_in_the_same_second(index: &Path, file: &Path, when: SystemTime) {
+        set_mtime(index, when);
+        std::fs::write(file, "work\n").expect("w");
+        set_mtime(file, when);
+    }
+
+    /// The "after" snapshot of `top` seeded from `seed_index`, with no options (and no note).
+    fn after_snapshot(git_dir: &Path, top: &Path, seed_index: &Path, out: &Path) -> Snapshot {
+        snapshot_with(git_dir, top, seed_index, out, &SnapshotOptions::default()).expect("after")
     }
 
     fn set_mtime(path: &Path, when: SystemTime) {
@@ -462,22 +476,19 @@ mod tests {
     fn a_snapshot_seeded_from_a_racy_user_index_sees_a_same_second_same_size_edit() {
         let (tmp, file, when) = repo_with_an_old_file();
         let top = tmp.path();
-        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
-        git(&["add", "a.txt"]);
+        git_ok(top, &["add", "a.txt"]);
         let git_dir = top.join(".git");
         let user_index = git_dir.join("index");
-        let staged = git(&["ls-files", "-s", "a.txt"]);
+        let staged = git_ok(top, &["ls-files", "-s", "a.txt"]);
         // The index and the file's mtime share a second: the entry is racily clean.
-        set_mtime(&user_index, when);
-        std::fs::write(&file, "work\n").expect("w");
-        set_mtime(&file, when);
+        edit_in_the_same_second(&user_index, &file, when);
         let indexes = tempfile::tempdir().expect("tmp");
         let snap = snapshot(&git_dir, top, &user_index, &indexes.path().join("s.index"))
             .expect("snapshot");
-        let content = git(&["show", &format!("{}:a.txt", snap.tree)]);
+        let content = git_ok(top, &["show", &format!("{}:a.txt", snap.tree)]);
         assert_eq!(content, "work\n", "the same-second edit is in the snapshot");
         assert_eq!(
-            git(&["ls-files", "-s", "a.txt"]),
+            git_ok(top, &["ls-files", "-s", "a.txt"]),
             staged,
             "the user's index is untouched"
         );
@@ -491,7 +502,6 @@ mod tests {
     fn a_tree_written_after_the_work_tree_changed_is_the_staged_state_and_the_change_is_seen() {
         let (tmp, file, when) = repo_with_an_old_file();
         let top = tmp.path();
-        let git = |args: &[&str]| pitroom_testkit::repo::git_ok(top, args);
         let git_dir = top.join(".git");
         let indexes = tempfile::tempdir().expect("tmp");
         let base_index = indexes.path().join("base.index");
@@ -504,25 +514,21 @@ mod tests {
         )
         .expect("stage");
         // Staged in the same second as the file's change: its entry is racily clean.
-        set_mtime(&base_index, when);
-        std::fs::write(&file, "work\n").expect("w");
-        set_mtime(&file, when);
+        edit_in_the_same_second(&base_index, &file, when);
         let base = staged.write_tree().expect("tree");
         assert_eq!(
-            git(&["show", &format!("{base}:a.txt")]),
+            git_ok(top, &["show", &format!("{base}:a.txt")]),
             "user\n",
             "the staged state"
         );
-        let after = snapshot_with(
+        let after = after_snapshot(
             &git_dir,
             top,
             &base_index,
             &indexes.path().join("after.index"),
-            &SnapshotOptions::default(),
-        )
-        .expect("after");
+        );
         assert_eq!(
-            git(&["show", &format!("{}:a.txt", after.tree)]),
+            git_ok(top, &["show", &format!("{}:a.txt", after.tree)]),
             "work\n",
             "the edit"
         );
@@ -541,17 +547,8 @@ mod tests {
         let after_index = indexes.path().join("after.index");
         let base = snapshot(&git_dir, top, &git_dir.join("index"), &base_index).expect("base");
         // The index was written in the same second as the file: its entry is racily clean.
-        set_mtime(&base_index, when);
-        std::fs::write(&file, "work\n").expect("w");
-        set_mtime(&file, when);
-        let after = snapshot_with(
-            &git_dir,
-            top,
-            &base_index,
-            &after_index,
-            &SnapshotOptions::default(),
-        )
-        .expect("after");
+        edit_in_the_same_second(&base_index, &file, when);
+        let after = after_snapshot(&git_dir, top, &base_index, &after_index);
         assert_ne!(base.tree, after.tree, "the edit is in the after snapshot");
     }
 }

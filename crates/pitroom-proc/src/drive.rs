@@ -153,6 +153,14 @@ mod tests {
         spawn_keeper(&exe, &spec).expect("the fake keeper starts")
     }
 
+    /// Drives a fake keeper running `body` under `watcher`, in a fresh temp dir.
+    fn drive_script(body: &str, mut watcher: Collect) -> (Collect, Driven) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut keeper = fake_keeper(dir.path(), body);
+        let driven = drive(&mut keeper, &mut watcher, BOUNDS);
+        (watcher, driven)
+    }
+
     const BOUNDS: Bounds = Bounds {
         exit_wait: Duration::from_secs(30),
         // Generous: a drain ends as soon as the pipe closes, so this bounds only a hang.
@@ -189,10 +197,8 @@ mod tests {
 
     #[test]
     fn every_line_arrives_in_order_without_its_line_end_and_the_exit_code_is_the_keepers() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut keeper = fake_keeper(dir.path(), "printf 'one\\r\\ntwo\\nthree'; exit 3");
-        let mut watcher = Collect::default();
-        let driven = drive(&mut keeper, &mut watcher, BOUNDS);
+        let (watcher, driven) =
+            drive_script("printf 'one\\r\\ntwo\\nthree'; exit 3", Collect::default());
         assert_eq!(watcher.lines, ["one", "two", "three"]);
         assert_eq!(
             driven,
@@ -205,15 +211,13 @@ mod tests {
 
     #[test]
     fn a_stop_the_watcher_asks_for_ends_a_process_that_would_run_on() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        // `exec`: the TERM reaches the sleeping process itself, not a shell waiting on it.
-        let mut keeper = fake_keeper(dir.path(), "echo ready; exec sleep 600");
-        let mut watcher = Collect {
+        let watcher = Collect {
             stop_after: Some(1),
             check_after_each_line: true,
             ..Collect::default()
         };
-        let driven = drive(&mut keeper, &mut watcher, BOUNDS);
+        // `exec`: the TERM reaches the sleeping process itself, not a shell waiting on it.
+        let (watcher, driven) = drive_script("echo ready; exec sleep 600", watcher);
         assert!(driven.stopped);
         assert_eq!(driven.code, 128 + libc::SIGTERM);
         assert_eq!(watcher.lines, ["ready"]);
@@ -221,11 +225,8 @@ mod tests {
 
     #[test]
     fn a_watcher_that_reads_on_is_not_polled_between_lines_that_keep_coming() {
-        let dir = tempfile::tempdir().expect("temp dir");
         // 2,000 lines in one write: they are all in the channel before the loop looks.
-        let mut keeper = fake_keeper(dir.path(), "seq 1 2000");
-        let mut watcher = Collect::default();
-        let driven = drive(&mut keeper, &mut watcher, BOUNDS);
+        let (watcher, driven) = drive_script("seq 1 2000", Collect::default());
         assert_eq!(watcher.lines.len(), 2000);
         assert_eq!(watcher.lines.last().map(String::as_str), Some("2000"));
         assert!(!driven.stopped);
@@ -235,15 +236,12 @@ mod tests {
 
     #[test]
     fn lines_printed_after_the_keeper_exited_are_still_taken() {
-        let dir = tempfile::tempdir().expect("temp dir");
         // A descendant holds the pipe and prints only once the keeper is gone (reaped: `kill
         // -0` fails), so its line can only arrive in the drain.
-        let mut keeper = fake_keeper(
-            dir.path(),
+        let (watcher, driven) = drive_script(
             "(while kill -0 $$ 2>/dev/null; do sleep 0.02; done; echo late) & echo early; exit 0",
+            Collect::default(),
         );
-        let mut watcher = Collect::default();
-        let driven = drive(&mut keeper, &mut watcher, BOUNDS);
         assert_eq!(driven.code, 0);
         assert_eq!(watcher.lines, ["early", "late"]);
     }

@@ -427,13 +427,13 @@ mod linux {
     /// `source` bound over `target`, read-only (the remount keeps the flags the file system is
     /// locked to).
     fn bind_over(source: &Path, target: &Path) -> nix::Result<()> {
-        mount(
-            Some(source),
-            target,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )?;
+        bind_then_remount_read_only(source, target, MsFlags::MS_BIND)
+    }
+
+    /// `source` bound over `target` with `bind` flags, then remounted read-only. A read-only
+    /// remount must keep the flags the file system is already locked to (`source`'s).
+    fn bind_then_remount_read_only(source: &Path, target: &Path, bind: MsFlags) -> nix::Result<()> {
+        mount(Some(source), target, None::<&str>, bind, None::<&str>)?;
         let kept = inherited_flags(source);
         mount(
             None::<&str>,
@@ -516,22 +516,7 @@ mod linux {
     }
 
     fn bind_one(path: &Path) -> nix::Result<()> {
-        mount(
-            Some(path),
-            path,
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        )?;
-        // A read-only remount must keep the flags the file system is already locked to.
-        let kept = inherited_flags(path);
-        mount(
-            None::<&str>,
-            path,
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
-            None::<&str>,
-        )
+        bind_then_remount_read_only(path, path, MsFlags::MS_BIND | MsFlags::MS_REC)
     }
 
     fn inherited_flags(path: &Path) -> MsFlags {
@@ -573,6 +558,17 @@ mod tests {
         (root, tree, scratch, state)
     }
 
+    /// The read-only binds of an edit run on `tree` with `git_dirs`, writing `scratch` too.
+    fn edit_run_binds(tree: &Path, git_dirs: &[PathBuf], scratch: PathBuf) -> Vec<PathBuf> {
+        SandboxSpec::for_worker(
+            TreeAccess::Writable { tree, git_dirs },
+            &[scratch],
+            &[],
+            PathBuf::from("/x"),
+        )
+        .read_only_binds
+    }
+
     #[test]
     fn a_read_run_may_write_only_its_private_dirs_and_dev_null() {
         let (_root, tree, scratch, state) = dirs();
@@ -611,16 +607,10 @@ mod tests {
         // A linked worktree's common dir elsewhere: Landlock alone keeps it read-only.
         let outside = state.parent().expect("parent").join("elsewhere.git");
         std::fs::create_dir_all(&outside).expect("mkdir");
-        let spec = SandboxSpec::for_worker(
-            TreeAccess::Writable {
-                tree: &tree,
-                git_dirs: &[outside, tree.join(".git")],
-            },
-            &[scratch],
-            &[],
-            PathBuf::from("/x"),
+        assert_eq!(
+            edit_run_binds(&tree, &[outside, tree.join(".git")], scratch),
+            vec![tree.join(".git")]
         );
-        assert_eq!(spec.read_only_binds, vec![tree.join(".git")]);
     }
 
     #[test]
@@ -629,16 +619,14 @@ mod tests {
         let worktree = state.parent().expect("parent").join("wt");
         std::fs::create_dir_all(&worktree).expect("mkdir");
         std::fs::write(worktree.join(".git"), "gitdir: /elsewhere\n").expect("write");
-        let spec = SandboxSpec::for_worker(
-            TreeAccess::Writable {
-                tree: &worktree,
-                git_dirs: &[worktree.join(".git"), worktree.join("missing")],
-            },
-            &[scratch],
-            &[],
-            PathBuf::from("/x"),
+        assert_eq!(
+            edit_run_binds(
+                &worktree,
+                &[worktree.join(".git"), worktree.join("missing")],
+                scratch
+            ),
+            vec![worktree.join(".git")]
         );
-        assert_eq!(spec.read_only_binds, vec![worktree.join(".git")]);
     }
 
     #[test]

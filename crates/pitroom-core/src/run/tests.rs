@@ -296,6 +296,11 @@ fn evidence<'a>(
     }
 }
 
+/// The judgement of opencode's adapter on `evidence(spec, ending, stream, answer)`.
+fn judged(spec: &RunSpec, ending: Ending, stream: &Stream, answer: Option<&str>) -> Judgement {
+    judge(&evidence(spec, ending, stream, answer), opencode().as_ref())
+}
+
 fn rate_limited() -> Stream {
     let mut s = Stream::default();
     s.absorb(
@@ -313,10 +318,7 @@ fn rate_limited() -> Stream {
 fn judge_calls_an_answer_done_and_warns_when_the_worker_exited_badly() {
     let r = blank_record();
     let s = Stream::default();
-    let j = judge(
-        &evidence(&r.spec, Ending::Exited(0), &s, Some("SUMMARY: ok")),
-        opencode().as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Exited(0), &s, Some("SUMMARY: ok"));
     assert_eq!(
         j,
         Judgement {
@@ -329,10 +331,7 @@ fn judge_calls_an_answer_done_and_warns_when_the_worker_exited_badly() {
         }
     );
     let s = rate_limited();
-    let j = judge(
-        &evidence(&r.spec, Ending::Exited(2), &s, Some("SUMMARY: ok")),
-        opencode().as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Exited(2), &s, Some("SUMMARY: ok"));
     assert_eq!(j.state, RunState::Done);
     assert_eq!(
         j.warning.as_deref(),
@@ -343,12 +342,8 @@ fn judge_calls_an_answer_done_and_warns_when_the_worker_exited_badly() {
 #[test]
 fn judge_says_why_a_run_without_an_answer_failed() {
     let r = blank_record();
-    let adapter = opencode();
     let s = rate_limited();
-    let j = judge(
-        &evidence(&r.spec, Ending::Exited(1), &s, None),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Exited(1), &s, None);
     assert_eq!(
         (j.state, j.error.as_deref(), j.failure, j.worker_exit),
         (
@@ -363,16 +358,13 @@ fn judge_says_why_a_run_without_an_answer_failed() {
         stderr_tail: "starting\nfatal: no config\n\n",
         ..evidence(&r.spec, Ending::Exited(3), &s, None)
     };
-    let j = judge(&e, adapter.as_ref());
+    let j = judge(&e, opencode().as_ref());
     assert_eq!(
         j.error.as_deref(),
         Some("the worker exited with code 3: fatal: no config")
     );
     assert!(j.failure.is_some(), "a failed exit is classified");
-    let j = judge(
-        &evidence(&r.spec, Ending::Exited(0), &s, None),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Exited(0), &s, None);
     assert_eq!(
         (j.error.as_deref(), j.failure),
         (Some("the worker printed no events and no answer"), None)
@@ -382,19 +374,13 @@ fn judge_says_why_a_run_without_an_answer_failed() {
         ..Stream::default()
     };
     s.tally.denied_calls = 1;
-    let j = judge(
-        &evidence(&r.spec, Ending::Exited(0), &s, None),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Exited(0), &s, None);
     assert_eq!(
         j.error.as_deref(),
         Some("the worker ended without an answer after a permission was denied")
     );
     s.tally.denied_calls = 0;
-    let j = judge(
-        &evidence(&r.spec, Ending::Exited(0), &s, None),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Exited(0), &s, None);
     assert_eq!(
         j.error.as_deref(),
         Some("the worker ended without an answer")
@@ -404,13 +390,9 @@ fn judge_says_why_a_run_without_an_answer_failed() {
 #[test]
 fn judge_ends_stops_timeouts_and_stalls_whatever_the_worker_said() {
     let r = blank_record();
-    let adapter = opencode();
     let s = Stream::default();
     let answer = Some("SUMMARY: ok");
-    let j = judge(
-        &evidence(&r.spec, Ending::Stopped, &s, answer),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Stopped, &s, answer);
     assert_eq!(
         (j.state, j.error.as_deref(), j.worker_exit),
         (
@@ -419,16 +401,10 @@ fn judge_ends_stops_timeouts_and_stalls_whatever_the_worker_said() {
             None
         )
     );
-    let j = judge(
-        &evidence(&r.spec, Ending::TimedOut, &s, answer),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::TimedOut, &s, answer);
     assert_eq!(j.state, RunState::Timeout);
     assert!(j.error.unwrap().starts_with("timed out after "));
-    let j = judge(
-        &evidence(&r.spec, Ending::Stalled, &s, answer),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::Stalled, &s, answer);
     assert_eq!(
         (j.state, j.failure),
         (RunState::Failed, Some(FailureKind::Other))
@@ -438,10 +414,7 @@ fn judge_ends_stops_timeouts_and_stalls_whatever_the_worker_said() {
         last_retry_error: Some("Rate limit reached for requests".into()),
         ..Stream::default()
     };
-    let j = judge(
-        &evidence(&r.spec, Ending::RetriesExhausted, &s, None),
-        adapter.as_ref(),
-    );
+    let j = judged(&r.spec, Ending::RetriesExhausted, &s, None);
     assert_eq!(
         (j.state, j.failure, j.error.as_deref()),
         (
@@ -455,14 +428,13 @@ fn judge_ends_stops_timeouts_and_stalls_whatever_the_worker_said() {
 #[test]
 fn judge_fails_a_read_only_violation_and_a_review_without_a_verdict() {
     let r = blank_record();
-    let adapter = opencode();
     let s = Stream::default();
     let e = Evidence {
         read_only_violation: true,
         changed_files: 2,
         ..evidence(&r.spec, Ending::Exited(0), &s, Some("SUMMARY: ok"))
     };
-    let j = judge(&e, adapter.as_ref());
+    let j = judge(&e, opencode().as_ref());
     assert_eq!(j.state, RunState::Failed);
     assert_eq!(
         j.error.as_deref(),
@@ -470,20 +442,14 @@ fn judge_fails_a_read_only_violation_and_a_review_without_a_verdict() {
     );
     let mut review = blank_record();
     review.spec.review_of = Some("abc".into());
-    let j = judge(
-        &evidence(&review.spec, Ending::Exited(0), &s, Some("looks fine")),
-        adapter.as_ref(),
-    );
+    let j = judged(&review.spec, Ending::Exited(0), &s, Some("looks fine"));
     assert_eq!((j.state, j.verdict.is_none()), (RunState::Failed, true));
     assert!(j
         .error
         .unwrap()
         .starts_with("the reviewer answered without a verdict line"));
     let answer = "ok\nSPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=1 minor=2";
-    let j = judge(
-        &evidence(&review.spec, Ending::Exited(0), &s, Some(answer)),
-        adapter.as_ref(),
-    );
+    let j = judged(&review.spec, Ending::Exited(0), &s, Some(answer));
     assert_eq!(j.state, RunState::Done);
     assert_eq!(
         j.verdict.map(|v| (v.spec_pass, v.important)),

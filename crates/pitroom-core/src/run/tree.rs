@@ -430,12 +430,6 @@ mod tests {
     #[test]
     fn a_read_run_reads_in_place_only_where_landlock_and_a_mount_namespace_hold() {
         assert_eq!(copy_needed(&allowed()), None);
-        let why = |facts: ViewFacts| copy_needed(&facts).unwrap_or_default();
-        assert!(why(ViewFacts {
-            forced: Some("copy".into()),
-            ..allowed()
-        })
-        .contains("PITROOM_READ_VIEW=copy"));
         assert_eq!(
             copy_needed(&ViewFacts {
                 forced: Some("auto".into()),
@@ -443,35 +437,64 @@ mod tests {
             }),
             None
         );
-        assert!(why(ViewFacts {
-            own_sandbox: Some("codex".into()),
-            ..allowed()
-        })
-        .contains("codex keeps its own sandbox"));
-        assert!(why(ViewFacts {
-            landlock_off: true,
-            ..allowed()
-        })
-        .contains("PITROOM_LANDLOCK=off"));
-        assert!(why(ViewFacts {
-            abi: None,
-            ..allowed()
-        })
-        .contains("no Landlock"));
-        assert!(why(ViewFacts {
-            abi: Some(2),
-            ..allowed()
-        })
-        .contains("ABI 2"));
-        assert!(why(ViewFacts {
-            can_mount: false,
-            ..allowed()
-        })
-        .contains("mount namespace"));
-        assert!(why(ViewFacts {
-            parent_read_a_copy: true,
-            ..allowed()
-        })
-        .contains("continues a run that read a copy"));
+        // Each fact alone that makes a copy needed, and what the reason says.
+        let needs_a_copy = [
+            (
+                ViewFacts {
+                    forced: Some("copy".into()),
+                    ..allowed()
+                },
+                "PITROOM_READ_VIEW=copy",
+            ),
+            (
+                ViewFacts {
+                    own_sandbox: Some("codex".into()),
+                    ..allowed()
+                },
+                "codex keeps its own sandbox",
+            ),
+            (
+                ViewFacts {
+                    landlock_off: true,
+                    ..allowed()
+                },
+                "PITROOM_LANDLOCK=off",
+            ),
+            (
+                ViewFacts {
+                    abi: None,
+                    ..allowed()
+                },
+                "no Landlock",
+            ),
+            (
+                ViewFacts {
+                    abi: Some(2),
+                    ..allowed()
+                },
+                "ABI 2",
+            ),
+            (
+                ViewFacts {
+                    can_mount: false,
+                    ..allowed()
+                },
+                "mount namespace",
+            ),
+            (
+                ViewFacts {
+                    parent_read_a_copy: true,
+                    ..allowed()
+                },
+                "continues a run that read a copy",
+            ),
+        ];
+        for (facts, reason) in needs_a_copy {
+            let why = copy_needed(&facts);
+            assert!(
+                why.as_deref().is_some_and(|w| w.contains(reason)),
+                "{reason}: {why:?}"
+            );
+        }
     }
 }

@@ -41,6 +41,20 @@ fn repo() -> (tempfile::TempDir, Repo) {
     (tmp, repo)
 }
 
+/// `repo()` for a test that builds read copies: holds `COPY_BUILDS` until dropped, and names
+/// the directory the copies go in.
+fn repo_for_copies() -> (
+    std::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    Repo,
+    PathBuf,
+) {
+    let serial = COPY_BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, repo) = repo();
+    let root = tmp.path().join("copies");
+    (serial, tmp, repo, root)
+}
+
 fn snap(repo: &Repo, name: &str, tmp: &Path) -> String {
     snapshot(&repo.git_dir, &repo.toplevel, &repo.index, &tmp.join(name))
         .unwrap()
@@ -185,9 +199,7 @@ fn reverse_apply_refuses_when_the_files_changed_since_and_writes_nothing() {
 
 #[test]
 fn read_copy_is_shared_recycled_for_a_new_tree_and_never_taken_while_leased() {
-    let _serial = COPY_BUILDS.lock().unwrap_or_else(|e| e.into_inner());
-    let (tmp, repo) = repo();
-    let root = tmp.path().join("copies");
+    let (_serial, tmp, repo, root) = repo_for_copies();
     let t1 = snap(&repo, "1.index", tmp.path());
     let first = ensure_read_copy(&repo, &t1, &root).unwrap();
     let second = ensure_read_copy(&repo, &t1, &root).unwrap();
@@ -245,9 +257,7 @@ fn read_copy_is_shared_recycled_for_a_new_tree_and_never_taken_while_leased() {
 
 #[test]
 fn pruning_keeps_the_newest_idle_copies_and_every_leased_one() {
-    let _serial = COPY_BUILDS.lock().unwrap_or_else(|e| e.into_inner());
-    let (tmp, repo) = repo();
-    let root = tmp.path().join("copies");
+    let (_serial, tmp, repo, root) = repo_for_copies();
     let mut leases = Vec::new();
     for i in 0..4 {
         write(&repo.toplevel, "a.txt", format!("state {i}\n").as_bytes());
@@ -277,9 +287,7 @@ fn pruning_keeps_the_newest_idle_copies_and_every_leased_one() {
 
 #[test]
 fn runs_that_need_the_same_copy_at_once_wait_for_one_build() {
-    let _serial = COPY_BUILDS.lock().unwrap_or_else(|e| e.into_inner());
-    let (tmp, repo) = repo();
-    let root = tmp.path().join("copies");
+    let (_serial, tmp, repo, root) = repo_for_copies();
     let tree = snap(&repo, "1.index", tmp.path());
     let before = pitroom_git::copies_built();
     let barrier = std::sync::Barrier::new(8);

@@ -57,11 +57,10 @@ fn line_range_alone_picks_the_only_app_py_long_enough() {
     let p = Project::new();
     flask_like(&p);
     p.file("src/flask/sansio/app.py", &lines(900));
-    let report = verify("see app.py:1566", &p.root);
-    assert_eq!(report.checked[0].verdict, verified("src/flask/app.py"));
-    assert_eq!(
-        report.checked[0].reason(),
-        "app.py:1566 — ok (src/flask/app.py)"
+    assert_first(
+        &p.report("see app.py:1566"),
+        verified("src/flask/app.py"),
+        "app.py:1566 — ok (src/flask/app.py)",
     );
 }
 
@@ -78,8 +77,7 @@ fn wsgi_app_at_app_py_1566_resolves_by_range_and_identifier() {
 
 #[test]
 fn identifier_alone_picks_the_init_py_that_defines_it() {
-    let p = Project::new();
-    p.file(
+    let p = Project::with(
         "pkg/__init__.py",
         &numbered(40, "", &[(15, "from .plugins import load_plugins")]),
     );
@@ -101,8 +99,7 @@ fn identifier_alone_picks_the_init_py_that_defines_it() {
 
 #[test]
 fn definition_enclosing_the_range_beats_a_mention_nearby_in_mod_rs() {
-    let p = Project::new();
-    p.file(
+    let p = Project::with(
         "src/store/mod.rs",
         &numbered(
             40,
@@ -156,33 +153,27 @@ fn proximity_alone_picks_the_index_ts_beside_the_other_reference() {
         p.file(&format!("packages/{pkg}/src/index.ts"), &lines(50));
     }
     p.file("packages/web/src/router.ts", &lines(10));
-    assert_eq!(
-        p.verdicts(
-            "The router is set up in packages/web/src/router.ts:3 and exported from index.ts:10."
-        ),
-        [
-            verified("packages/web/src/router.ts"),
-            verified("packages/web/src/index.ts")
-        ]
+    p.assert_verified(
+        "The router is set up in packages/web/src/router.ts:3 and exported from index.ts:10.",
+        &["packages/web/src/router.ts", "packages/web/src/index.ts"],
     );
 }
 
 #[test]
 fn proximity_settles_in_rounds_as_each_settled_reference_anchors_the_next() {
-    let p = Project::new();
-    p.file("docs/guide.md", &lines(5));
+    let p = Project::with("docs/guide.md", &lines(5));
     p.file("docs/site/index.ts", &lines(20));
     p.file("packages/cli/index.ts", &lines(20));
     // Equally near the guide; only the settled `docs/site/index.ts` tells them apart.
     p.file("docs/site/theme/colors.ts", &lines(20));
     p.file("docs/blog/theme/colors.ts", &lines(20));
-    assert_eq!(
-        p.verdicts("docs/guide.md:2 links index.ts:3, which loads colors.ts:4."),
-        [
-            verified("docs/guide.md"),
-            verified("docs/site/index.ts"),
-            verified("docs/site/theme/colors.ts")
-        ]
+    p.assert_verified(
+        "docs/guide.md:2 links index.ts:3, which loads colors.ts:4.",
+        &[
+            "docs/guide.md",
+            "docs/site/index.ts",
+            "docs/site/theme/colors.ts",
+        ],
     );
 }
 
@@ -202,36 +193,27 @@ fn range_identifier_and_proximity_combine_on_main_go() {
     );
     p.file("cmd/worker/jobs.go", &lines(30));
     // The range drops tools/gen, the identifier ties server and worker, proximity decides.
-    assert_eq!(
-        p.verdicts("`main` at main.go:40-45 starts the pool; jobs run in cmd/worker/jobs.go:12."),
-        [
-            verified("cmd/worker/main.go"),
-            verified("cmd/worker/jobs.go")
-        ]
+    p.assert_verified(
+        "`main` at main.go:40-45 starts the pool; jobs run in cmd/worker/jobs.go:12.",
+        &["cmd/worker/main.go", "cmd/worker/jobs.go"],
     );
 }
 
 #[test]
 fn true_tie_is_ambiguous_and_names_only_the_tied_candidates() {
-    let p = Project::new();
-    p.file("src/net/mod.rs", &lines(60));
+    let p = Project::with("src/net/mod.rs", &lines(60));
     p.file("src/fs/mod.rs", &lines(60));
     p.file("src/ui/mod.rs", &lines(5));
-    let report = verify("mod.rs:30", &p.root);
-    assert_eq!(
-        report.checked[0].verdict,
-        ambiguous(&["src/fs/mod.rs", "src/net/mod.rs"])
-    );
-    assert_eq!(
-        report.checked[0].reason(),
-        "mod.rs:30 — ambiguous: 2 files named mod.rs (src/fs/mod.rs, src/net/mod.rs)"
+    assert_first(
+        &p.report("mod.rs:30"),
+        ambiguous(&["src/fs/mod.rs", "src/net/mod.rs"]),
+        "mod.rs:30 — ambiguous: 2 files named mod.rs (src/fs/mod.rs, src/net/mod.rs)",
     );
 }
 
 #[test]
 fn tie_that_proximity_cannot_break_stays_ambiguous() {
-    let p = Project::new();
-    p.file("packages/api/src/index.ts", &lines(50));
+    let p = Project::with("packages/api/src/index.ts", &lines(50));
     p.file("packages/web/src/index.ts", &lines(50));
     p.file("README.md", &lines(5));
     // The other reference shares no directory with either candidate.
@@ -246,43 +228,46 @@ fn tie_that_proximity_cannot_break_stays_ambiguous() {
 
 #[test]
 fn clue_that_rules_out_every_candidate_is_ignored() {
-    let p = Project::new();
-    p.file("a/app.py", &lines(10));
+    let p = Project::with("a/app.py", &lines(10));
     p.file("b/app.py", &lines(10));
     assert_eq!(p.verdict("app.py:99"), ambiguous(&["a/app.py", "b/app.py"]));
 }
 
+/// The path as written beside a deeper file of the same name.
 #[test]
-fn written_path_too_short_falls_back_to_a_deeper_file_that_fits() {
-    let p = Project::new();
-    p.file("main.go", &lines(10));
-    p.file("cmd/server/main.go", &lines(200));
-    assert_eq!(p.verdict("main.go:120"), verified("cmd/server/main.go"));
-}
-
-#[test]
-fn written_path_wins_a_tie_no_clue_breaks() {
-    let p = Project::new();
-    p.file("app.py", &lines(100));
-    p.file("web/app.py", &lines(100));
-    // Neither defines `run`: the file as written is kept, and the identifier reported missing.
-    assert_eq!(
-        p.verdict("`run` at app.py:50"),
-        Verdict::SymbolNotFound {
-            symbol: "run".into()
-        }
-    );
-}
-
-#[test]
-fn anchored_path_is_never_searched_elsewhere() {
-    let p = Project::new();
-    p.file("app.py", &lines(100));
-    p.file("web/app.py", &lines(200));
-    assert_eq!(
-        p.verdict("./app.py:150"),
-        Verdict::OutOfRange { lines: 100 }
-    );
+fn written_path_against_a_deeper_file_of_the_same_name() {
+    let cases = [
+        (
+            "written path too short falls back to a deeper file that fits",
+            ("main.go", 10),
+            ("cmd/server/main.go", 200),
+            "main.go:120",
+            verified("cmd/server/main.go"),
+        ),
+        (
+            // Neither defines `run`: the file as written is kept, and the identifier reported
+            // missing.
+            "written path wins a tie no clue breaks",
+            ("app.py", 100),
+            ("web/app.py", 100),
+            "`run` at app.py:50",
+            Verdict::SymbolNotFound {
+                symbol: "run".into(),
+            },
+        ),
+        (
+            "anchored path is never searched elsewhere",
+            ("app.py", 100),
+            ("web/app.py", 200),
+            "./app.py:150",
+            Verdict::OutOfRange { lines: 100 },
+        ),
+    ];
+    for (what, (written, written_lines), (deeper, deeper_lines), answer, want) in cases {
+        let p = Project::with(written, &lines(written_lines));
+        p.file(deeper, &lines(deeper_lines));
+        assert_eq!(p.verdict(answer), want, "{what}");
+    }
 }
 
 #[test]

@@ -31,6 +31,18 @@ impl Project {
         Project { root }
     }
 
+    /// A new project holding one file.
+    pub(super) fn with(rel: &str, content: &str) -> Project {
+        let p = Project::new();
+        p.file(rel, content);
+        p
+    }
+
+    /// The report on `answer` checked in this project.
+    pub(super) fn report(&self, answer: &str) -> RefReport {
+        verify(answer, &self.root)
+    }
+
     pub(super) fn file(&self, rel: &str, content: &str) -> &Project {
         self.bytes(rel, content.as_bytes())
     }
@@ -43,11 +55,13 @@ impl Project {
     }
 
     pub(super) fn verdicts(&self, answer: &str) -> Vec<Verdict> {
-        verify(answer, &self.root)
-            .checked
-            .into_iter()
-            .map(|c| c.verdict)
-            .collect()
+        verdicts_in(&self.report(answer))
+    }
+
+    /// Every citation in `answer` checks out, in `files` (in order).
+    pub(super) fn assert_verified(&self, answer: &str, files: &[&str]) {
+        let want: Vec<Verdict> = files.iter().map(|f| verified(f)).collect();
+        assert_eq!(self.verdicts(answer), want, "{answer}");
     }
 
     pub(super) fn verdict(&self, answer: &str) -> Verdict {
@@ -61,6 +75,18 @@ impl Drop for Project {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
     }
+}
+
+/// Checks the first citation of `report`: its verdict, and the reason given for it.
+pub(super) fn assert_first(report: &RefReport, verdict: Verdict, reason: &str) {
+    let first = &report.checked[0];
+    assert_eq!(first.verdict, verdict);
+    assert_eq!(first.reason(), reason);
+}
+
+/// The verdict of each citation in `report`, in order.
+pub(super) fn verdicts_in(report: &RefReport) -> Vec<Verdict> {
+    report.checked.iter().map(|c| c.verdict.clone()).collect()
 }
 
 pub(super) fn verified(file: &str) -> Verdict {

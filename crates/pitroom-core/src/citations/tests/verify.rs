@@ -4,58 +4,39 @@ use super::*;
 use crate::citations::definitions::defines;
 
 #[test]
-fn verify_accepts_relative_path() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(40));
-    assert_eq!(p.verdict("see src/a.rs:12-20"), verified("src/a.rs"));
+fn verify_accepts_a_direct_path_relative_absolute_dot_slash_or_at_mentioned() {
+    let p = Project::with("src/a.rs", &lines(40));
+    let absolute = format!("see {}/src/a.rs:12", p.root.display());
+    // An `@` mention prefix falls back to the plain path.
+    for answer in [
+        "see src/a.rs:12-20",
+        &absolute,
+        "./src/a.rs:5",
+        "@src/a.rs:2",
+    ] {
+        assert_eq!(p.verdict(answer), verified("src/a.rs"), "{answer}");
+    }
 }
 
 #[test]
-fn verify_accepts_absolute_path_inside_project() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(40));
-    let answer = format!("see {}/src/a.rs:12", p.root.display());
-    assert_eq!(p.verdict(&answer), verified("src/a.rs"));
-}
-
-#[test]
-fn verify_accepts_dot_slash_path() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(5));
-    assert_eq!(p.verdict("./src/a.rs:5"), verified("src/a.rs"));
-}
-
-#[test]
-fn verify_resolves_bare_name_through_index() {
-    let p = Project::new();
-    p.file("app/main/ipc.ts", &lines(300));
-    let report = verify("ipc.ts:218", &p.root);
-    assert_eq!(report.checked[0].verdict, verified("app/main/ipc.ts"));
-    assert_eq!(
-        report.checked[0].reason(),
-        "ipc.ts:218 — ok (app/main/ipc.ts)"
-    );
-}
-
-#[test]
-fn verify_resolves_partial_path_through_index() {
-    let p = Project::new();
+fn verify_resolves_bare_partial_and_extensionless_names_through_index() {
+    let p = Project::with("app/main/ipc.ts", &lines(300));
     p.file("src/auth/session.ts", &lines(50));
     p.file("src/other/session.ts", &lines(50));
+    p.file("Makefile", "all:\n\tcargo build\n\tcargo test\n");
+    p.file("docker/Dockerfile", &lines(12));
+    assert_first(
+        &p.report("ipc.ts:218"),
+        verified("app/main/ipc.ts"),
+        "ipc.ts:218 — ok (app/main/ipc.ts)",
+    );
     assert_eq!(
         p.verdict("auth/session.ts:40"),
         verified("src/auth/session.ts")
     );
-}
-
-#[test]
-fn verify_resolves_extensionless_names() {
-    let p = Project::new();
-    p.file("Makefile", "all:\n\tcargo build\n\tcargo test\n");
-    p.file("docker/Dockerfile", &lines(12));
-    assert_eq!(
-        p.verdicts("Makefile:3 and Dockerfile:10"),
-        [verified("Makefile"), verified("docker/Dockerfile")]
+    p.assert_verified(
+        "Makefile:3 and Dockerfile:10",
+        &["Makefile", "docker/Dockerfile"],
     );
 }
 
@@ -65,30 +46,24 @@ fn verify_reports_ambiguous_bare_name_with_candidates() {
     for dir in ["a", "b", "c", "d"] {
         p.file(&format!("{dir}/util.ts"), &lines(10));
     }
-    let report = verify("util.ts:3", &p.root);
-    let checked = &report.checked[0];
-    assert_eq!(
-        checked.verdict,
+    assert_first(
+        &p.report("util.ts:3"),
         Verdict::Ambiguous {
             candidates: vec![
                 "a/util.ts".into(),
                 "b/util.ts".into(),
                 "c/util.ts".into(),
-                "d/util.ts".into()
-            ]
-        }
-    );
-    assert_eq!(
-        checked.reason(),
-        "util.ts:3 — ambiguous: 4 files named util.ts (a/util.ts, b/util.ts, c/util.ts, …)"
+                "d/util.ts".into(),
+            ],
+        },
+        "util.ts:3 — ambiguous: 4 files named util.ts (a/util.ts, b/util.ts, c/util.ts, …)",
     );
 }
 
 #[test]
 fn verify_reports_missing_file() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(3));
-    let report = verify("src/nope.rs:1 and nope.py:2", &p.root);
+    let p = Project::with("src/a.rs", &lines(3));
+    let report = p.report("src/nope.rs:1 and nope.py:2");
     assert_eq!(report.total, 2);
     assert_eq!(report.verified, 0);
     assert!(report.checked.iter().all(|c| c.verdict == Verdict::Missing));
@@ -99,50 +74,25 @@ fn verify_reports_missing_file() {
 }
 
 #[test]
-fn verify_reports_line_past_end() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(40));
-    let report = verify("src/a.rs:90 and src/a.rs:30-41", &p.root);
+fn verify_rejects_a_line_past_the_end_line_zero_and_a_reversed_range() {
+    let p = Project::with("src/a.rs", &lines(40));
+    let report = p.report("src/a.rs:90 and src/a.rs:30-41 and src/a.rs:0 and src/a.rs:20-10");
     assert_eq!(
-        report
-            .checked
-            .iter()
-            .map(|c| c.verdict.clone())
-            .collect::<Vec<_>>(),
-        [
-            Verdict::OutOfRange { lines: 40 },
-            Verdict::OutOfRange { lines: 40 }
-        ]
+        verdicts_in(&report),
+        vec![Verdict::OutOfRange { lines: 40 }; 4]
     );
+    let reasons: Vec<String> = report.checked.iter().map(CheckedCitation::reason).collect();
+    assert_eq!(reasons[0], "src/a.rs:90 — file has 40 lines");
     assert_eq!(
-        report.checked[0].reason(),
-        "src/a.rs:90 — file has 40 lines"
-    );
-}
-
-#[test]
-fn verify_rejects_line_zero_and_reversed_range() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(40));
-    let report = verify("src/a.rs:0 and src/a.rs:20-10", &p.root);
-    assert!(report
-        .checked
-        .iter()
-        .all(|c| c.verdict == Verdict::OutOfRange { lines: 40 }));
-    assert_eq!(
-        report.checked[0].reason(),
+        reasons[2],
         "src/a.rs:0 — line 0 does not exist (lines start at 1)"
     );
-    assert_eq!(
-        report.checked[1].reason(),
-        "src/a.rs:20-10 — range 20-10 is reversed"
-    );
+    assert_eq!(reasons[3], "src/a.rs:20-10 — range 20-10 is reversed");
 }
 
 #[test]
 fn verify_counts_last_line_without_trailing_newline() {
-    let p = Project::new();
-    p.file("a.txt", "one\ntwo\nthree");
+    let p = Project::with("a.txt", "one\ntwo\nthree");
     p.file("b.txt", "one\ntwo\nthree\n");
     p.file("empty.txt", "");
     assert_eq!(
@@ -178,28 +128,41 @@ this.token = next;
 ";
 
 #[test]
-fn verify_accepts_symbol_near_the_range() {
-    let p = Project::new();
-    p.file("src/session.ts", SESSION_TS);
+fn verify_checks_a_cited_symbol_near_or_around_the_range() {
+    let p = Project::with("src/session.ts", SESSION_TS);
+    let mut config = String::from(
+        "pub struct Config;\n\nimpl Config {\n    pub fn load(path: &str) -> Config {\n",
+    );
+    config.push_str(&"        step();\n".repeat(30));
+    config.push_str("        Config\n    }\n}\n");
+    p.file("src/config.rs", &config);
+    let mut far = String::from("fn other() {}\n");
+    far.push_str(&"// filler\n".repeat(20));
+    far.push_str("fn target() {}\n");
+    p.file("src/lib.rs", &far);
     // `refresh` is on line 10; the range ends 2 lines before it.
     assert_eq!(
         p.verdict("`refresh` at src/session.ts:7-8"),
         verified("src/session.ts")
     );
-}
-
-#[test]
-fn verify_accepts_symbol_whose_definition_encloses_the_range() {
-    let p = Project::new();
-    let mut text = String::from(
-        "pub struct Config;\n\nimpl Config {\n    pub fn load(path: &str) -> Config {\n",
+    // A definition that encloses the range.
+    p.assert_verified(
+        "`Config::load` at src/config.rs:20-25, `Config` at src/config.rs:30",
+        &["src/config.rs", "src/config.rs"],
     );
-    text.push_str(&"        step();\n".repeat(30));
-    text.push_str("        Config\n    }\n}\n");
-    p.file("src/config.rs", &text);
+    assert_first(
+        &p.report("`logout` at src/session.ts:10-16"),
+        Verdict::SymbolNotFound {
+            symbol: "logout".into(),
+        },
+        "src/session.ts:10-16 — `logout` not found near lines 10-16",
+    );
+    // Far from the range, with no definition around it.
     assert_eq!(
-        p.verdicts("`Config::load` at src/config.rs:20-25, `Config` at src/config.rs:30"),
-        [verified("src/config.rs"), verified("src/config.rs")]
+        p.verdict("`target` at src/lib.rs:2"),
+        Verdict::SymbolNotFound {
+            symbol: "target".into()
+        }
     );
 }
 
@@ -236,44 +199,12 @@ fn verify_recognises_definition_forms() {
 }
 
 #[test]
-fn verify_reports_absent_symbol() {
-    let p = Project::new();
-    p.file("src/session.ts", SESSION_TS);
-    let report = verify("`logout` at src/session.ts:10-16", &p.root);
-    assert_eq!(
-        report.checked[0].verdict,
-        Verdict::SymbolNotFound {
-            symbol: "logout".into()
-        }
-    );
-    assert_eq!(
-        report.checked[0].reason(),
-        "src/session.ts:10-16 — `logout` not found near lines 10-16"
-    );
-}
-
-#[test]
-fn verify_symbol_far_from_range_without_definition_is_not_found() {
-    let p = Project::new();
-    let mut text = String::from("fn other() {}\n");
-    text.push_str(&"// filler\n".repeat(20));
-    text.push_str("fn target() {}\n");
-    p.file("src/lib.rs", &text);
-    assert_eq!(
-        p.verdict("`target` at src/lib.rs:2"),
-        Verdict::SymbolNotFound {
-            symbol: "target".into()
-        }
-    );
-}
-
-#[test]
-fn verify_rejects_absolute_path_outside_project() {
+fn verify_rejects_paths_outside_project() {
     let p = Project::new();
     let other = Project::new();
     other.file("x.rs", &lines(3));
     let answer = format!("{}/x.rs:1 and /etc/hosts.conf:1", other.root.display());
-    let report = verify(&answer, &p.root);
+    let report = p.report(&answer);
     assert!(report
         .checked
         .iter()
@@ -282,11 +213,7 @@ fn verify_rejects_absolute_path_outside_project() {
         report.checked[1].reason(),
         "/etc/hosts.conf:1 — outside the project"
     );
-}
-
-#[test]
-fn verify_rejects_relative_path_climbing_out_of_project() {
-    let p = Project::new();
+    // A relative path climbing out of the project.
     assert_eq!(p.verdict("../elsewhere/x.rs:1"), Verdict::OutsideProject);
     assert_eq!(p.verdict("~/notes.md:1"), Verdict::OutsideProject);
 }
@@ -294,18 +221,17 @@ fn verify_rejects_relative_path_climbing_out_of_project() {
 #[test]
 fn verify_index_skips_ignored_and_hidden_dirs() {
     let p = Project::new();
-    p.file("node_modules/lib/only.js", &lines(3));
-    p.file("target/debug/gen.rs", &lines(3));
-    p.file(".hidden/secret.py", &lines(3));
-    p.file("src/.git/conf.toml", &lines(3));
+    for path in [
+        "node_modules/lib/only.js",
+        "target/debug/gen.rs",
+        ".hidden/secret.py",
+        "src/.git/conf.toml",
+    ] {
+        p.file(path, &lines(3));
+    }
     assert_eq!(
         p.verdicts("only.js:1 gen.rs:1 secret.py:1 conf.toml:1"),
-        [
-            Verdict::Missing,
-            Verdict::Missing,
-            Verdict::Missing,
-            Verdict::Missing
-        ]
+        vec![Verdict::Missing; 4]
     );
     // A direct path into a skipped directory still checks out.
     assert_eq!(
@@ -315,26 +241,18 @@ fn verify_index_skips_ignored_and_hidden_dirs() {
 }
 
 #[test]
-fn verify_builds_no_index_when_every_path_is_direct() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(10));
-    p.file("src/b.rs", &lines(10));
-    let mut v = Verifier::new(&p.root);
-    let report = v.run("src/a.rs:1, ./src/b.rs:2 and src/a.rs:3");
-    assert_eq!(report.verified, 3);
-    assert_eq!(v.stats.index_builds, 0);
-}
-
-#[test]
-fn verify_builds_index_once_for_many_bare_names() {
-    let p = Project::new();
-    p.file("src/deep/a.rs", &lines(10));
+fn verify_builds_no_index_for_direct_paths_and_one_for_many_bare_names() {
+    let p = Project::with("src/a.rs", &lines(10));
     p.file("src/deep/b.rs", &lines(10));
-    let mut v = Verifier::new(&p.root);
-    let report = v.run("a.rs:1, b.rs:2, c.rs:3");
+    let mut direct = Verifier::new(&p.root);
+    let report = direct.run("src/a.rs:1, ./src/deep/b.rs:2 and src/a.rs:3");
+    assert_eq!(report.verified, 3);
+    assert_eq!(direct.stats.index_builds, 0);
+    let mut bare = Verifier::new(&p.root);
+    let report = bare.run("a.rs:1, b.rs:2, c.rs:3");
     assert_eq!((report.verified, report.total), (2, 3));
-    assert_eq!(v.stats.index_builds, 1);
-    assert!(!v.stats.index_truncated);
+    assert_eq!(bare.stats.index_builds, 1);
+    assert!(!bare.stats.index_truncated);
 }
 
 #[test]
@@ -351,8 +269,7 @@ fn verify_records_truncated_index() {
 
 #[test]
 fn verify_reads_each_file_once() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(10));
+    let p = Project::with("src/a.rs", &lines(10));
     let mut v = Verifier::new(&p.root);
     let report = v.run("src/a.rs:1, a.rs:2, `line` at src/a.rs:3, src/a.rs:99");
     assert_eq!((report.verified, report.total), (3, 4));
@@ -361,11 +278,9 @@ fn verify_reads_each_file_once() {
 
 #[test]
 fn verify_deduplicates_identical_citations() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(10));
-    let report = verify(
+    let p = Project::with("src/a.rs", &lines(10));
+    let report = p.report(
         "src/a.rs:1 then (src/a.rs:1), `src/a.rs:1`, src/a.rs#L1, src/a.rs:1:4; src/a.rs:2",
-        &p.root,
     );
     assert_eq!(report.total, 2);
     assert_eq!(report.verified, 2);
@@ -374,17 +289,12 @@ fn verify_deduplicates_identical_citations() {
 
 #[test]
 fn verify_large_file_checks_line_count_only() {
-    let p = Project::new();
-    p.file("big.log.txt", &lines(500));
+    let p = Project::with("big.log.txt", &lines(500));
     let mut v = Verifier::new(&p.root);
     v.stream_above = 100;
     let report = v.run("`absent` at big.log.txt:500 and big.log.txt:501");
     assert_eq!(
-        report
-            .checked
-            .iter()
-            .map(|c| c.verdict.clone())
-            .collect::<Vec<_>>(),
+        verdicts_in(&report),
         [verified("big.log.txt"), Verdict::OutOfRange { lines: 500 }]
     );
 }
@@ -403,13 +313,6 @@ fn verify_reads_non_utf8_files_lossily() {
 }
 
 #[test]
-fn verify_at_mention_prefix_falls_back_to_plain_path() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(3));
-    assert_eq!(p.verdict("@src/a.rs:2"), verified("src/a.rs"));
-}
-
-#[test]
 fn verify_with_missing_root_reports_missing() {
     let root = std::env::temp_dir().join("pitroom-citations-no-such-root");
     let report = verify("src/a.rs:1 and a.rs:2", &root);
@@ -419,9 +322,8 @@ fn verify_with_missing_root_reports_missing() {
 
 #[test]
 fn report_bad_lists_unverified_and_round_trips_through_json() {
-    let p = Project::new();
-    p.file("src/a.rs", &lines(3));
-    let report = verify("src/a.rs:1, src/a.rs:9, gone.rs:1", &p.root);
+    let p = Project::with("src/a.rs", &lines(3));
+    let report = p.report("src/a.rs:1, src/a.rs:9, gone.rs:1");
     let bad: Vec<String> = report.bad().map(CheckedCitation::reason).collect();
     assert_eq!(
         bad,
