@@ -17,87 +17,48 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
     match args.topic.as_str() {
         "runs" => {
             let records = s.list(None, false, limit);
-            let text = if records.is_empty() {
-                "no runs yet".to_string()
-            } else {
-                records
-                    .iter()
-                    .map(report::brief)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            };
+            let text = lines_or(&records, "no runs yet", report::brief);
             let views: Vec<RunView> = records.iter().map(RunView::of).collect();
             Ok((json!({"runs": views}), text))
         }
         "history" => {
-            let (store, _) = s.history_store()?;
             let filter = Filter {
                 text: args.query.clone().filter(|q| !q.trim().is_empty()),
                 limit,
                 ..Filter::default()
             };
-            let hits = store
-                .search(&filter)
-                .map_err(|e| ServiceError::refused(e.to_string()))?;
-            let text = hits
-                .iter()
-                .map(|h| {
-                    format!(
-                        "{} {} {} {}: {}",
-                        h.id,
-                        h.state,
-                        h.mode,
-                        h.worker,
-                        h.snippet.as_deref().unwrap_or(&h.task)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            Ok((
-                json!({"hits": hits}),
-                if text.is_empty() {
-                    "no matching runs".into()
-                } else {
-                    text
-                },
-            ))
+            let hits = refused(history(s)?.search(&filter))?;
+            let text = lines_or(&hits, "no matching runs", |h| {
+                format!(
+                    "{} {} {} {}: {}",
+                    h.id,
+                    h.state,
+                    h.mode,
+                    h.worker,
+                    h.snippet.as_deref().unwrap_or(&h.task)
+                )
+            });
+            Ok((json!({"hits": hits}), text))
         }
         "stats" => {
-            let (store, _) = s.history_store()?;
-            let stats = store
-                .stats(&Since::all())
-                .map_err(|e| ServiceError::refused(e.to_string()))?;
-            let text = stats
-                .iter()
-                .map(|w| {
-                    format!(
-                        "{}: {} runs, {} done, success {}, {} tokens, est. saved ${:.3}",
-                        w.worker,
-                        w.runs,
-                        w.done,
-                        w.success_rate
-                            .map(|r| format!("{:.0}%", r * 100.0))
-                            .unwrap_or_else(|| "n/a".into()),
-                        w.tokens,
-                        w.saved
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            Ok((
-                json!({"workers": stats}),
-                if text.is_empty() {
-                    "no finished runs yet".into()
-                } else {
-                    text
-                },
-            ))
+            let stats = refused(history(s)?.stats(&Since::all()))?;
+            let text = lines_or(&stats, "no finished runs yet", |w| {
+                format!(
+                    "{}: {} runs, {} done, success {}, {} tokens, est. saved ${:.3}",
+                    w.worker,
+                    w.runs,
+                    w.done,
+                    w.success_rate
+                        .map(|r| format!("{:.0}%", r * 100.0))
+                        .unwrap_or_else(|| "n/a".into()),
+                    w.tokens,
+                    w.saved
+                )
+            });
+            Ok((json!({"workers": stats}), text))
         }
         "savings" => {
-            let (store, _) = s.history_store()?;
-            let savings = store
-                .savings(&Since::all())
-                .map_err(|e| ServiceError::refused(e.to_string()))?;
+            let savings = refused(history(s)?.savings(&Since::all()))?;
             let text = format!(
                 "all time: {} delegated runs, {} worker tokens, {} returned, est. saved ${:.3} (an estimate), worker cost ${:.3}",
                 savings.runs, savings.tokens, savings.returned_tokens, savings.saved, savings.worker_cost
@@ -106,26 +67,15 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
         }
         "cooldown" => {
             let cooldowns = Cooldowns::load(s.home());
-            let text = if cooldowns.entries.is_empty() {
-                "no target is cooling down".to_string()
-            } else {
-                cooldowns
-                    .entries
-                    .iter()
-                    .map(|(target, c)| format!("{target} until {}: {}", c.until_short(), c.reason))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            };
+            let text = lines_or(&cooldowns.entries, "no target is cooling down", |(target, c)| {
+                format!("{target} until {}: {}", c.until_short(), c.reason)
+            });
             Ok((json!(cooldowns), text))
         }
         "config" => {
             let config = s.config(&FlagValues::default())?;
             let entries = config.entries();
-            let text = entries
-                .iter()
-                .map(|e| format!("{} = {} ({:?})", e.key, e.value, e.source))
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text = lines(&entries, |e| format!("{} = {} ({:?})", e.key, e.value, e.source));
             Ok((
                 json!({"entries": entries, "warnings": config.warnings}),
                 text,
@@ -142,17 +92,13 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
                 .map_err(|e| ServiceError::usage(e.to_string()))?
                 .backend;
             let models = s.engine().list_models(&backend)?;
-            let text = models
-                .iter()
-                .map(|m| {
-                    if m.efforts.is_empty() {
-                        m.id.clone()
-                    } else {
-                        format!("{} (effort: {})", m.id, m.efforts.join(", "))
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text = lines(&models, |m| {
+                if m.efforts.is_empty() {
+                    m.id.clone()
+                } else {
+                    format!("{} (effort: {})", m.id, m.efforts.join(", "))
+                }
+            });
             let listed: Vec<Value> = models
                 .iter()
                 .map(|m| json!({"id": m.id, "efforts": m.efforts}))
@@ -161,23 +107,48 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
         }
         "doctor" => {
             let checks = s.doctor();
-            let text = checks
-                .iter()
-                .map(|c| {
-                    let mark = match (c.ok, c.essential) {
-                        (true, _) => "ok",
-                        (false, true) => "FAILED",
-                        (false, false) => "warning",
-                    };
-                    format!("{mark} {}: {}", c.name, c.detail)
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text = lines(&checks, |c| {
+                let mark = match (c.ok, c.essential) {
+                    (true, _) => "ok",
+                    (false, true) => "FAILED",
+                    (false, false) => "warning",
+                };
+                format!("{mark} {}: {}", c.name, c.detail)
+            });
             let healthy = pitroom_service::doctor::healthy(&checks);
             Ok((json!({"healthy": healthy, "checks": checks}), text))
         }
         other => Err(ServiceError::usage(format!(
             "topic `{other}` is not one of runs, history, stats, savings, cooldown, config, models, doctor"
         ))),
+    }
+}
+
+/// The history database (opened and brought up to date).
+fn history(s: &Service) -> Result<pitroom_store::Store, ServiceError> {
+    s.history_store().map(|(store, _)| store)
+}
+
+/// A history query's error, as the tool's refusal.
+fn refused<T>(result: Result<T, pitroom_store::StoreError>) -> Result<T, ServiceError> {
+    result.map_err(|e| ServiceError::refused(e.to_string()))
+}
+
+/// One line per item.
+fn lines<T>(items: impl IntoIterator<Item = T>, line: impl FnMut(T) -> String) -> String {
+    items.into_iter().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// One line per item, or `none` when there are no items.
+fn lines_or<T>(
+    items: impl IntoIterator<Item = T>,
+    none: &str,
+    line: impl FnMut(T) -> String,
+) -> String {
+    let mut items = items.into_iter().peekable();
+    if items.peek().is_none() {
+        none.into()
+    } else {
+        lines(items, line)
     }
 }

@@ -114,3 +114,14 @@ impl Service {
         records
     }
 }
+
+/// The wall clock to the millisecond, `YYYYmmdd-HHMMSS-mmm`: for names that must differ from
+/// call to call (a fixed clock would give them all the same name).
+pub(crate) fn wall_stamp() -> String {
+    let now = jiff::Timestamp::now();
+    format!(
+        "{}-{:03}",
+        now.strftime("%Y%m%d-%H%M%S"),
+        now.subsec_millisecond()
+    )
+}

@@ -294,13 +294,8 @@ fn reviewer(
     ))
 }
 
+/// Names files that must not overwrite each other: the wall clock, since a fixed clock would
+/// give every review of a test the same name.
 fn stamp() -> String {
-    // Names files that must not overwrite each other: the wall clock, since a fixed clock
-    // would give every review of a test the same name.
-    let now = jiff::Timestamp::now();
-    format!(
-        "{}-{:03}",
-        now.strftime("%Y%m%d-%H%M%S"),
-        now.subsec_millisecond()
-    )
+    crate::wall_stamp()
 }

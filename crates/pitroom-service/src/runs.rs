@@ -328,15 +328,10 @@ impl Service {
     }
 }
 
+/// A name each crew must have to itself: the wall clock, since under a fixed clock every
+/// unnamed crew would join the same group.
 fn default_group_name() -> String {
-    // A name each crew must have to itself: the wall clock, since under a fixed clock every
-    // unnamed crew would join the same group.
-    let now = jiff::Timestamp::now();
-    format!(
-        "crew-{}-{:03}",
-        now.strftime("%Y%m%d-%H%M%S"),
-        now.subsec_millisecond()
-    )
+    format!("crew-{}", crate::wall_stamp())
 }
 
 /// Splits a task file on lines that are exactly `---` (surrounding blanks allowed).

@@ -150,12 +150,16 @@ mod tests {
     #[test]
     fn text_is_escaped_and_figures_formatted() {
         let svg = savings_card(&data());
-        assert!(svg.contains("Claude &lt;Sonnet&gt; &amp; co"));
+        for shown in [
+            "Claude &lt;Sonnet&gt; &amp; co",
+            ">$12.35<",
+            ">5.5M<",
+            ">715×<",
+            ">8<",
+        ] {
+            assert!(svg.contains(shown), "the card shows {shown}");
+        }
         assert!(!svg.contains("<Sonnet>"));
-        assert!(svg.contains(">$12.35<"));
-        assert!(svg.contains(">5.5M<"));
-        assert!(svg.contains(">715×<"));
-        assert!(svg.contains(">8<"));
         assert!(!svg.contains("href"), "self-contained: no links or images");
     }
 

@@ -40,22 +40,20 @@ impl StoreError {
     /// The file is not a database or is corrupt: rebuilding from the run directories is the
     /// cure (a locked or full disk is not).
     pub fn is_damaged(&self) -> bool {
-        match self {
-            StoreError::Sqlite { source, .. } => matches!(
-                source.sqlite_error_code(),
-                Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
-            ),
-            _ => false,
-        }
+        self.sqlite_code_is(&[ErrorCode::NotADatabase, ErrorCode::DatabaseCorrupt])
     }
 
     /// Another process holds the database's lock longer than the busy timeout.
     pub fn is_busy(&self) -> bool {
+        self.sqlite_code_is(&[ErrorCode::DatabaseBusy, ErrorCode::DatabaseLocked])
+    }
+
+    /// A SQLite error whose primary code is one of `codes`.
+    fn sqlite_code_is(&self, codes: &[ErrorCode]) -> bool {
         match self {
-            StoreError::Sqlite { source, .. } => matches!(
-                source.sqlite_error_code(),
-                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-            ),
+            StoreError::Sqlite { source, .. } => source
+                .sqlite_error_code()
+                .is_some_and(|code| codes.contains(&code)),
             _ => false,
         }
     }

@@ -154,14 +154,15 @@ mod tests {
 
     #[test]
     fn every_word_becomes_a_quoted_prefix_term() {
-        assert_eq!(
-            match_expression("parse config").as_deref(),
-            Some("\"parse\"* \"config\"*")
-        );
-        assert_eq!(
-            match_expression("src/main.rs:12 \"quoted\"").as_deref(),
-            Some("\"src/main.rs:12\"* \"quoted\"*")
-        );
-        assert_eq!(match_expression("  -- \"\" "), None);
+        for (words, expression) in [
+            ("parse config", Some("\"parse\"* \"config\"*")),
+            (
+                "src/main.rs:12 \"quoted\"",
+                Some("\"src/main.rs:12\"* \"quoted\"*"),
+            ),
+            ("  -- \"\" ", None),
+        ] {
+            assert_eq!(match_expression(words).as_deref(), expression, "{words}");
+        }
     }
 }

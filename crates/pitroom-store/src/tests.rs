@@ -377,6 +377,22 @@ fn savings_add_up_per_period_and_per_model() {
     assert!((week.saved - 1.0).abs() < 1e-12);
 }
 
+/// A home in a temporary directory (kept while the `TempDir` lives).
+fn temp_home() -> (tempfile::TempDir, Home) {
+    let d = tempfile::tempdir().unwrap();
+    let home = Home {
+        root: d.path().to_path_buf(),
+    };
+    (d, home)
+}
+
+/// A finished run of `task`, written to its directory under `home` with no events or patch.
+fn written_done_run(home: &Home, task: &str) -> RunRecord {
+    let r = record("20261120-100000-000a", task, None, RunState::Done, T0, 5);
+    write_run(home, &r, "", "");
+    r
+}
+
 fn write_run(home: &Home, r: &RunRecord, events: &str, patch: &str) {
     std::fs::create_dir_all(home.run_dir(&r.id)).unwrap();
     r.write(&home.record_path(&r.id)).unwrap();
@@ -388,10 +404,7 @@ const TOOL_EVENT: &str = r#"{"type":"tool_use","timestamp":1,"sessionID":"s","pa
 
 #[test]
 fn import_rebuilds_finished_runs_from_their_directories() {
-    let d = tempfile::tempdir().unwrap();
-    let home = Home {
-        root: d.path().to_path_buf(),
-    };
+    let (_d, home) = temp_home();
     let mut done = record(
         "20261120-100000-000a",
         "fix the parser",
@@ -450,19 +463,8 @@ fn import_rebuilds_finished_runs_from_their_directories() {
 
 #[test]
 fn pruned_rows_survive_a_reimport() {
-    let d = tempfile::tempdir().unwrap();
-    let home = Home {
-        root: d.path().to_path_buf(),
-    };
-    let r = record(
-        "20261120-100000-000a",
-        "old work",
-        None,
-        RunState::Done,
-        T0,
-        5,
-    );
-    write_run(&home, &r, "", "");
+    let (_d, home) = temp_home();
+    let r = written_done_run(&home, "old work");
     let mut s = Store::open(&db_path(&home)).unwrap();
     s.import(&home).unwrap();
     s.mark_pruned(std::slice::from_ref(&r.id)).unwrap();
@@ -475,19 +477,8 @@ fn pruned_rows_survive_a_reimport() {
 
 #[test]
 fn a_damaged_database_is_an_error_for_the_ledger_and_rebuilt_for_history() {
-    let d = tempfile::tempdir().unwrap();
-    let home = Home {
-        root: d.path().to_path_buf(),
-    };
-    let r = record(
-        "20261120-100000-000a",
-        "survive damage",
-        None,
-        RunState::Done,
-        T0,
-        5,
-    );
-    write_run(&home, &r, "", "");
+    let (d, home) = temp_home();
+    let r = written_done_run(&home, "survive damage");
     std::fs::write(
         db_path(&home),
         b"this is not a database, just junk bytes.....",
@@ -511,10 +502,7 @@ fn a_damaged_database_is_an_error_for_the_ledger_and_rebuilt_for_history() {
 
 #[test]
 fn a_locked_database_makes_the_ledger_write_fail_as_busy_not_hang() {
-    let d = tempfile::tempdir().unwrap();
-    let home = Home {
-        root: d.path().to_path_buf(),
-    };
+    let (_d, home) = temp_home();
     let holder = Store::open(&db_path(&home)).unwrap();
     holder.conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let r = record("20261120-100000-000a", "t", None, RunState::Done, T0, 5);
@@ -524,10 +512,7 @@ fn a_locked_database_makes_the_ledger_write_fail_as_busy_not_hang() {
 
 #[test]
 fn record_run_skips_active_runs_and_writes_finished_ones() {
-    let d = tempfile::tempdir().unwrap();
-    let home = Home {
-        root: d.path().to_path_buf(),
-    };
+    let (_d, home) = temp_home();
     let mut r = record("20261120-100000-000a", "t", None, RunState::Running, T0, 5);
     record_run(&home, &r).unwrap();
     assert!(

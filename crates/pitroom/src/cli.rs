@@ -60,13 +60,13 @@ pub(crate) enum Command {
     /// Block until runs are done (at most --timeout); exit 75 if any is still running.
     Wait(WaitArgs),
     /// Undo exactly a write run's edits (checked first; refused if the files changed since).
-    Revert(RevertArgs),
+    Revert(RunRefArgs),
     /// Stop running and queued runs (each worker's whole process tree ends; what it did is kept).
     Stop(StopArgs),
     /// Land an isolated run's patch in your tree (checked first, all or nothing).
     Apply(ApplyArgs),
     /// Remove an isolated run's copy (its patch is kept).
-    Discard(DiscardArgs),
+    Discard(RunRefArgs),
     /// Targets cooling down after a rate limit, and until when; --clear forgets them.
     Cooldown(CooldownArgs),
     /// Check the set-up: git, the state dir, the worker CLIs, and which safety layers hold.
@@ -311,8 +311,9 @@ pub(crate) struct WaitArgs {
     pub json: bool,
 }
 
+/// A run and `--json`: what `revert` and `discard` take.
 #[derive(Debug, Args)]
-pub(crate) struct RevertArgs {
+pub(crate) struct RunRefArgs {
     pub run: Option<String>,
     #[arg(long)]
     pub json: bool,
@@ -329,13 +330,6 @@ pub(crate) struct ApplyArgs {
     /// Apply every unapplied isolated run of the group, in start order; stop at the first conflict.
     #[arg(short = 'g', long = "group", value_name = "NAME")]
     pub group: Option<String>,
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct DiscardArgs {
-    pub run: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -68,6 +68,16 @@ impl PitroomMcp {
             .await
             .map_err(|e| McpError::internal_error(format!("a Pitroom task failed: {e}"), None))
     }
+
+    /// [`blocking`](Self::blocking) work that answers a tool call; its error is the answer the
+    /// model reads ([`service_error`]).
+    async fn answer(
+        &self,
+        work: impl FnOnce(&Service) -> Result<CallToolResult, ServiceError> + Send + 'static,
+    ) -> Result<CallToolResult, McpError> {
+        self.blocking(move |s| work(s).unwrap_or_else(|e| service_error(&e)))
+            .await
+    }
 }
 
 /// A tool-level error: the model reads it (isError), the protocol is fine.

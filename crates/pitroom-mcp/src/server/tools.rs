@@ -14,8 +14,8 @@ use rmcp::service::RequestContext;
 use rmcp::{tool, tool_router, ErrorData as McpError, RoleServer};
 
 use super::{
-    error_text, service_error, structured, ApplyArgs, InfoArgs, PitroomMcp, ReviewArgs, RunArgs,
-    RunRef, ShowArgs, StopArgs, WaitArgs, STOP_SETTLE,
+    error_text, structured, ApplyArgs, InfoArgs, PitroomMcp, ReviewArgs, RunArgs, RunRef, ShowArgs,
+    StopArgs, WaitArgs, STOP_SETTLE,
 };
 use crate::render;
 use crate::schema;
@@ -181,15 +181,10 @@ impl PitroomMcp {
         &self,
         Parameters(args): Parameters<ShowArgs>,
     ) -> Result<CallToolResult, McpError> {
-        self.blocking(move |s| {
-            let record = match s.load(args.run.as_deref()) {
-                Ok(r) => r,
-                Err(e) => return service_error(&e),
-            };
-            match show_text(s, &record, args.view.as_deref().unwrap_or("report")) {
-                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Err(e) => service_error(&e),
-            }
+        self.answer(move |s| {
+            let record = s.load(args.run.as_deref())?;
+            let text = show_text(s, &record, args.view.as_deref().unwrap_or("report"))?;
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
         })
         .await
     }
@@ -203,44 +198,38 @@ impl PitroomMcp {
         &self,
         Parameters(args): Parameters<ApplyArgs>,
     ) -> Result<CallToolResult, McpError> {
-        self.blocking(move |s| {
+        self.answer(move |s| {
             if let Some(group) = &args.group {
-                return match s.apply_group(group, args.allow_delete) {
-                    Ok(outcome) => {
-                        let value = serde_json::json!({
-                            "group": group,
-                            "applied": outcome.applied,
-                            "not_applied": outcome.not_applied,
-                            "error": outcome.error.as_ref().map(|(_, e)| e.to_string()),
-                        });
-                        let text = match &outcome.error {
-                            None => format!(
-                                "applied {} run(s) of group {group}: {}",
-                                outcome.applied.len(),
-                                outcome.applied.join(", ")
-                            ),
-                            Some((id, e)) => format!(
-                                "applied: {}; stopped at {id}: {e}; not applied: {}",
-                                outcome.applied.join(", "),
-                                outcome.not_applied.join(", ")
-                            ),
-                        };
-                        structured(value, text, outcome.error.is_some())
-                    }
-                    Err(e) => service_error(&e),
-                };
-            }
-            match s.apply(args.run.as_deref(), args.allow_delete) {
-                Ok((record, files)) => structured(
-                    serde_json::json!({"run": record.id, "applied": true, "files": files}),
-                    format!(
-                        "applied run {}: {files} file(s) changed in the tree",
-                        record.id
+                let outcome = s.apply_group(group, args.allow_delete)?;
+                let value = serde_json::json!({
+                    "group": group,
+                    "applied": outcome.applied,
+                    "not_applied": outcome.not_applied,
+                    "error": outcome.error.as_ref().map(|(_, e)| e.to_string()),
+                });
+                let text = match &outcome.error {
+                    None => format!(
+                        "applied {} run(s) of group {group}: {}",
+                        outcome.applied.len(),
+                        outcome.applied.join(", ")
                     ),
-                    false,
-                ),
-                Err(e) => service_error(&e),
+                    Some((id, e)) => format!(
+                        "applied: {}; stopped at {id}: {e}; not applied: {}",
+                        outcome.applied.join(", "),
+                        outcome.not_applied.join(", ")
+                    ),
+                };
+                return Ok(structured(value, text, outcome.error.is_some()));
             }
+            let (record, files) = s.apply(args.run.as_deref(), args.allow_delete)?;
+            Ok(structured(
+                serde_json::json!({"run": record.id, "applied": true, "files": files}),
+                format!(
+                    "applied run {}: {files} file(s) changed in the tree",
+                    record.id
+                ),
+                false,
+            ))
         })
         .await
     }
@@ -254,13 +243,13 @@ impl PitroomMcp {
         &self,
         Parameters(args): Parameters<RunRef>,
     ) -> Result<CallToolResult, McpError> {
-        self.blocking(move |s| match s.discard(args.run.as_deref()) {
-            Ok(record) => structured(
+        self.answer(move |s| {
+            let record = s.discard(args.run.as_deref())?;
+            Ok(structured(
                 serde_json::json!({"run": record.id, "discarded": true}),
                 format!("discarded the copy of run {}; its patch is kept", record.id),
                 false,
-            ),
-            Err(e) => service_error(&e),
+            ))
         })
         .await
     }
@@ -274,13 +263,13 @@ impl PitroomMcp {
         &self,
         Parameters(args): Parameters<RunRef>,
     ) -> Result<CallToolResult, McpError> {
-        self.blocking(move |s| match s.revert(args.run.as_deref()) {
-            Ok((record, files)) => structured(
+        self.answer(move |s| {
+            let (record, files) = s.revert(args.run.as_deref())?;
+            Ok(structured(
                 serde_json::json!({"run": record.id, "reverted": true, "files": files}),
                 format!("reverted run {}: {files} file(s) restored", record.id),
                 false,
-            ),
-            Err(e) => service_error(&e),
+            ))
         })
         .await
     }
@@ -294,23 +283,20 @@ impl PitroomMcp {
         &self,
         Parameters(args): Parameters<StopArgs>,
     ) -> Result<CallToolResult, McpError> {
-        self.blocking(move |s| {
+        self.answer(move |s| {
             let given: Vec<String> = args.run.iter().cloned().collect();
-            let stopped = s
-                .select(&given, args.group.as_deref())
-                .and_then(|sel| s.stop(&sel, STOP_SETTLE));
-            match stopped {
-                Ok(records) => {
-                    let text: Vec<String> = records
-                        .iter()
-                        .map(|r| format!("run {} is {}", r.id, r.state.as_str()))
-                        .collect();
-                    let views: Vec<render::RunView> =
-                        records.iter().map(render::RunView::of).collect();
-                    structured(serde_json::json!({"runs": views}), text.join("\n"), false)
-                }
-                Err(e) => service_error(&e),
-            }
+            let selected = s.select(&given, args.group.as_deref())?;
+            let records = s.stop(&selected, STOP_SETTLE)?;
+            let text: Vec<String> = records
+                .iter()
+                .map(|r| format!("run {} is {}", r.id, r.state.as_str()))
+                .collect();
+            let views: Vec<render::RunView> = records.iter().map(render::RunView::of).collect();
+            Ok(structured(
+                serde_json::json!({"runs": views}),
+                text.join("\n"),
+                false,
+            ))
         })
         .await
     }
@@ -324,9 +310,9 @@ impl PitroomMcp {
         &self,
         Parameters(args): Parameters<InfoArgs>,
     ) -> Result<CallToolResult, McpError> {
-        self.blocking(move |s| match crate::info::answer(s, &args) {
-            Ok((value, text)) => structured(value, render::cap(text, "pitroom_info"), false),
-            Err(e) => service_error(&e),
+        self.answer(move |s| {
+            let (value, text) = crate::info::answer(s, &args)?;
+            Ok(structured(value, render::cap(text, "pitroom_info"), false))
         })
         .await
     }

@@ -3,7 +3,7 @@
 use pitroom_core::exit::Exit;
 
 use super::Outcome;
-use crate::cli::{ApplyArgs, DiscardArgs};
+use crate::cli::{ApplyArgs, RunRefArgs};
 use crate::output;
 use crate::output::say;
 
@@ -53,7 +53,7 @@ fn apply_group(
     Ok(outcome.exit())
 }
 
-pub(super) fn discard(args: DiscardArgs) -> Outcome {
+pub(super) fn discard(args: RunRefArgs) -> Outcome {
     let service = super::service()?;
     let record = service.discard(args.run.as_deref())?;
     if args.json {

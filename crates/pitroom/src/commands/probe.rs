@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use pitroom_core::target::Target;
 use pitroom_core::{RunRecord, RunSpec, RunState};
 use pitroom_git::Git;
 use pitroom_service::{RunRequest, Service, ServiceError};
@@ -217,16 +218,12 @@ fn model_used(record: &RunRecord) -> (String, &'static str) {
 
 /// `backend[:model][#effort]` of a resolved run.
 fn target_of(spec: &RunSpec) -> String {
-    let mut target = spec.backend.clone();
-    if let Some(model) = &spec.model {
-        target.push(':');
-        target.push_str(model);
+    Target {
+        backend: spec.backend.clone(),
+        model: spec.model.clone(),
+        effort: spec.effort.clone(),
     }
-    if let Some(effort) = &spec.effort {
-        target.push('#');
-        target.push_str(effort);
-    }
-    target
+    .display()
 }
 
 /// `48ms` or `2.3s`, as run reports show times.

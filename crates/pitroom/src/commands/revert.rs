@@ -3,11 +3,11 @@
 use pitroom_core::exit::Exit;
 
 use super::Outcome;
-use crate::cli::RevertArgs;
+use crate::cli::RunRefArgs;
 use crate::output;
 use crate::output::say;
 
-pub(super) fn revert(args: RevertArgs) -> Outcome {
+pub(super) fn revert(args: RunRefArgs) -> Outcome {
     let service = super::service()?;
     let (record, n) = service.revert(args.run.as_deref())?;
     let id = record.id;

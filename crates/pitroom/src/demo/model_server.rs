@@ -102,32 +102,34 @@ impl Drop for ModelServer {
 }
 
 async fn chat(body: Bytes) -> Response {
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        let error = json!({"error": {"message": "the request body is not JSON",
-            "type": "invalid_request_error"}});
-        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
-    };
-    let reply = Reply::new(&request, turn_for(&request), body.len());
-    if request["stream"].as_bool() == Some(true) {
-        (
-            [
-                (header::CONTENT_TYPE, "text/event-stream"),
-                (header::CACHE_CONTROL, "no-cache"),
-            ],
-            reply.sse(),
-        )
-            .into_response()
-    } else {
-        Json(reply.completion()).into_response()
-    }
+    let not_json = json!({"error": {"message": "the request body is not JSON",
+        "type": "invalid_request_error"}});
+    answer(&body, not_json, Reply::sse, Reply::completion)
 }
 
 /// Anthropic Messages: the same script, in Anthropic's shapes.
 async fn messages(body: Bytes) -> Response {
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        let error = json!({"type": "error", "error": {"type": "invalid_request_error",
-            "message": "the request body is not JSON"}});
-        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+    let not_json = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": "the request body is not JSON"}});
+    answer(
+        &body,
+        not_json,
+        Reply::anthropic_sse,
+        Reply::anthropic_message,
+    )
+}
+
+/// The reply to one request body, in one API's shapes: `stream` (server-sent events) when the
+/// request asks to stream, else `whole` (one JSON body); `not_json` (400) for a body that is
+/// not JSON.
+fn answer(
+    body: &[u8],
+    not_json: Value,
+    stream: fn(&Reply) -> String,
+    whole: fn(&Reply) -> Value,
+) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return (StatusCode::BAD_REQUEST, Json(not_json)).into_response();
     };
     let reply = Reply::new(&request, turn_for(&request), body.len());
     if request["stream"].as_bool() == Some(true) {
@@ -136,11 +138,11 @@ async fn messages(body: Bytes) -> Response {
                 (header::CONTENT_TYPE, "text/event-stream"),
                 (header::CACHE_CONTROL, "no-cache"),
             ],
-            reply.anthropic_sse(),
+            stream(&reply),
         )
             .into_response()
     } else {
-        Json(reply.anthropic_message()).into_response()
+        Json(whole(&reply)).into_response()
     }
 }
 

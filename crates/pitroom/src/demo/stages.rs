@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::scripts::{self, CREW_TASKS};
-use super::worker::Script;
+use super::worker::{Action, Script};
 use super::{write, Demo, MODEL};
 use crate::output::say;
 
@@ -79,17 +79,15 @@ impl Demo {
             "read",
             "the answer cites calc.py twice; one citation is wrong, and Pitroom checks every path:line",
         );
-        let script = self.script("1-read", Script::Actions(scripts::read_script()))?;
-        self.pitroom(
+        self.scripted(
+            "1-read",
+            scripts::read_script(),
             &[target, &[scripts::READ_TASK]].concat(),
-            Some(&script),
-            self.limits().0,
         )?;
-        let script = self.script("1-follow-up", Script::Actions(scripts::follow_up_script()))?;
-        self.pitroom(
+        self.scripted(
+            "1-follow-up",
+            scripts::follow_up_script(),
             &["run", "--continue", "last", scripts::FOLLOW_UP_TASK],
-            Some(&script),
-            self.limits().0,
         )
     }
 
@@ -101,11 +99,10 @@ impl Demo {
             "isolate",
             "the worker edits a private copy; its patch holds only its own edit, not your README.md",
         );
-        let script = self.script("2-isolate", Script::Actions(scripts::isolate_script()))?;
-        self.pitroom(
+        self.scripted(
+            "2-isolate",
+            scripts::isolate_script(),
             &[&["-i"], target, &[scripts::ISOLATE_TASK]].concat(),
-            Some(&script),
-            self.limits().0,
         )?;
         let id = self.latest_run()?;
         self.pitroom(&["show", "--patch"], None, self.limits().0)?;
@@ -120,13 +117,12 @@ impl Demo {
             &who,
             "a second run reviews the isolated change from a package (brief, report, diff); its verdict says whether to apply",
         );
-        let script = self.script("3-review", Script::Actions(scripts::review_script()))?;
         let (backend, model) = self.backend_and_model();
         let reviewer = format!("{backend}:{model}");
-        self.pitroom(
+        self.scripted(
+            "3-review",
+            scripts::review_script(),
             &["review", isolated, "-W", reviewer.as_str()],
-            Some(&script),
-            self.limits().0,
         )?;
         self.pitroom(&["apply", isolated], None, self.limits().0)
     }
@@ -137,11 +133,10 @@ impl Demo {
             "write + revert",
             "the worker edits the project in place; revert undoes exactly its edits",
         );
-        let script = self.script("4-write", Script::Actions(scripts::write_script()))?;
-        self.pitroom(
+        self.scripted(
+            "4-write",
+            scripts::write_script(),
             &[&["-w"], target, &[scripts::WRITE_TASK]].concat(),
-            Some(&script),
-            self.limits().0,
         )?;
         self.pitroom(&["revert"], None, self.limits().0)
     }
@@ -195,6 +190,12 @@ impl Demo {
                 self.state.display()
             )
         })
+    }
+
+    /// Runs `pitroom args` with the worker script `name` of these actions, within the run limit.
+    fn scripted(&mut self, name: &str, actions: Vec<Action>, args: &[&str]) -> Result<(), String> {
+        let script = self.script(name, Script::Actions(actions))?;
+        self.pitroom(args, Some(&script), self.limits().0)
     }
 
     /// Writes a script for the worker and returns its path.

@@ -88,17 +88,31 @@ fn json_file(path: String, value: Value) -> PackageFile {
     PackageFile { path, contents }
 }
 
-fn claude_plugin() -> Value {
-    json!({
-        "$schema": "https://json.schemastore.org/claude-code-plugin-manifest.json",
+/// A plugin manifest: the fields Claude Code's and Codex's share (`name` to `keywords`, in this
+/// order), after `head` and before the host's own fields (`tail`); both are JSON objects.
+fn plugin_manifest(head: Value, tail: Value) -> Value {
+    let common = json!({
         "name": NAME,
         "version": VERSION,
         "description": DESCRIPTION,
         "author": {"name": AUTHOR},
         "license": "MIT",
         "keywords": KEYWORDS,
-        "mcpServers": {"pitroom": {"command": "pitroom", "args": ["mcp"]}}
-    })
+    });
+    let mut manifest = Map::new();
+    for part in [head, common, tail] {
+        if let Value::Object(fields) = part {
+            manifest.extend(fields);
+        }
+    }
+    Value::Object(manifest)
+}
+
+fn claude_plugin() -> Value {
+    plugin_manifest(
+        json!({"$schema": "https://json.schemastore.org/claude-code-plugin-manifest.json"}),
+        json!({"mcpServers": {"pitroom": {"command": "pitroom", "args": ["mcp"]}}}),
+    )
 }
 
 fn claude_marketplace() -> Value {
@@ -180,36 +194,33 @@ fn codex_tool_approvals() -> Value {
 }
 
 fn codex_plugin() -> Value {
-    json!({
-        "name": NAME,
-        "version": VERSION,
-        "description": DESCRIPTION,
-        "author": {"name": AUTHOR},
-        "license": "MIT",
-        "keywords": KEYWORDS,
-        "skills": "./skills/",
-        "hooks": "./hooks/codex-hooks.json",
-        "mcpServers": {"pitroom": {
-            "command": "pitroom",
-            "args": ["mcp"],
-            "env_vars": pass_through(),
-            "startup_timeout_sec": 20,
-            // Every tool call returns within 540 s (a still-running run comes back as a handle).
-            "tool_timeout_sec": 600,
-            "tools": codex_tool_approvals()
-        }},
-        "interface": {
-            "displayName": "Pitroom",
-            "shortDescription": "Delegate bounded work to cheap worker agents",
-            "longDescription": DESCRIPTION,
-            "developerName": AUTHOR,
-            "category": "Coding",
-            "defaultPrompt": [
-                "Map this repository with a Pitroom worker: entry points, modules, tests",
-                "Have a Pitroom worker review my uncommitted change"
-            ]
-        }
-    })
+    plugin_manifest(
+        json!({}),
+        json!({
+            "skills": "./skills/",
+            "hooks": "./hooks/codex-hooks.json",
+            "mcpServers": {"pitroom": {
+                "command": "pitroom",
+                "args": ["mcp"],
+                "env_vars": pass_through(),
+                "startup_timeout_sec": 20,
+                // Every tool call returns within 540 s (a still-running run comes back as a handle).
+                "tool_timeout_sec": 600,
+                "tools": codex_tool_approvals()
+            }},
+            "interface": {
+                "displayName": "Pitroom",
+                "shortDescription": "Delegate bounded work to cheap worker agents",
+                "longDescription": DESCRIPTION,
+                "developerName": AUTHOR,
+                "category": "Coding",
+                "defaultPrompt": [
+                    "Map this repository with a Pitroom worker: entry points, modules, tests",
+                    "Have a Pitroom worker review my uncommitted change"
+                ]
+            }
+        }),
+    )
 }
 
 pub(crate) const GEMINI_CONTEXT: &str = "gemini-context.md";
