@@ -122,6 +122,16 @@ fn figure(stdout: &str, name: &str) -> Option<String> {
     })
 }
 
+/// A fake worker's read of `calc.py`.
+fn read_calc() -> Value {
+    json!({"tool": "read", "input": {"filePath": "calc.py"}})
+}
+
+/// A fake worker's step of `input` and `output` tokens, ended for `reason`.
+fn step(input: u64, output: u64, reason: &str) -> Value {
+    json!({"step": {"input": input, "output": output, "reason": reason}})
+}
+
 /// The fake worker's script per model: an old run to search for, an isolated edit with a
 /// markdown answer, and a live run that waits on gate files the browser test creates.
 fn scripts(gates: &Path) -> Value {
@@ -133,27 +143,27 @@ fn scripts(gates: &Path) -> Value {
     };
     json!({"by_model": {
         "fake/old": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 900, "output": 40, "reason": "tool-calls"}},
+            read_calc(),
+            step(900, 40, "tool-calls"),
             {"text": "SUMMARY: the zanzibar parser is in calc.py:1"},
-            {"step": {"input": 950, "output": 20, "reason": "stop"}}
+            step(950, 20, "stop")
         ],
         "fake/edit": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
+            read_calc(),
             {"write": {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    if b == 0:\n        raise ValueError(\"b is 0\")\n    return a / b\n"}},
             {"tool": "edit", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 1200, "output": 80, "reason": "tool-calls"}},
+            step(1200, 80, "tool-calls"),
             {"text": "SUMMARY: divide() has a **zero check** now (calc.py:6).\n\n- raises `ValueError`\n- <script>document.title='owned'</script> stays text\n\n![chart](http://example.com/x.png)"},
-            {"step": {"input": 1300, "output": 30, "reason": "stop"}}
+            step(1300, 30, "stop")
         ],
         "openrouter/qwen3-coder": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 500, "output": 20, "reason": "tool-calls"}},
+            read_calc(),
+            step(500, 20, "tool-calls"),
             {"sh": gate("never")}
         ],
         "fake/live": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 500, "output": 20, "reason": "tool-calls"}},
+            read_calc(),
+            step(500, 20, "tool-calls"),
             {"sh": gate("live-1")},
             {"sh": gate("live-2")},
             {"text": "SUMMARY: never reached: the test stops this run"}

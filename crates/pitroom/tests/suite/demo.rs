@@ -8,7 +8,7 @@ use std::time::Instant;
 use pitroom_testkit::real_cli::{self, NpmCli};
 use pitroom_workers::{opencode::OpenCode, ToolOutcome, WorkerEvent};
 
-use super::common::{assert_exit, code, text, PITROOM};
+use super::common::{assert_exit, assert_stdout_has, code, text, PITROOM};
 use super::support::output_with_stdin;
 
 /// The real git, found on this test's own PATH.
@@ -96,28 +96,24 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
         "$ pitroom watch -g demo --json --timeout 60",
         "$ pitroom savings",
     ] {
-        assert!(stdout.contains(command), "{command} missing:\n{stdout}");
+        assert_stdout_has(&out, command);
     }
-    assert!(stdout.contains("refs: 1/2 verified"), "{stdout}");
-    assert!(
-        stdout.contains("calc.py:42 — file has 13 lines"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("model pitroom/scripted"), "{stdout}");
+    assert_stdout_has(&out, "refs: 1/2 verified");
+    assert_stdout_has(&out, "calc.py:42 — file has 13 lines");
+    assert_stdout_has(&out, "model pitroom/scripted");
     // The scripted reviewer's verdict is parsed into the report, and its path:line checked.
-    assert!(
-        stdout
-            .contains("── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"),
-        "{stdout}"
+    assert_stdout_has(
+        &out,
+        "── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1",
     );
-    assert!(stdout.contains("- minor: test_calc.py:"), "{stdout}");
-    assert!(stdout.contains("refs: 2/2 verified"), "{stdout}");
-    assert!(stdout.contains("applied run"), "{stdout}");
-    assert!(stdout.contains("reverted run"), "{stdout}");
-    assert!(stdout.contains("\"event\":\"all-done\""), "{stdout}");
-    assert!(stdout.contains("npm i -g opencode-ai"), "{stdout}");
+    assert_stdout_has(&out, "- minor: test_calc.py:");
+    assert_stdout_has(&out, "refs: 2/2 verified");
+    assert_stdout_has(&out, "applied run");
+    assert_stdout_has(&out, "reverted run");
+    assert_stdout_has(&out, "\"event\":\"all-done\"");
+    assert_stdout_has(&out, "npm i -g opencode-ai");
     // The patch holds the worker's edit only, not the user's uncommitted README edit.
-    assert!(stdout.contains("+    if b == 0:"), "{stdout}");
+    assert_stdout_has(&out, "+    if b == 0:");
     assert!(!stdout.contains("diff --git a/README.md"), "{stdout}");
 
     // It cleans up after itself and never writes into HOME.
@@ -157,7 +153,7 @@ fn demo_keep_leaves_its_state_dir_with_the_runs() {
     assert!(runs.len() >= 8, "{} runs: {runs:?}\n{stdout}", runs.len());
     assert_eq!(with_records, runs.len(), "{runs:?}");
     assert!(project_kept, "{stdout}");
-    assert!(stdout.contains("Kept (--keep)"), "{stdout}");
+    assert_stdout_has(&out, "Kept (--keep)");
 }
 
 #[test]
@@ -300,7 +296,7 @@ fn records(state: &Path) -> Vec<(serde_json::Value, PathBuf)> {
 /// scripted model, the answers and edits through the CLI's own tools, nothing written outside
 /// the demo's temporary directory.
 fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
-    assert_eq!(code(out), 0, "{}", text(out));
+    assert_exit(out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with('▶')).collect();
     assert_eq!(headers.len(), 6, "{stdout}");
@@ -312,7 +308,7 @@ fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
             "{header}"
         );
     }
-    assert!(stdout.contains("(scripted, not a model)"), "{stdout}");
+    assert_stdout_has(out, "(scripted, not a model)");
     for command in [
         format!("$ pitroom -W {cli} -m "),
         "$ pitroom run --continue last ".into(),
@@ -320,25 +316,21 @@ fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
         format!("$ pitroom -w -W {cli}"),
         "$ pitroom savings".into(),
     ] {
-        assert!(stdout.contains(&command), "{command} missing:\n{stdout}");
+        assert_stdout_has(out, &command);
     }
-    assert!(stdout.contains("refs: 1/2 verified"), "{stdout}");
-    assert!(
-        stdout.contains("calc.py:42 — file has 13 lines"),
-        "{stdout}"
+    assert_stdout_has(out, "refs: 1/2 verified");
+    assert_stdout_has(out, "calc.py:42 — file has 13 lines");
+    assert_stdout_has(
+        out,
+        "── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1",
     );
-    assert!(
-        stdout
-            .contains("── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"),
-        "{stdout}"
+    assert_stdout_has(out, "applied run");
+    assert_stdout_has(out, "reverted run");
+    assert_stdout_has(
+        out,
+        "{\"event\":\"all-done\",\"runs\":3,\"ok\":3,\"failed\":0}",
     );
-    assert!(stdout.contains("applied run"), "{stdout}");
-    assert!(stdout.contains("reverted run"), "{stdout}");
-    assert!(
-        stdout.contains("{\"event\":\"all-done\",\"runs\":3,\"ok\":3,\"failed\":0}"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("+    if b == 0:"), "{stdout}");
+    assert_stdout_has(out, "+    if b == 0:");
     assert!(!stdout.contains("diff --git a/README.md"), "{stdout}");
 
     let state = state_dir(&stdout);
