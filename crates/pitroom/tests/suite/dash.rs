@@ -11,7 +11,9 @@ use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, processes_with_env, text, PITROOM};
+use super::common::{
+    assert_exit, eventually, fake_env, json_stdout, processes_with_env, text, PITROOM,
+};
 
 const PLAYWRIGHT_VERSION: &str = "1.65.1";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -59,8 +61,8 @@ struct Server<'a> {
 impl<'a> Server<'a> {
     fn start(env: &'a TestEnv, dir: &Path) -> Server<'a> {
         let out = env.run(dir, &["dash", "--detach", "--port", "0", "--json"]);
-        assert_eq!(code(&out), 0, "{}", text(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).expect("dash --json");
+        assert_exit(&out, 0);
+        let v = json_stdout(&out);
         Server {
             env,
             dir: dir.to_path_buf(),
@@ -120,6 +122,16 @@ fn figure(stdout: &str, name: &str) -> Option<String> {
     })
 }
 
+/// A fake worker's read of `calc.py`.
+fn read_calc() -> Value {
+    json!({"tool": "read", "input": {"filePath": "calc.py"}})
+}
+
+/// A fake worker's step of `input` and `output` tokens, ended for `reason`.
+fn step(input: u64, output: u64, reason: &str) -> Value {
+    json!({"step": {"input": input, "output": output, "reason": reason}})
+}
+
 /// The fake worker's script per model: an old run to search for, an isolated edit with a
 /// markdown answer, and a live run that waits on gate files the browser test creates.
 fn scripts(gates: &Path) -> Value {
@@ -131,27 +143,27 @@ fn scripts(gates: &Path) -> Value {
     };
     json!({"by_model": {
         "fake/old": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 900, "output": 40, "reason": "tool-calls"}},
+            read_calc(),
+            step(900, 40, "tool-calls"),
             {"text": "SUMMARY: the zanzibar parser is in calc.py:1"},
-            {"step": {"input": 950, "output": 20, "reason": "stop"}}
+            step(950, 20, "stop")
         ],
         "fake/edit": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
+            read_calc(),
             {"write": {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    if b == 0:\n        raise ValueError(\"b is 0\")\n    return a / b\n"}},
             {"tool": "edit", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 1200, "output": 80, "reason": "tool-calls"}},
+            step(1200, 80, "tool-calls"),
             {"text": "SUMMARY: divide() has a **zero check** now (calc.py:6).\n\n- raises `ValueError`\n- <script>document.title='owned'</script> stays text\n\n![chart](http://example.com/x.png)"},
-            {"step": {"input": 1300, "output": 30, "reason": "stop"}}
+            step(1300, 30, "stop")
         ],
         "openrouter/qwen3-coder": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 500, "output": 20, "reason": "tool-calls"}},
+            read_calc(),
+            step(500, 20, "tool-calls"),
             {"sh": gate("never")}
         ],
         "fake/live": [
-            {"tool": "read", "input": {"filePath": "calc.py"}},
-            {"step": {"input": 500, "output": 20, "reason": "tool-calls"}},
+            read_calc(),
+            step(500, 20, "tool-calls"),
             {"sh": gate("live-1")},
             {"sh": gate("live-2")},
             {"text": "SUMMARY: never reached: the test stops this run"}
@@ -161,7 +173,7 @@ fn scripts(gates: &Path) -> Value {
 
 fn run_id(env: &TestEnv, dir: &Path) -> String {
     let out = env.run(dir, &["show", "--json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect("show --json");
+    let v = json_stdout(&out);
     v["id"].as_str().expect("id").to_string()
 }
 
@@ -171,13 +183,13 @@ fn in_a_browser_a_bg_run_appears_updates_live_and_stops_and_answers_diffs_and_se
     let env = fake_env(scripts(gates.path()));
     let repo = dirty_repo(&env, "repo");
     let old = env.run(&repo, &["-m", "fake/old", "Find the zanzibar parser"]);
-    assert_eq!(code(&old), 0, "{}", text(&old));
+    assert_exit(&old, 0);
     let old_id = run_id(&env, &repo);
     let edit = env.run(
         &repo,
         &["-i", "-m", "fake/edit", "Add a zero check to divide()"],
     );
-    assert_eq!(code(&edit), 0, "{}", text(&edit));
+    assert_exit(&edit, 0);
     let edit_id = run_id(&env, &repo);
 
     let server = Server::start(&env, &repo);
@@ -262,7 +274,7 @@ fn in_a_browser_the_live_view_renders_a_thousand_runs_and_its_figures_are_measur
     ]));
     let repo = dirty_repo(&env, "repo");
     let first = env.run(&repo, &["Where can divide fail?"]);
-    assert_eq!(code(&first), 0, "{}", text(&first));
+    assert_exit(&first, 0);
     let source = run_id(&env, &repo);
     clone_runs(&env.state, &source, 999);
     let server = Server::start(&env, &repo);
@@ -383,7 +395,7 @@ fn screenshots_of_every_view_are_taken_for_the_docs() {
     let mut env = fake_env(scripts(gates.path()));
     let work = env.dir("demo");
     let demo = env.run(&work, &["demo", "--keep"]);
-    assert_eq!(code(&demo), 0, "{}", text(&demo));
+    assert_exit(&demo, 0);
     let out = String::from_utf8_lossy(&demo.stdout).into_owned();
     let state = out
         .split_whitespace()
@@ -408,7 +420,7 @@ fn screenshots_of_every_view_are_taken_for_the_docs() {
             "Map every error path of calc.py",
         ],
     );
-    assert_eq!(code(&live), 0, "{}", text(&live));
+    assert_exit(&live, 0);
     let live_id = String::from_utf8_lossy(&live.stdout).trim().to_string();
     // The live card shows its first tool call before the pictures are taken.
     let record = env.state.join("runs").join(&live_id).join("record.json");

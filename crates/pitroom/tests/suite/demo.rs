@@ -1,14 +1,15 @@
 //! `pitroom demo`: the whole pipeline with the built-in scripted worker, on a machine with
 //! nothing but git — and the scripted worker's stream, as Pitroom's OpenCode parser reads it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
+use pitroom_testkit::real_cli::{self, NpmCli};
 use pitroom_workers::{opencode::OpenCode, ToolOutcome, WorkerEvent};
 
-use super::common::{code, text, PITROOM};
+use super::common::{assert_exit, assert_stdout_has, code, text, PITROOM};
+use super::support::output_with_stdin;
 
 /// The real git, found on this test's own PATH.
 fn real_git() -> PathBuf {
@@ -60,7 +61,7 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
     let started = Instant::now();
     let (out, world) = run_demo(&[]);
     let took = started.elapsed();
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
 
     let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with('▶')).collect();
@@ -95,28 +96,24 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
         "$ pitroom watch -g demo --json --timeout 60",
         "$ pitroom savings",
     ] {
-        assert!(stdout.contains(command), "{command} missing:\n{stdout}");
+        assert_stdout_has(&out, command);
     }
-    assert!(stdout.contains("refs: 1/2 verified"), "{stdout}");
-    assert!(
-        stdout.contains("calc.py:42 — file has 13 lines"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("model pitroom/scripted"), "{stdout}");
+    assert_stdout_has(&out, "refs: 1/2 verified");
+    assert_stdout_has(&out, "calc.py:42 — file has 13 lines");
+    assert_stdout_has(&out, "model pitroom/scripted");
     // The scripted reviewer's verdict is parsed into the report, and its path:line checked.
-    assert!(
-        stdout
-            .contains("── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"),
-        "{stdout}"
+    assert_stdout_has(
+        &out,
+        "── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1",
     );
-    assert!(stdout.contains("- minor: test_calc.py:"), "{stdout}");
-    assert!(stdout.contains("refs: 2/2 verified"), "{stdout}");
-    assert!(stdout.contains("applied run"), "{stdout}");
-    assert!(stdout.contains("reverted run"), "{stdout}");
-    assert!(stdout.contains("\"event\":\"all-done\""), "{stdout}");
-    assert!(stdout.contains("npm i -g opencode-ai"), "{stdout}");
+    assert_stdout_has(&out, "- minor: test_calc.py:");
+    assert_stdout_has(&out, "refs: 2/2 verified");
+    assert_stdout_has(&out, "applied run");
+    assert_stdout_has(&out, "reverted run");
+    assert_stdout_has(&out, "\"event\":\"all-done\"");
+    assert_stdout_has(&out, "npm i -g opencode-ai");
     // The patch holds the worker's edit only, not the user's uncommitted README edit.
-    assert!(stdout.contains("+    if b == 0:"), "{stdout}");
+    assert_stdout_has(&out, "+    if b == 0:");
     assert!(!stdout.contains("diff --git a/README.md"), "{stdout}");
 
     // It cleans up after itself and never writes into HOME.
@@ -132,7 +129,7 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
 #[test]
 fn demo_keep_leaves_its_state_dir_with_the_runs() {
     let (out, _world) = run_demo(&["--keep"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let state = state_dir(&stdout);
     let root = state.parent().expect("the demo's directory").to_path_buf();
@@ -156,7 +153,7 @@ fn demo_keep_leaves_its_state_dir_with_the_runs() {
     assert!(runs.len() >= 8, "{} runs: {runs:?}\n{stdout}", runs.len());
     assert_eq!(with_records, runs.len(), "{runs:?}");
     assert!(project_kept, "{stdout}");
-    assert!(stdout.contains("Kept (--keep)"), "{stdout}");
+    assert_stdout_has(&out, "Kept (--keep)");
 }
 
 #[test]
@@ -182,24 +179,15 @@ fn scripted_worker_speaks_opencode_json_through_its_link_name() {
         .to_string(),
     )
     .expect("script");
-    let mut child = Command::new(&worker)
-        .args(["run", "--format", "json", "--dir"])
-        .arg(&work)
-        .env_clear()
-        .env("PITROOM_DEMO_SCRIPT", &script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the worker starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"please fix a.py")
-        .expect("prompt");
-    let out = child.wait_with_output().expect("the worker ends");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = output_with_stdin(
+        Command::new(&worker)
+            .args(["run", "--format", "json", "--dir"])
+            .arg(&work)
+            .env_clear()
+            .env("PITROOM_DEMO_SCRIPT", &script),
+        b"please fix a.py",
+    );
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(work.join("a.py")).ok().as_deref(),
         Some("x = 1\n")
@@ -237,11 +225,11 @@ fn scripted_worker_speaks_opencode_json_through_its_link_name() {
 }
 
 /// The pinned real CLI in the test kit's cache (`.ci/run` installs it), if it is installed.
-fn pinned(cli: &pitroom_testkit::real_cli::NpmCli) -> Option<PathBuf> {
+fn pinned(cli: &NpmCli) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(cli.override_var) {
         return Some(PathBuf::from(p));
     }
-    let bin = pitroom_testkit::real_cli::prefix(cli)
+    let bin = real_cli::prefix(cli)
         .join("node_modules/.bin")
         .join(cli.bin);
     bin.is_file().then_some(bin)
@@ -308,7 +296,7 @@ fn records(state: &Path) -> Vec<(serde_json::Value, PathBuf)> {
 /// scripted model, the answers and edits through the CLI's own tools, nothing written outside
 /// the demo's temporary directory.
 fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
-    assert_eq!(code(out), 0, "{}", text(out));
+    assert_exit(out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with('▶')).collect();
     assert_eq!(headers.len(), 6, "{stdout}");
@@ -320,7 +308,7 @@ fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
             "{header}"
         );
     }
-    assert!(stdout.contains("(scripted, not a model)"), "{stdout}");
+    assert_stdout_has(out, "(scripted, not a model)");
     for command in [
         format!("$ pitroom -W {cli} -m "),
         "$ pitroom run --continue last ".into(),
@@ -328,25 +316,21 @@ fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
         format!("$ pitroom -w -W {cli}"),
         "$ pitroom savings".into(),
     ] {
-        assert!(stdout.contains(&command), "{command} missing:\n{stdout}");
+        assert_stdout_has(out, &command);
     }
-    assert!(stdout.contains("refs: 1/2 verified"), "{stdout}");
-    assert!(
-        stdout.contains("calc.py:42 — file has 13 lines"),
-        "{stdout}"
+    assert_stdout_has(out, "refs: 1/2 verified");
+    assert_stdout_has(out, "calc.py:42 — file has 13 lines");
+    assert_stdout_has(
+        out,
+        "── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1",
     );
-    assert!(
-        stdout
-            .contains("── review: SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"),
-        "{stdout}"
+    assert_stdout_has(out, "applied run");
+    assert_stdout_has(out, "reverted run");
+    assert_stdout_has(
+        out,
+        "{\"event\":\"all-done\",\"runs\":3,\"ok\":3,\"failed\":0}",
     );
-    assert!(stdout.contains("applied run"), "{stdout}");
-    assert!(stdout.contains("reverted run"), "{stdout}");
-    assert!(
-        stdout.contains("{\"event\":\"all-done\",\"runs\":3,\"ok\":3,\"failed\":0}"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("+    if b == 0:"), "{stdout}");
+    assert_stdout_has(out, "+    if b == 0:");
     assert!(!stdout.contains("diff --git a/README.md"), "{stdout}");
 
     let state = state_dir(&stdout);
@@ -408,33 +392,71 @@ fn check_real_demo(cli: &str, edit_tool: &str, out: &Output, world: &Path) {
     std::fs::remove_dir_all(&root).expect("the kept demo directory is removed");
 }
 
-#[test]
-fn demo_worker_opencode_runs_every_stage_through_the_real_cli() {
-    let cli = &pitroom_testkit::real_cli::OPENCODE;
+/// Whether a real CLI's demo tour puts the pinned Node 22 first on its `PATH`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Node22 {
+    /// The CLI brings its own runtime.
+    Unused,
+    /// Node 22 when it is installed.
+    IfInstalled,
+    /// The CLI needs Node 22: without it the tour is skipped.
+    Required,
+}
+
+/// The demo's whole tour through the pinned `cli` (`name` in messages) as `--worker worker`,
+/// checked with `edit_tool` as its edit tool; skipped, saying so, when the CLI (or the Node 22
+/// it requires) is not installed.
+fn tour_through_the_real_cli(
+    worker: &str,
+    name: &str,
+    cli: &NpmCli,
+    node: Node22,
+    edit_tool: &str,
+) {
     let Some(bin) = pinned(cli) else {
         eprintln!(
-            "skipped: the pinned OpenCode is not installed in {} (.ci/run installs it)",
-            pitroom_testkit::real_cli::prefix(cli).display()
+            "skipped: the pinned {name} is not installed in {} (.ci/run installs it)",
+            real_cli::prefix(cli).display()
         );
         return;
     };
-    let (out, world) = run_real_demo("opencode", &bin, None);
-    check_real_demo("opencode", "edit", &out, world.path());
+    let node_dir = match node {
+        Node22::Unused => None,
+        Node22::IfInstalled | Node22::Required => {
+            pinned(&real_cli::NODE22).and_then(|n| n.parent().map(Path::to_path_buf))
+        }
+    };
+    if node == Node22::Required && node_dir.is_none() {
+        eprintln!(
+            "skipped: the pinned Node 22 for {name} is not installed in {} (.ci/run installs it)",
+            real_cli::prefix(&real_cli::NODE22).display()
+        );
+        return;
+    }
+    let (out, world) = run_real_demo(worker, &bin, node_dir);
+    check_real_demo(worker, edit_tool, &out, world.path());
+}
+
+#[test]
+fn demo_worker_opencode_runs_every_stage_through_the_real_cli() {
+    tour_through_the_real_cli(
+        "opencode",
+        "OpenCode",
+        &real_cli::OPENCODE,
+        Node22::Unused,
+        "edit",
+    );
 }
 
 #[test]
 fn demo_worker_qwen_runs_every_stage_through_the_real_cli() {
-    use pitroom_testkit::real_cli::{NODE22, QWEN};
-    let (Some(bin), Some(node)) = (pinned(&QWEN), pinned(&NODE22)) else {
-        eprintln!(
-            "skipped: the pinned Qwen Code or Node 22 is not installed in {} (.ci/run installs them)",
-            pitroom_testkit::real_cli::cache_dir().display()
-        );
-        return;
-    };
-    let node_dir = node.parent().map(Path::to_path_buf);
-    let (out, world) = run_real_demo("qwen", &bin, node_dir);
-    check_real_demo("qwen", "edit", &out, world.path());
+    tour_through_the_real_cli(
+        "qwen",
+        "Qwen Code",
+        &real_cli::QWEN,
+        Node22::Required,
+        "edit",
+    );
 }
 
 #[test]
@@ -447,7 +469,7 @@ fn demo_worker_names_the_backends_it_drives_and_a_missing_cli() {
         ("nosuch", "not a worker CLI the demo can drive"),
     ] {
         let (out, _world) = run_demo(&["--worker", worker]);
-        assert_eq!(code(&out), 2, "{}", text(&out));
+        assert_exit(&out, 2);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(expected), "{stderr}");
         assert!(stderr.contains("opencode, kilo, qwen, claude"), "{stderr}");
@@ -455,7 +477,7 @@ fn demo_worker_names_the_backends_it_drives_and_a_missing_cli() {
     }
     // opencode is not on the PATH `run_demo` gives (git only).
     let (out, _world) = run_demo(&["--worker", "opencode"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert_exit(&out, 3);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("PITROOM_OPENCODE_BIN"), "{stderr}");
 }
@@ -463,30 +485,17 @@ fn demo_worker_names_the_backends_it_drives_and_a_missing_cli() {
 /// Kilo takes 12–15 s and ~830 MB per start: the slowest of the three, one tour only.
 #[test]
 fn demo_worker_kilo_runs_every_stage_through_the_real_cli() {
-    let cli = &pitroom_testkit::real_cli::KILO;
-    let Some(bin) = pinned(cli) else {
-        eprintln!(
-            "skipped: the pinned Kilo Code is not installed in {} (.ci/run installs it)",
-            pitroom_testkit::real_cli::prefix(cli).display()
-        );
-        return;
-    };
-    let (out, world) = run_real_demo("kilo", &bin, None);
-    check_real_demo("kilo", "edit", &out, world.path());
+    tour_through_the_real_cli("kilo", "Kilo Code", &real_cli::KILO, Node22::Unused, "edit");
 }
 
 /// Claude Code speaks Anthropic Messages: the same tour through the server's other protocol.
 #[test]
 fn demo_worker_claude_runs_every_stage_through_the_real_cli() {
-    use pitroom_testkit::real_cli::{CLAUDE, NODE22};
-    let Some(bin) = pinned(&CLAUDE) else {
-        eprintln!(
-            "skipped: the pinned Claude Code is not installed in {} (.ci/run installs it)",
-            pitroom_testkit::real_cli::prefix(&CLAUDE).display()
-        );
-        return;
-    };
-    let node_dir = pinned(&NODE22).and_then(|n| n.parent().map(Path::to_path_buf));
-    let (out, world) = run_real_demo("claude", &bin, node_dir);
-    check_real_demo("claude", "Edit", &out, world.path());
+    tour_through_the_real_cli(
+        "claude",
+        "Claude Code",
+        &real_cli::CLAUDE,
+        Node22::IfInstalled,
+        "Edit",
+    );
 }

@@ -1,16 +1,16 @@
 //! `pitroom hook session-start`, `pitroom hook-card` and `pitroom statusline`, driven the way a
 //! host drives them: a JSON payload on stdin, JSON (or one line) on stdout.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, text};
+use super::common::{assert_exit, code, eventually, fake_env, json_stdout, text};
+use super::support::{assert_str_has, output_with_stdin};
 
 /// A finished answer with enough usage for a visible saving.
 fn big_answer() -> Value {
@@ -32,19 +32,7 @@ fn with_stdin(
     for (k, v) in extra {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("pitroom starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("payload written");
-    child.wait_with_output().expect("pitroom ends")
+    output_with_stdin(&mut cmd, stdin.as_bytes())
 }
 
 fn stdout(out: &Output) -> String {
@@ -70,13 +58,13 @@ fn card(env: &TestEnv, dir: &Path, command: &str, output: &str) -> Option<Value>
         &post_tool_use(command, output),
         &[],
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let s = stdout(&out);
     (!s.trim().is_empty()).then(|| serde_json::from_str(&s).expect("hook-card prints JSON"))
 }
 
 fn run_id(out: &Output) -> String {
-    let record: Value = serde_json::from_slice(&out.stdout).expect("--json record");
+    let record = json_stdout(out);
     record["id"].as_str().expect("id").to_string()
 }
 
@@ -93,7 +81,7 @@ fn session_start_gives_the_using_pitroom_text_as_hook_specific_context() {
         &payload.to_string(),
         &[],
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
     let context = v["hookSpecificOutput"]["additionalContext"]
         .as_str()
@@ -116,7 +104,7 @@ fn session_start_is_silent_inside_a_worker() {
         "{}",
         &[("PITROOM_ACTIVE", "1")],
     );
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert_eq!(stdout(&out), "");
 }
 
@@ -129,7 +117,7 @@ fn hook_card_shows_each_run_once_per_phase_and_tells_the_agent_the_next_step() {
     ]));
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["-i", "--json", "Add a zero check"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let id = run_id(&out);
     let report = format!("pitroom ✔ done · isolate · 1s · run {id}\n");
 
@@ -152,14 +140,10 @@ fn hook_card_shows_each_run_once_per_phase_and_tells_the_agent_the_next_step() {
     );
 
     let out = env.run(&repo, &["apply", &id]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let applied = card(&env, &repo, &format!("pitroom apply {id}"), "").expect("applied card");
-    assert!(
-        applied["systemMessage"]
-            .as_str()
-            .is_some_and(|m| m.contains("✔ applied") && m.contains(&id)),
-        "{applied}"
-    );
+    assert_str_has(&applied, "/systemMessage", "✔ applied");
+    assert_str_has(&applied, "/systemMessage", &id);
     assert_eq!(card(&env, &repo, &format!("pitroom apply {id}"), ""), None);
 }
 
@@ -173,26 +157,20 @@ fn hook_card_announces_a_background_run_then_its_end() {
         json!([{"sleep_ms": 60000}, {"text": "SUMMARY: never"}]).to_string(),
     );
     let out = start.output().expect("pitroom runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let printed = stdout(&out);
     let started = card(&env, &repo, "pitroom --bg \"Map the module\"", &printed).expect("card");
     let message = started["systemMessage"].as_str().expect("systemMessage");
     assert!(message.contains("Map the module"), "{message}");
-    assert!(
-        started["hookSpecificOutput"]["additionalContext"]
-            .as_str()
-            .is_some_and(|c| c.contains("pitroom wait")),
-        "{started}"
+    assert_str_has(
+        &started,
+        "/hookSpecificOutput/additionalContext",
+        "pitroom wait",
     );
     let out = env.run(&repo, &["stop"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let ended = card(&env, &repo, "pitroom stop", &stdout(&out)).expect("end card");
-    assert!(
-        ended["systemMessage"]
-            .as_str()
-            .is_some_and(|m| m.contains("stopped")),
-        "{ended}"
-    );
+    assert_str_has(&ended, "/systemMessage", "stopped");
 }
 
 #[test]
@@ -223,9 +201,9 @@ fn hook_card_for_a_big_crew_stays_under_the_host_cap() {
     let mut args = vec!["crew", "-g", "big"];
     args.extend(tasks.iter().map(String::as_str));
     let out = env.run(&repo, &args);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let out = env.run(&repo, &["wait", "-g", "big", "--brief"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let v = card(&env, &repo, "pitroom wait -g big --brief", &stdout(&out)).expect("cards");
     let person = v["systemMessage"].as_str().expect("systemMessage");
     let agent = v["hookSpecificOutput"]["additionalContext"]
@@ -255,7 +233,7 @@ fn statusline_shows_running_workers_with_backends_and_the_weeks_saving() {
     let env = fake_env(big_answer());
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["x"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let line = stdout(&with_stdin(&env, &repo, &["statusline"], "{}", &[]));
     assert!(line.starts_with("🏁 pitroom · ~$"), "{line}");
     assert!(line.trim_end().ends_with("saved this week"), "{line}");
@@ -286,7 +264,7 @@ fn statusline_then_puts_the_users_line_first_fed_the_same_json() {
     let payload = r#"{"model":{"display_name":"Opus"}}"#;
     let then = r#"python3 -c 'import json,sys; print("mine:" + json.load(sys.stdin)["model"]["display_name"])'"#;
     let out = with_stdin(&env, &repo, &["statusline", "--then", then], payload, &[]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let line = stdout(&out);
     assert!(line.starts_with("mine:Opus · 🏁 pitroom"), "{line}");
 }

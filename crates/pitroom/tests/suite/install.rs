@@ -8,7 +8,8 @@ use std::process::Output;
 use pitroom_testkit::TestEnv;
 use serde_json::Value;
 
-use super::common::{code, text, PITROOM};
+use super::common::{assert_exit, assert_stdout_has, json_stdout, text, PITROOM};
+use super::support::assert_str_has;
 
 /// Everything under `root`: each path with its kind and bytes (or link target).
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
@@ -62,6 +63,35 @@ impl Home {
         cmd.output().expect("pitroom runs")
     }
 
+    /// `pitroom ARGS` in the home, asserting it exits `code`.
+    fn run_expecting(&self, args: &[&str], code: i32) -> Output {
+        let out = self.run(args);
+        assert_exit(&out, code);
+        out
+    }
+
+    /// `pitroom uninstall` succeeds and leaves the home as it was `before`.
+    fn assert_uninstall_restores(&self, before: &BTreeMap<PathBuf, String>) {
+        self.run_expecting(&["uninstall"], 0);
+        assert_eq!(&self.snapshot(), before);
+    }
+
+    /// A `pitroom-review` skill of someone else's where install would link its own.
+    fn foreign_skill(&self) -> PathBuf {
+        let skill = self.path(".claude/skills/pitroom-review");
+        std::fs::create_dir_all(&skill).expect("foreign skill dir");
+        std::fs::write(skill.join("SKILL.md"), "someone else's\n").expect("foreign skill");
+        skill
+    }
+
+    /// The user's `~/.claude/settings.json`.
+    fn claude_settings(&self) -> Value {
+        serde_json::from_slice(
+            &std::fs::read(self.path(".claude/settings.json")).expect("settings"),
+        )
+        .expect("json")
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.env.home.join(rel)
     }
@@ -89,8 +119,7 @@ fn repo_skill(name: &str) -> String {
 fn install_then_uninstall_leaves_the_home_byte_identical() {
     let home = Home::new();
     let before = home.snapshot();
-    let out = home.run(&["install", "--host", "all", "--statusline"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = home.run_expecting(&["install", "--host", "all", "--statusline"], 0);
 
     let store = home.path(".local/share/pitroom/skills/using-pitroom");
     for dir in [
@@ -103,38 +132,30 @@ fn install_then_uninstall_leaves_the_home_byte_identical() {
             repo_skill("using-pitroom")
         );
     }
-    let settings: Value = serde_json::from_slice(
-        &std::fs::read(home.path(".claude/settings.json")).expect("settings"),
-    )
-    .expect("json");
+    let settings = home.claude_settings();
     assert_eq!(settings["statusLine"]["command"], "pitroom statusline");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("claude mcp add"),
         "MCP registration printed: {stdout}"
     );
-    assert!(stdout.contains("[mcp_servers.pitroom]"), "{stdout}");
+    assert_stdout_has(&out, "[mcp_servers.pitroom]");
     assert!(home.path(".claude/skills/my-own-skill/SKILL.md").is_file());
 
-    let out = home.run(&["uninstall"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert_eq!(home.snapshot(), before);
+    home.assert_uninstall_restores(&before);
 }
 
 #[test]
 fn install_refuses_to_replace_foreign_files_names_them_and_changes_nothing() {
     let home = Home::new();
-    let foreign_skill = home.path(".claude/skills/pitroom-review");
-    std::fs::create_dir_all(&foreign_skill).expect("foreign skill dir");
-    std::fs::write(foreign_skill.join("SKILL.md"), "someone else's\n").expect("foreign skill");
+    home.foreign_skill();
     std::fs::write(
         home.path(".claude/settings.json"),
         r#"{"model": "opus", "statusLine": {"type": "command", "command": "my-status"}}"#,
     )
     .expect("settings");
     let before = home.snapshot();
-    let out = home.run(&["install", "--host", "claude", "--statusline"]);
-    assert_eq!(code(&out), 3, "{}", text(&out));
+    let out = home.run_expecting(&["install", "--host", "claude", "--statusline"], 3);
     let err = stderr(&out);
     assert!(err.contains("~/.claude/skills/pitroom-review"), "{err}");
     assert!(err.contains("~/.claude/settings.json"), "{err}");
@@ -145,46 +166,36 @@ fn install_refuses_to_replace_foreign_files_names_them_and_changes_nothing() {
 #[test]
 fn install_force_keeps_the_originals_and_uninstall_puts_them_back() {
     let home = Home::new();
-    let foreign_skill = home.path(".claude/skills/pitroom-review");
-    std::fs::create_dir_all(&foreign_skill).expect("foreign skill dir");
-    std::fs::write(foreign_skill.join("SKILL.md"), "someone else's\n").expect("foreign skill");
+    let foreign_skill = home.foreign_skill();
     let original =
         r#"{"model": "opus", "statusLine": {"type": "command", "command": "my-status"}}"#;
     std::fs::write(home.path(".claude/settings.json"), original).expect("settings");
     let before = home.snapshot();
 
-    let out = home.run(&["install", "--host", "claude", "--statusline", "--force"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    home.run_expecting(
+        &["install", "--host", "claude", "--statusline", "--force"],
+        0,
+    );
     assert!(
         std::fs::read_link(&foreign_skill).is_ok(),
         "replaced by the link"
     );
-    let settings: Value = serde_json::from_slice(
-        &std::fs::read(home.path(".claude/settings.json")).expect("settings"),
-    )
-    .expect("json");
+    let settings = home.claude_settings();
     assert_eq!(settings["model"], "opus", "the user's settings are kept");
     assert_eq!(
         settings["statusLine"]["command"],
         "pitroom statusline --then 'my-status'"
     );
 
-    let out = home.run(&["uninstall"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    assert_eq!(home.snapshot(), before);
+    home.assert_uninstall_restores(&before);
 }
 
 #[test]
 fn dry_run_prints_the_plan_and_writes_nothing() {
     let home = Home::new();
     let before = home.snapshot();
-    let out = home.run(&["install", "--host", "codex", "--dry-run"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("link ~/.agents/skills/pitroom-crew"),
-        "{stdout}"
-    );
+    let out = home.run_expecting(&["install", "--host", "codex", "--dry-run"], 0);
+    assert_stdout_has(&out, "link ~/.agents/skills/pitroom-crew");
     assert_eq!(home.snapshot(), before);
 }
 
@@ -192,27 +203,23 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
 fn a_second_install_changes_nothing_and_one_uninstall_removes_it_all() {
     let home = Home::new();
     let before = home.snapshot();
-    assert_eq!(code(&home.run(&["install", "--host", "gemini"])), 0);
+    home.run_expecting(&["install", "--host", "gemini"], 0);
     let installed = home.snapshot();
-    let again = home.run(&["install", "--host", "gemini"]);
-    assert_eq!(code(&again), 0, "{}", text(&again));
+    let again = home.run_expecting(&["install", "--host", "gemini"], 0);
     assert!(String::from_utf8_lossy(&again.stdout).contains("already installed"));
     assert_eq!(home.snapshot(), installed);
-    assert_eq!(code(&home.run(&["uninstall"])), 0);
-    assert_eq!(home.snapshot(), before);
-    let nothing = home.run(&["uninstall"]);
-    assert_eq!(code(&nothing), 0, "{}", text(&nothing));
+    home.assert_uninstall_restores(&before);
+    let nothing = home.run_expecting(&["uninstall"], 0);
     assert!(String::from_utf8_lossy(&nothing.stdout).contains("nothing to uninstall"));
 }
 
 #[test]
 fn uninstall_leaves_a_skill_file_the_user_changed_since() {
     let home = Home::new();
-    assert_eq!(code(&home.run(&["install", "--host", "claude"])), 0);
+    home.run_expecting(&["install", "--host", "claude"], 0);
     let edited = home.path(".local/share/pitroom/skills/pitroom-crew/SKILL.md");
     std::fs::write(&edited, "my edits\n").expect("edit");
-    let out = home.run(&["uninstall"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = home.run_expecting(&["uninstall"], 0);
     assert!(
         stderr(&out).contains("changed since install"),
         "{}",
@@ -229,8 +236,7 @@ fn uninstall_leaves_a_skill_file_the_user_changed_since() {
 fn without_a_host_install_picks_the_hosts_found_or_says_what_it_looked_for() {
     let home = Home::new();
     // ~/.claude exists: Claude Code is found.
-    let out = home.run(&["install", "--dry-run"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = home.run_expecting(&["install", "--dry-run"], 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("~/.claude/skills/using-pitroom"));
     let bare = TestEnv::new(Path::new(PITROOM));
     let out = bare
@@ -238,17 +244,17 @@ fn without_a_host_install_picks_the_hosts_found_or_says_what_it_looked_for() {
         .env("PATH", "/nonexistent")
         .output()
         .expect("runs");
-    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert_exit(&out, 3);
     assert!(stderr(&out).contains("--host"), "{}", text(&out));
 }
 
 #[test]
 fn doctor_warns_when_the_plugin_and_the_links_would_load_the_skills_twice() {
     let home = Home::new();
-    assert_eq!(code(&home.run(&["install", "--host", "claude"])), 0);
+    home.run_expecting(&["install", "--host", "claude"], 0);
     let doctor = |home: &Home| -> Value {
         let out = home.run(&["doctor", "--json"]);
-        let v: Value = serde_json::from_slice(&out.stdout).expect("doctor --json");
+        let v = json_stdout(&out);
         v["checks"]
             .as_array()
             .expect("checks")
@@ -266,12 +272,7 @@ fn doctor_warns_when_the_plugin_and_the_links_would_load_the_skills_twice() {
     .expect("plugin enabled");
     let twice = doctor(&home);
     assert_eq!(twice["ok"], false, "{twice}");
-    assert!(
-        twice["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("twice")),
-        "{twice}"
-    );
+    assert_str_has(&twice, "/detail", "twice");
 }
 
 #[test]
@@ -289,7 +290,7 @@ fn a_fresh_machine_without_a_worker_cli_is_told_what_to_install_and_about_the_de
         .env("PATH", &bin)
         .output()
         .expect("pitroom runs");
-    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert_exit(&out, 3);
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");

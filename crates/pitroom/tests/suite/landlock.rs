@@ -7,7 +7,8 @@ use std::path::Path;
 use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use serde_json::{json, Value};
 
-use super::common::{changed, code, fake_env, record, shell_calls, text};
+use super::common::{assert_exit, assert_stdout_has, changed, fake_env, record, shell_calls};
+use super::support::assert_str_has;
 
 /// Asserts every command in `refused` failed with one of `errors` and every one in `allowed`
 /// worked.
@@ -77,7 +78,7 @@ fn a_read_worker_cannot_write_the_project_its_git_dir_home_or_tmp_but_its_own_di
     let before = fingerprint(&repo);
 
     let out = env.run(&repo, &["look but do not touch"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 
     assert_outcomes(
         &shell_calls(&env, &repo),
@@ -93,10 +94,9 @@ fn a_read_worker_cannot_write_the_project_its_git_dir_home_or_tmp_but_its_own_di
     assert_eq!(r["safety"]["landlock"]["git_dir"], "not_exposed", "{r:#}");
     assert_eq!(r["safety"]["blocked_writes"], refused.len(), "{r:#}");
     assert_eq!(r["read_only_violation"], false);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("warning: the sandbox refused writes in 6 tool result(s)"),
-        "{stdout}"
+    assert_stdout_has(
+        &out,
+        "warning: the sandbox refused writes in 6 tool result(s)",
     );
 }
 
@@ -122,7 +122,7 @@ fn an_isolated_worker_edits_its_copy_but_cannot_touch_the_copys_git_dir() {
     let before = fingerprint(&repo);
 
     let out = env.run(&repo, &["-i", "edit what you like"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 
     let r = record(&env, &repo);
     expect_landlock(&r);
@@ -173,7 +173,7 @@ fn a_write_worker_edits_the_users_tree_but_not_its_git_dir_nor_anything_outside(
     let index = std::fs::read(repo.join(".git/index")).expect("index");
 
     let out = env.run(&repo, &["-w", "edit in place"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 
     let r = record(&env, &repo);
     expect_landlock(&r);
@@ -205,7 +205,7 @@ fn landlock_turned_off_is_on_record_and_in_the_report() {
     env.set("PITROOM_LANDLOCK", "off");
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["look"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let r = record(&env, &repo);
     assert_eq!(r["safety"]["landlock"]["landlock"], "skipped", "{r:#}");
     assert!(
@@ -226,17 +226,16 @@ fn a_real_opencode_read_run_works_under_landlock_and_its_shell_cannot_write_outs
     let w = super::real_cli::World::new(&super::real_cli::opencode::CLI);
     let before = fingerprint(&w.repo);
     let out = w.run(&["Where can divide fail?", "-t", "90s"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("pitroom ✔ done · read"), "{stdout}");
-    assert!(stdout.contains("calc.py:7"), "{stdout}");
+    assert_exit(&out, 0);
+    assert_stdout_has(&out, "pitroom ✔ done · read");
+    assert_stdout_has(&out, "calc.py:7");
     let r = record(&w.env, &w.repo);
     expect_landlock(&r);
     assert_eq!(r["safety"]["blocked_writes"], 0, "{r:#}");
 
     // The shell tool writes into the project: refused inside the tool, nothing changes.
     let out = w.run(&["look around scenario:bashwrite", "-t", "90s"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let r = record(&w.env, &w.repo);
     expect_landlock(&r);
     assert_eq!(r["read_only_violation"], false, "{r:#}");
@@ -250,15 +249,10 @@ fn a_real_opencode_read_run_works_under_landlock_and_its_shell_cannot_write_outs
 fn a_real_codex_run_keeps_its_own_sandbox_and_the_record_says_landlock_was_skipped() {
     let w = super::real_cli::World::new(&super::real_cli::codex::CLI);
     let out = w.task(&["Where can divide fail?", "-t", "90s"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let r = record(&w.env, &w.repo);
     assert_eq!(r["safety"]["landlock"]["landlock"], "skipped", "{r:#}");
-    assert!(
-        r["safety"]["landlock"]["reason"]
-            .as_str()
-            .is_some_and(|s| s.contains("own OS sandbox")),
-        "{r:#}"
-    );
+    assert_str_has(&r, "/safety/landlock/reason", "own OS sandbox");
 }
 
 #[test]
@@ -286,7 +280,7 @@ fn a_write_worker_in_a_linked_worktree_cannot_repoint_its_git_file() {
     let pointer = std::fs::read(worktree.join(".git")).expect(".git file");
 
     let out = env.run(&worktree, &["-w", "edit in the worktree"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 
     let r = record(&env, &worktree);
     expect_landlock(&r);
@@ -329,7 +323,7 @@ fn a_directory_opted_in_with_sandbox_writable_is_writable_and_nothing_else_is() 
     );
     let repo = dirty_repo(&env, "repo");
     let out = env.run(&repo, &["build and cache"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     expect_landlock(&record(&env, &repo));
     assert_outcomes(
         &shell_calls(&env, &repo),

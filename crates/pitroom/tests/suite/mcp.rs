@@ -3,11 +3,12 @@
 //! write/revert, a crew of five and bad input. The client script lives in
 //! `tests/mcp_clients/python_sdk.py`; each check it passes prints `ok <name>`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pitroom_testkit::real_cli::{python_mcp, ts_mcp_client_v2, ts_mcp_sdk};
 use pitroom_testkit::repo::dirty_repo;
+use pitroom_testkit::TestEnv;
 use serde_json::json;
 
 use super::common::{fake_env, text, PITROOM};
@@ -31,73 +32,95 @@ fn scripts() -> serde_json::Value {
     }})
 }
 
-#[test]
-fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
-    let python = python_mcp().expect("the MCP Python SDK installs from PyPI");
+/// What runs an MCP client script.
+enum Client {
+    /// The Python with the MCP Python SDK.
+    Python(PathBuf),
+    /// `node`, with this installed SDK's `node_modules` on `NODE_PATH`.
+    Node(PathBuf),
+}
+
+/// Runs the MCP client script `tests/mcp_clients/<script>` with `client` against `pitroom mcp`
+/// in a dirty project, and asserts it succeeded and printed each of `checks` and `all checks
+/// passed`. Returns the environment, the project and what the script printed.
+fn run_client(client: Client, script: &str, checks: &[&str]) -> (TestEnv, PathBuf, String) {
     let env = fake_env(scripts());
     let project = dirty_repo(&env, "project");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/python_sdk.py");
-    let mut cmd = Command::new(python);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp_clients")
+        .join(script);
+    let mut cmd = match &client {
+        Client::Python(python) => Command::new(python),
+        Client::Node(sdk) => {
+            let mut node = Command::new("node");
+            node.env("NODE_PATH", sdk.join("node_modules"));
+            node
+        }
+    };
     cmd.arg(&script).current_dir(&project);
     env.apply(&mut cmd);
     cmd.env("PITROOM_BIN", PITROOM).env("MCP_PROJECT", &project);
-    let out = cmd.output().expect("python runs");
+    let out = cmd.output().expect("the client runs");
     let printed = text(&out);
     assert!(out.status.success(), "{printed}");
-    assert!(printed.contains("all checks passed"), "{printed}");
-    for check in [
-        "ok tool_list_under_1500_tokens",
-        "ok read_run_refs_verified",
-        "ok progress_notifications_arrive",
-        "ok wait_finishes_the_run",
-        "ok subscribed_run_pushes_updates",
-        "ok new_runs_change_the_resource_list",
-        "ok cancel_leaves_no_worker_process",
-        "ok apply_lands_the_patch",
-        "ok review_gives_a_verdict",
-        "ok revert_restores_the_file",
-        "ok crew_runs_all_done",
-        "ok server_still_serves",
-    ] {
+    for check in ["all checks passed"].iter().chain(checks) {
         assert!(printed.contains(check), "missing `{check}`:\n{printed}");
     }
-    // The session closed while a run was going: the run went on and finished.
-    let detached = printed
+    (env, project, printed)
+}
+
+/// What follows `prefix` on each printed line that starts with it.
+fn lines_after<'a>(printed: &'a str, prefix: &str) -> Vec<&'a str> {
+    printed
         .lines()
-        .find_map(|l| l.strip_prefix("detached run "))
+        .filter_map(|l| l.strip_prefix(prefix))
+        .collect()
+}
+
+#[test]
+fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
+    let python = python_mcp().expect("the MCP Python SDK installs from PyPI");
+    let (env, project, printed) = run_client(
+        Client::Python(python),
+        "python_sdk.py",
+        &[
+            "ok tool_list_under_1500_tokens",
+            "ok read_run_refs_verified",
+            "ok progress_notifications_arrive",
+            "ok wait_finishes_the_run",
+            "ok subscribed_run_pushes_updates",
+            "ok new_runs_change_the_resource_list",
+            "ok cancel_leaves_no_worker_process",
+            "ok apply_lands_the_patch",
+            "ok review_gives_a_verdict",
+            "ok revert_restores_the_file",
+            "ok crew_runs_all_done",
+            "ok server_still_serves",
+        ],
+    );
+    // The session closed while a run was going: the run went on and finished.
+    let detached = lines_after(&printed, "detached run ")
+        .first()
         .expect("the script named its detached run")
         .trim()
         .to_string();
-    let out = env.run(&project, &["wait", &detached, "--timeout", "60", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let record: serde_json::Value = serde_json::from_slice(&out.stdout).expect("record");
+    let record = env.run_json(&project, &["wait", &detached, "--timeout", "60", "--json"]);
     assert_eq!(record["state"], "done", "{record:#}");
 }
 
 #[test]
 fn the_official_typescript_sdk_gets_progress_cancels_the_node_way_and_runs_a_crew() {
     let sdk = ts_mcp_sdk().expect("the MCP TypeScript SDK installs from npm");
-    let env = fake_env(scripts());
-    let project = dirty_repo(&env, "project");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/typescript_sdk.cjs");
-    let mut cmd = Command::new("node");
-    cmd.arg(&script).current_dir(&project);
-    env.apply(&mut cmd);
-    cmd.env("NODE_PATH", sdk.join("node_modules"))
-        .env("PITROOM_BIN", PITROOM)
-        .env("MCP_PROJECT", &project);
-    let out = cmd.output().expect("node runs");
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    for check in [
-        "ok progress_reached_the_ts_client",
-        "ok abort_leaves_no_worker_process",
-        "ok aborted_run_is_stopped",
-        "ok crew_of_three_done",
-        "all checks passed",
-    ] {
-        assert!(printed.contains(check), "missing `{check}`:\n{printed}");
-    }
+    run_client(
+        Client::Node(sdk),
+        "typescript_sdk.cjs",
+        &[
+            "ok progress_reached_the_ts_client",
+            "ok abort_leaves_no_worker_process",
+            "ok aborted_run_is_stopped",
+            "ok crew_of_three_done",
+        ],
+    );
 }
 
 /// The v2 TypeScript client in its `auto` mode: it probes `server/discover`, gets a modern
@@ -107,43 +130,27 @@ fn the_official_typescript_sdk_gets_progress_cancels_the_node_way_and_runs_a_cre
 #[test]
 fn the_typescript_client_v2_speaks_the_2026_07_28_revision_without_initialize() {
     let client = ts_mcp_client_v2().expect("the MCP TypeScript client v2 installs from npm");
-    let env = fake_env(scripts());
-    let project = dirty_repo(&env, "project");
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/typescript_client_v2.cjs");
-    let mut cmd = Command::new("node");
-    cmd.arg(&script).current_dir(&project);
-    env.apply(&mut cmd);
-    cmd.env("NODE_PATH", client.join("node_modules"))
-        .env("PITROOM_BIN", PITROOM)
-        .env("MCP_PROJECT", &project);
-    let out = cmd.output().expect("node runs");
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    let negotiated: Vec<&str> = printed
-        .lines()
-        .filter_map(|l| l.strip_prefix("negotiated "))
-        .collect();
+    let (_env, _project, printed) = run_client(
+        Client::Node(client),
+        "typescript_client_v2.cjs",
+        &[
+            "ok discover_offers_both_eras",
+            "ok discover_answers_in_session",
+            "ok read_run_refs_verified",
+            "ok progress_in_the_modern_era",
+            "ok listened_new_run_changes_the_list",
+            "ok listen_honors_only_pitroom_uris",
+            "ok listened_run_pushes_updates",
+            "ok no_initialize_sent",
+            "ok every_request_carries_its_meta",
+            "ok legacy_mode_uses_initialize",
+        ],
+    );
     assert_eq!(
-        negotiated,
+        lines_after(&printed, "negotiated "),
         ["modern 2026-07-28", "legacy 2025-11-25"],
         "{printed}"
     );
-    for check in [
-        "ok discover_offers_both_eras",
-        "ok discover_answers_in_session",
-        "ok read_run_refs_verified",
-        "ok progress_in_the_modern_era",
-        "ok listened_new_run_changes_the_list",
-        "ok listen_honors_only_pitroom_uris",
-        "ok listened_run_pushes_updates",
-        "ok no_initialize_sent",
-        "ok every_request_carries_its_meta",
-        "ok legacy_mode_uses_initialize",
-        "all checks passed",
-    ] {
-        assert!(printed.contains(check), "missing `{check}`:\n{printed}");
-    }
 }
 
 #[test]

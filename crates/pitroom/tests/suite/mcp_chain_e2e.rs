@@ -8,8 +8,9 @@ use std::process::{Command, Output};
 use pitroom_testkit::{real_cli, FakeAnthropic};
 use serde_json::{json, Value};
 
-use super::common::{code, text, PITROOM};
+use super::common::{assert_exit, json_stdout, text, PITROOM};
 use super::real_cli::{opencode, World};
+use super::support::assert_str_has;
 
 /// Claude Code's tool name for `pitroom_run` of the MCP server named `pitroom`.
 const RUN_TOOL: &str = "mcp__pitroom__pitroom_run";
@@ -115,7 +116,7 @@ fn claude_code_delegates_through_pitroom_mcp_and_reads_the_verified_answer_back(
         .env("DISABLE_AUTOUPDATER", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
     let out = cmd.output().expect("claude runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 
     let requests = primary.model_requests();
     let first = requests
@@ -135,11 +136,6 @@ fn claude_code_delegates_through_pitroom_mcp_and_reads_the_verified_answer_back(
     );
     // Claude Code forwards only structuredContent when a result has it: the report is there.
     the_verified_report_came_back(&world, &requests, tool_results, "the primary", &out);
-    let result: Value = serde_json::from_slice(&out.stdout).expect("claude's JSON result");
-    assert!(
-        result["result"]
-            .as_str()
-            .is_some_and(|r| r.contains("no zero check")),
-        "{result:#}"
-    );
+    let result = json_stdout(&out);
+    assert_str_has(&result, "/result", "no zero check");
 }

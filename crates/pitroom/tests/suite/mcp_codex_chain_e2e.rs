@@ -29,7 +29,7 @@ use std::process::Command;
 use pitroom_testkit::{real_cli, FakeResponses};
 use serde_json::{json, Value};
 
-use super::common::{code, record, text, PITROOM};
+use super::common::{assert_exit, record, text, PITROOM};
 use super::mcp_chain_e2e::the_verified_report_came_back;
 use super::real_cli::{opencode, World};
 
@@ -51,7 +51,7 @@ fn codex_config(world: &World, primary: &FakeResponses) -> String {
     let out = world
         .env
         .run(&world.repo, &["mcp", "--print-config", "codex"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let snippet = String::from_utf8(out.stdout).expect("the snippet is UTF-8");
     format!(
         "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\napproval_policy = \"never\"\n\n\
@@ -121,7 +121,7 @@ fn codex_delegates_through_pitroom_mcp_registered_by_print_config_and_reads_the_
         .env("CODEX_HOME", &codex_home)
         .env("FAKE_API_KEY", "sk-fake");
     let out = cmd.output().expect("codex runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 
     let requests = primary.model_requests();
     // Codex offered its tool search, and the search loaded pitroom_run in Pitroom's namespace.

@@ -29,3 +29,4 @@ mod review_e2e;
 mod skills;
 mod snapshots;
 mod stop_phases;
+mod support;

@@ -8,7 +8,17 @@ use std::process::{Command, Output};
 use pitroom_testkit::real_cli;
 use serde_json::Value;
 
-use super::common::{code, text};
+use super::common::{assert_exit, code, text};
+
+/// A scratch world holding the folders `names` (created); returns it and their paths.
+fn scratch_world<const N: usize>(names: [&str; N]) -> (tempfile::TempDir, [PathBuf; N]) {
+    let world = tempfile::tempdir().expect("scratch world");
+    let dirs = names.map(|name| world.path().join(name));
+    for d in &dirs {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    (world, dirs)
+}
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -50,14 +60,16 @@ fn host(program: &Path, home: &Path) -> Command {
     cmd
 }
 
-fn validate(claude: &Path, home: &Path, args: &[&str]) -> (Output, Value) {
+/// `claude plugin validate --json [--strict] TARGET`, which must pass; returns its report.
+fn validate(claude: &Path, home: &Path, strict: bool, target: &Path) -> Value {
     let out = host(claude, home)
         .args(["plugin", "validate", "--json"])
-        .args(args)
+        .args(strict.then_some("--strict"))
+        .arg(target)
         .output()
         .expect("claude runs");
-    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out, report)
+    assert_exit(&out, 0);
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
 #[test]
@@ -66,13 +78,7 @@ fn claude_plugin_validate_accepts_the_plugin_and_the_marketplace() {
     let home = tempfile::tempdir().expect("scratch home");
     let root = repo_root();
 
-    let plugin = root.join("plugins/pitroom");
-    let (out, report) = validate(
-        &claude,
-        home.path(),
-        &["--strict", &plugin.display().to_string()],
-    );
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let report = validate(&claude, home.path(), true, &root.join("plugins/pitroom"));
     assert_eq!(report["success"], true, "{report:#}");
     assert_eq!(report["manifest"]["type"], "plugin", "{report:#}");
     let skills = report["provides"]["skills"].as_array().expect("skills");
@@ -88,18 +94,12 @@ fn claude_plugin_validate_accepts_the_plugin_and_the_marketplace() {
     assert_eq!(report["provides"]["mcpServers"][0]["name"], "pitroom");
 
     let marketplace = root.join(".claude-plugin/marketplace.json");
-    let (out, report) = validate(
-        &claude,
-        home.path(),
-        &["--strict", &marketplace.display().to_string()],
-    );
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let report = validate(&claude, home.path(), true, &marketplace);
     assert_eq!(report["manifest"]["type"], "marketplace", "{report:#}");
 
     // The repository root as a whole (what `claude plugin validate .` sees): it passes. Its one
     // warning is Gemini CLI's AfterTool event in the root hooks file, the extension's.
-    let (out, report) = validate(&claude, home.path(), &[&root.display().to_string()]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    let report = validate(&claude, home.path(), false, &root);
     assert_eq!(report["success"], true, "{report:#}");
 }
 
@@ -201,12 +201,7 @@ fn messages_of(body: &Value, role: &str) -> Vec<String> {
 #[test]
 fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
     let codex = real_cli::codex().expect("the pinned Codex installs from npm");
-    let world = tempfile::tempdir().expect("scratch world");
-    let home = world.path().join("home");
-    let project = world.path().join("project");
-    for d in [&home, &project] {
-        std::fs::create_dir_all(d).expect("dir");
-    }
+    let (world, [home, project]) = scratch_world(["home", "project"]);
     let (codex_home, version_dir) = install_codex_plugin(&codex, &home);
     let server = pitroom_testkit::FakeResponses::start(serde_json::json!({"scenarios": {
         "default": [{"text": "Noted."}]}}))
@@ -249,7 +244,7 @@ fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
         .arg("Say hello.")
         .output()
         .expect("codex runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Noted."));
 
     let requests = server.model_requests();
@@ -293,7 +288,7 @@ fn gemini_extensions_link_accepts_the_extension_with_its_context_mcp_server_and_
     let gemini = real_cli::gemini().expect("the pinned Gemini CLI installs from npm");
     let home = tempfile::tempdir().expect("scratch home");
     let out = link_extension(&gemini, home.path());
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let said = text(&out);
     assert!(said.contains("\"pitroom\" linked successfully"), "{said}");
 
@@ -301,7 +296,7 @@ fn gemini_extensions_link_accepts_the_extension_with_its_context_mcp_server_and_
         .args(["extensions", "list"])
         .output()
         .expect("gemini runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let list = text(&out);
     assert!(list.contains("pitroom (0.1.0)"), "{list}");
     assert!(list.contains("gemini-context.md"), "{list}");
@@ -319,16 +314,10 @@ fn gemini_extensions_link_accepts_the_extension_with_its_context_mcp_server_and_
 #[test]
 fn gemini_headless_run_with_the_linked_extension_carries_its_context_to_the_model() {
     let gemini = real_cli::gemini().expect("the pinned Gemini CLI installs from npm");
-    let world = tempfile::tempdir().expect("scratch world");
-    let home = world.path().join("home");
-    let project = world.path().join("project");
-    let bin = world.path().join("bin");
-    for d in [&home, &project, &bin] {
-        std::fs::create_dir_all(d).expect("dir");
-    }
+    let (_world, [home, project, bin]) = scratch_world(["home", "project", "bin"]);
     let root = repo_root();
     let out = link_extension(&gemini, &home);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let server = pitroom_testkit::FakeGemini::start(serde_json::json!({
         "aux": {"text": "Fake aux"},
         "scenarios": {"default": [{"text": "Noted."}]}}))
@@ -366,7 +355,7 @@ fn gemini_headless_run_with_the_linked_extension_carries_its_context_to_the_mode
         .args(["--approval-mode", "yolo"])
         .output()
         .expect("gemini runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert_eq!(reply["response"], "Noted.", "{}", text(&out));
 
@@ -472,7 +461,7 @@ fn claude_code_with_the_plugin_gets_the_session_text_and_the_hook_card() {
         .arg(repo_root().join("plugins/pitroom"))
         .output()
         .expect("claude runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let requests = server.model_requests();
     assert!(requests.len() >= 2, "{requests:#?}");
     let first = requests[0]["body"].to_string();

@@ -6,7 +6,10 @@
 use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
 use serde_json::{json, Value};
 
-use super::common::{code, fake_env, invocation_file, record, shell_calls, text};
+use super::common::{
+    assert_exit, assert_stdout_has, code, fake_env, invocation_file, record, shell_calls,
+};
+use super::support::assert_str_has;
 
 /// A dirty repository with secrets a worker could open: an ignored `.env`, a key deep in an
 /// ignored `node_modules`, and a tracked certificate.
@@ -69,7 +72,7 @@ fn a_read_run_in_place_sees_the_live_tree_but_not_its_secrets_and_cannot_write_i
     let before = fingerprint(&repo);
 
     let out = env.run(&repo, &["where is division?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 
     let calls = shell_calls(&env, &repo);
     assert_eq!(calls.len(), 9, "{calls:#?}");
@@ -121,17 +124,10 @@ fn a_read_run_in_place_sees_the_live_tree_but_not_its_secrets_and_cannot_write_i
         r["refs"]["verified"], 1,
         "checked against the live tree: {r:#}"
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("3 secret-looking file(s) hidden from the worker"),
-        "{stdout}"
-    );
-    let shown = env.run(&repo, &["show"]);
-    assert!(
-        String::from_utf8_lossy(&shown.stdout)
-            .contains("── view: the live tree, read-only (in place)"),
-        "{}",
-        text(&shown)
+    assert_stdout_has(&out, "3 secret-looking file(s) hidden from the worker");
+    assert_stdout_has(
+        &env.run(&repo, &["show"]),
+        "── view: the live tree, read-only (in place)",
     );
 }
 
@@ -141,15 +137,10 @@ fn a_read_run_with_the_copy_forced_reads_a_copy_and_the_record_says_why() {
     env.set("PITROOM_READ_VIEW", "copy");
     let repo = repo_with_secrets(&env);
     let out = env.run(&repo, &["look"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let r = record(&env, &repo);
     assert_eq!(r["view"], "copy", "{r:#}");
-    assert!(
-        r["view_reason"]
-            .as_str()
-            .is_some_and(|why| why.contains("PITROOM_READ_VIEW=copy")),
-        "{r:#}"
-    );
+    assert_str_has(&r, "/view_reason", "PITROOM_READ_VIEW=copy");
     let copy = r["copy"].as_str().expect("a copy");
     assert!(copy.contains("snapshots"), "{copy}");
     assert!(
@@ -158,12 +149,9 @@ fn a_read_run_with_the_copy_forced_reads_a_copy_and_the_record_says_why() {
     );
     let calls = shell_calls(&env, &repo);
     assert!(!calls[0].2.contains("hunter"), "{calls:#?}");
-    let shown = env.run(&repo, &["show"]);
-    assert!(
-        String::from_utf8_lossy(&shown.stdout)
-            .contains("── view: a read-only copy: asked for with PITROOM_READ_VIEW=copy"),
-        "{}",
-        text(&shown)
+    assert_stdout_has(
+        &env.run(&repo, &["show"]),
+        "── view: a read-only copy: asked for with PITROOM_READ_VIEW=copy",
     );
 }
 
@@ -175,12 +163,7 @@ fn a_read_run_without_landlock_reads_a_copy_and_the_record_says_why() {
     assert_eq!(code(&env.run(&repo, &["look"])), 0);
     let r = record(&env, &repo);
     assert_eq!(r["view"], "copy", "{r:#}");
-    assert!(
-        r["view_reason"]
-            .as_str()
-            .is_some_and(|why| why.contains("Landlock is off")),
-        "{r:#}"
-    );
+    assert_str_has(&r, "/view_reason", "Landlock is off");
 }
 
 #[test]
@@ -194,7 +177,7 @@ fn a_follow_up_of_a_run_in_place_reads_the_live_tree_as_it_is_now() {
     write(&repo, "README.md", "# demo\n\nedited meanwhile\n");
     let id = first["id"].as_str().expect("id");
     let out = env.run(&repo, &["run", "--continue", id, "and now?"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let second = record(&env, &repo);
     assert_eq!(second["view"], "in_place", "{second:#}");
     let calls = shell_calls(&env, &repo);
@@ -208,7 +191,7 @@ fn without_a_pid_namespace_the_keeper_itself_hides_the_secrets_of_a_run_in_place
     env.set(pitroom_proc::NO_PID_NAMESPACE_ENV, "1");
     let repo = repo_with_secrets(&env);
     let out = env.run(&repo, &["look"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let r = record(&env, &repo);
     assert_eq!(r["view"], "in_place", "{r:#}");
     assert_eq!(

@@ -1,17 +1,23 @@
 //! The skills and completions as a user gets them from the binary.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
-use super::common::{code, text, PITROOM};
+use super::common::{assert_exit, PITROOM};
+
+/// `pitroom completions SHELL`, asserting it exits `code`.
+fn completions(shell: &str, code: i32) -> Output {
+    let out = Command::new(PITROOM)
+        .args(["completions", shell])
+        .output()
+        .expect("pitroom runs");
+    assert_exit(&out, code);
+    out
+}
 
 #[test]
 fn completion_scripts_load_in_bash_and_complete_the_subcommands() {
-    let script = Command::new(PITROOM)
-        .args(["completions", "bash"])
-        .output()
-        .expect("pitroom runs");
-    assert_eq!(code(&script), 0, "{}", text(&script));
+    let script = completions("bash", 0);
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("pitroom.bash");
     std::fs::write(&file, &script.stdout).expect("script");
@@ -23,17 +29,13 @@ fn completion_scripts_load_in_bash_and_complete_the_subcommands() {
         .args(["--norc", "-c", &probe])
         .output()
         .expect("bash runs");
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "install");
 }
 
 #[test]
 fn an_unknown_shell_is_a_usage_error_naming_the_choices() {
-    let out = Command::new(PITROOM)
-        .args(["completions", "tcsh"])
-        .output()
-        .expect("pitroom runs");
-    assert_eq!(code(&out), 2, "{}", text(&out));
+    let out = completions("tcsh", 2);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("bash") && err.contains("zsh") && err.contains("fish"),

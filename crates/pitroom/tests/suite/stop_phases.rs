@@ -11,7 +11,8 @@ use std::time::Duration;
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
-use super::common::{code, eventually, fake_env, processes_with_env, text};
+use super::common::{assert_exit, eventually, fake_env, processes_with_env, text};
+use super::support::{assert_str_has, entries_under};
 
 /// How long a condition the code brings about may take to show (a bound on the wait, not a
 /// figure under test: the latencies are measured in `bench/`, `--bin stop`).
@@ -25,6 +26,22 @@ fn hanging_worker() -> Value {
 /// A worker that answers at once.
 fn quick_worker() -> Value {
     json!([{"text": "SUMMARY: done"}, {"step": {"reason": "stop"}}])
+}
+
+/// A worker that writes `new.txt`, then answers.
+fn writing_worker() -> Value {
+    json!([
+        {"write": {"path": "new.txt", "content": "made by the worker\n"}},
+        {"text": "SUMMARY: done"},
+        {"step": {"reason": "stop"}}
+    ])
+}
+
+/// A quick worker whose read runs read a copy.
+fn read_copy_env() -> TestEnv {
+    let mut env = fake_env(quick_worker());
+    env.set("PITROOM_READ_VIEW", "copy");
+    env
 }
 
 /// Where a git call parks: while checking out a copy being built (`copy`), or while taking the
@@ -68,12 +85,26 @@ fn park_git(env: &mut TestEnv, park: Park) -> PathBuf {
     marker
 }
 
+/// Parks git where `park` says (see [`park_git`]), starts a run of `args` in a dirty repository
+/// and waits for git to park; returns the environment, the repository and the run's id.
+fn start_parked(mut env: TestEnv, park: Park, args: &[&str]) -> (TestEnv, PathBuf, String) {
+    let marker = park_git(&mut env, park);
+    let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
+    let id = start(&env, &dir, args);
+    let parked = match park {
+        Park::Copy => "git parked in the copy's checkout",
+        Park::After => "git parked in the after snapshot",
+    };
+    wait_for(parked, || marker.exists());
+    (env, dir, id)
+}
+
 /// Starts one background run and returns its id.
 fn start(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
     let mut all = vec!["crew", "-g", "parked"];
     all.extend_from_slice(args);
     let out = env.run(dir, &all);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -84,33 +115,32 @@ fn show(env: &TestEnv, dir: &Path, id: &str) -> Value {
 
 fn stop(env: &TestEnv, dir: &Path, id: &str) {
     let out = env.run(dir, &["stop", id]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
 }
 
 /// Every `.tmp-*` entry under the state dir: half-built copies.
 fn temp_copies(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if entry.file_name().to_string_lossy().starts_with(".tmp-") {
-                found.push(path.clone());
-            }
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                dirs.push(path);
-            }
-        }
-    }
-    found
+    entries_under(root)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(".tmp-"))
+        })
+        .collect()
+}
+
+/// The run's record says it ended `state`, interrupted in `phase`; returns the record.
+fn assert_interrupted(env: &TestEnv, dir: &Path, id: &str, state: &str, phase: &str) -> Value {
+    let r = show(env, dir, id);
+    assert_eq!(r["state"], state, "{r:#}");
+    assert_eq!(r["interrupted_in"], phase, "{r:#}");
+    r
 }
 
 /// The run ended `state`, interrupted in `phase`; every process of the state dir is gone (its
 /// supervisor, git and its `sleep`, keepers, workers) and no half-built copy is left.
 fn assert_ended_in(env: &TestEnv, dir: &Path, id: &str, state: &str, phase: &str) -> Value {
-    let r = show(env, dir, id);
-    assert_eq!(r["state"], state, "{r:#}");
-    assert_eq!(r["interrupted_in"], phase, "{r:#}");
+    let r = assert_interrupted(env, dir, id, state, phase);
     let state_dir = env.state.display().to_string();
     assert!(
         eventually(SETTLE, || processes_with_env(&state_dir).is_empty()),
@@ -140,54 +170,30 @@ fn a_stop_in_the_slot_wait_ends_the_queued_run_stopped_before_its_worker() {
         r["state"] == "queued" && r["phase"] == "queued"
     });
     stop(&env, &dir, &queued);
-    let r = show(&env, &dir, &queued);
-    assert_eq!(r["state"], "stopped", "{r:#}");
-    assert_eq!(r["interrupted_in"], "queued", "{r:#}");
-    assert!(
-        r["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("never started")),
-        "{r:#}"
-    );
+    let r = assert_interrupted(&env, &dir, &queued, "stopped", "queued");
+    assert_str_has(&r, "/error", "never started");
     stop(&env, &dir, &holder);
     assert_ended_in(&env, &dir, &holder, "stopped", "worker");
 }
 
 #[test]
 fn a_stop_while_a_read_copy_is_checked_out_kills_git_and_leaves_no_half_built_copy() {
-    let mut env = fake_env(quick_worker());
-    env.set("PITROOM_READ_VIEW", "copy");
-    let marker = park_git(&mut env, Park::Copy);
-    let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
-    let id = start(&env, &dir, &["read it"]);
-    wait_for("git parked in the copy's checkout", || marker.exists());
+    let (env, dir, id) = start_parked(read_copy_env(), Park::Copy, &["read it"]);
     stop(&env, &dir, &id);
     let r = assert_ended_in(&env, &dir, &id, "stopped", "tree");
-    assert!(
-        r["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("while preparing the tree")),
-        "{r:#}"
-    );
+    assert_str_has(&r, "/error", "while preparing the tree");
 }
 
 #[test]
 fn a_run_waiting_for_another_runs_copy_stops_without_waiting_for_it() {
-    let mut env = fake_env(quick_worker());
-    env.set("PITROOM_READ_VIEW", "copy");
-    let marker = park_git(&mut env, Park::Copy);
-    let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
-    let builder = start(&env, &dir, &["build the copy"]);
-    wait_for("git parked in the copy's checkout", || marker.exists());
+    let (env, dir, builder) = start_parked(read_copy_env(), Park::Copy, &["build the copy"]);
     // The same tree: this run waits for the builder's copy.
     let waiter = start(&env, &dir, &["wait for the copy"]);
     wait_for("the second run preparing its tree", || {
         show(&env, &dir, &waiter)["phase"] == "tree"
     });
     stop(&env, &dir, &waiter);
-    let r = show(&env, &dir, &waiter);
-    assert_eq!(r["state"], "stopped", "{r:#}");
-    assert_eq!(r["interrupted_in"], "tree", "{r:#}");
+    assert_interrupted(&env, &dir, &waiter, "stopped", "tree");
     assert_eq!(
         show(&env, &dir, &builder)["state"],
         "running",
@@ -199,11 +205,7 @@ fn a_run_waiting_for_another_runs_copy_stops_without_waiting_for_it() {
 
 #[test]
 fn a_stop_while_an_isolated_copy_is_built_leaves_no_half_built_copy() {
-    let mut env = fake_env(quick_worker());
-    let marker = park_git(&mut env, Park::Copy);
-    let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
-    let id = start(&env, &dir, &["-i", "edit a copy"]);
-    wait_for("git parked in the copy's checkout", || marker.exists());
+    let (env, dir, id) = start_parked(fake_env(quick_worker()), Park::Copy, &["-i", "edit a copy"]);
     stop(&env, &dir, &id);
     let r = assert_ended_in(&env, &dir, &id, "stopped", "tree");
     assert!(r["copy"].is_null(), "no copy is recorded: {r:#}");
@@ -223,22 +225,12 @@ fn a_stop_while_an_isolated_copy_is_built_leaves_no_half_built_copy() {
 
 #[test]
 fn the_timeout_ends_a_run_whose_tree_is_still_being_prepared() {
-    let mut env = fake_env(quick_worker());
-    env.set("PITROOM_READ_VIEW", "copy");
-    let marker = park_git(&mut env, Park::Copy);
-    let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
-    let id = start(&env, &dir, &["-t", "1s", "read it"]);
-    wait_for("git parked in the copy's checkout", || marker.exists());
+    let (env, dir, id) = start_parked(read_copy_env(), Park::Copy, &["-t", "1s", "read it"]);
     wait_for("the run to end", || {
         show(&env, &dir, &id)["state"] != "running"
     });
     let r = assert_ended_in(&env, &dir, &id, "timeout", "tree");
-    assert!(
-        r["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("timed out after 1s while preparing the tree")),
-        "{r:#}"
-    );
+    assert_str_has(&r, "/error", "timed out after 1s while preparing the tree");
 }
 
 #[test]
@@ -292,11 +284,7 @@ fn the_worker_starts_with_no_signal_blocked_so_a_stop_reaches_it() {
 
 #[test]
 fn a_stop_during_verify_kills_its_command_and_keeps_the_workers_work() {
-    let env = fake_env(json!([
-        {"write": {"path": "new.txt", "content": "made by the worker\n"}},
-        {"text": "SUMMARY: done"},
-        {"step": {"reason": "stop"}}
-    ]));
+    let env = fake_env(writing_worker());
     let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
     let marker = env.root.join("verify-started");
     let verify = format!(": > '{}'; exec sleep 297.3", marker.display());
@@ -315,23 +303,14 @@ fn a_stop_during_verify_kills_its_command_and_keeps_the_workers_work() {
 
 #[test]
 fn a_stop_while_the_changes_are_recorded_kills_git_and_says_no_patch_was_kept() {
-    let mut env = fake_env(json!([
-        {"write": {"path": "new.txt", "content": "made by the worker\n"}},
-        {"text": "SUMMARY: done"},
-        {"step": {"reason": "stop"}}
-    ]));
-    let marker = park_git(&mut env, Park::After);
-    let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
-    let id = start(&env, &dir, &["-w", "edit in place"]);
-    wait_for("git parked in the after snapshot", || marker.exists());
+    let (env, dir, id) = start_parked(
+        fake_env(writing_worker()),
+        Park::After,
+        &["-w", "edit in place"],
+    );
     stop(&env, &dir, &id);
     let r = assert_ended_in(&env, &dir, &id, "stopped", "finishing");
-    assert!(
-        r["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("no patch was recorded")),
-        "{r:#}"
-    );
+    assert_str_has(&r, "/error", "no patch was recorded");
     assert!(
         r["receipt"].is_object(),
         "the record is sealed all the same: {r:#}"

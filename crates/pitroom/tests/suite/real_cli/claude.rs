@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use super::super::recorder::Recording;
 use super::{
-    Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider, ReadFacts, RealCli,
-    SecretRead, Setting, Usage, World,
+    Api, Checks, ConfigFile, FailureMatrix, GitCommit, ListedModel, ModelError, Provider,
+    ReadFacts, RealCli, SecretRead, Setting, Usage, World,
 };
 
 /// The file the user's `PreToolUse` hook touches: it must never run under Pitroom.
@@ -21,7 +21,6 @@ pub const CLI: RealCli = RealCli {
     worker: "claude",
     pinned: real_cli::CLAUDE,
     install: real_cli::claude,
-    bin_var: "PITROOM_CLAUDE_BIN",
     api: Api::Anthropic,
     script,
     provider: Provider {
@@ -79,15 +78,10 @@ pub const CLI: RealCli = RealCli {
         ModelError::is("err401", "auth"),
         ModelError::is("err500", "other"),
     ],
-    failure_shapes: &[
-        ("429 with retry-after", "ff429after", "rate_limited"),
-        ("429 without retry-after", "ff429", "rate_limited"),
-        ("usage limit 429", "usage-limit", "rate_limited"),
-        ("404 unknown model", "ff404", "model_unavailable"),
-        ("500", "ff500", "other"),
-        ("503", "ff503", "rate_limited"),
-        ("529 overloaded", "err529", "rate_limited"),
-    ],
+    failure_shapes: FailureMatrix {
+        quota: ("usage limit 429", "usage-limit", "rate_limited"),
+        more: &[("529 overloaded", "err529", "rate_limited")],
+    },
     listed_model: Some(ListedModel {
         id: "sonnet",
         effort: Some("high"),

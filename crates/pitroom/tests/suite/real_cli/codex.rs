@@ -6,6 +6,7 @@ use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
 use super::super::recorder::Recording;
+use super::super::support::assert_str_has;
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
     ReadFacts, RealCli, Setting, Unproven, Usage, World, OPENAI_SHAPES,
@@ -15,7 +16,6 @@ pub const CLI: RealCli = RealCli {
     worker: "codex",
     pinned: real_cli::CODEX,
     install: real_cli::codex,
-    bin_var: "PITROOM_CODEX_BIN",
     api: Api::Responses,
     script,
     provider: Provider {
@@ -128,12 +128,7 @@ fn turn_metadata(w: &World) -> Value {
 /// Codex's own sandbox ran read-only (and the record says why it read a copy), with no web
 /// search tool and none of the user's MCP servers; the user's approval setting was overridden.
 fn read_sandbox(w: &World, r: &Value, _: &std::process::Output) {
-    assert!(
-        r["view_reason"]
-            .as_str()
-            .is_some_and(|why| why.contains("codex keeps its own sandbox")),
-        "{r:#}"
-    );
+    assert_str_has(r, "/view_reason", "codex keeps its own sandbox");
     let meta = turn_metadata(w);
     assert_eq!(meta["sandbox_mode"], "read-only", "{meta:#}");
     let tools = w.server.tools(&w.server.model_requests()[0]);

@@ -7,15 +7,14 @@ use serde_json::{json, Value};
 
 use super::super::recorder::Recording;
 use super::{
-    Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead, Setting,
-    Unproven, Usage, World,
+    Api, Checks, FailureMatrix, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead,
+    Setting, Unproven, Usage, World,
 };
 
 pub const CLI: RealCli = RealCli {
     worker: "gemini",
     pinned: real_cli::GEMINI,
     install: real_cli::gemini,
-    bin_var: "PITROOM_GEMINI_BIN",
     api: Api::Gemini,
     script,
     provider: Provider {
@@ -75,14 +74,11 @@ pub const CLI: RealCli = RealCli {
         ModelError::is("err404", "model_unavailable"),
         ModelError::is("err400", "auth"),
     ],
-    failure_shapes: &[
-        ("429 with retry-after", "ff429after", "rate_limited"),
-        ("429 without retry-after", "ff429", "rate_limited"),
-        ("RESOURCE_EXHAUSTED quota 429", "daily", "rate_limited"),
-        ("404 unknown model", "ff404", "model_unavailable"),
-        ("500", "ff500", "other"),
-        ("503", "ff503", "rate_limited"),
-    ],
+    failure_shapes: FailureMatrix::with_quota((
+        "RESOURCE_EXHAUSTED quota 429",
+        "daily",
+        "rate_limited",
+    )),
     listed_model: None,
     effort_at: None,
     checks: Checks {

@@ -6,17 +6,15 @@ use pitroom_testkit::real_cli;
 
 use super::super::recorder::Recording;
 use super::{
-    opencode, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider, ReadFacts,
-    RealCli, SecretRead, Unproven, World, OPENAI_SHAPES,
+    opencode, Checks, ConfigFile, ModelError, Provider, ReadFacts, RealCli, Unproven, World,
 };
 
+/// Kilo is OpenCode's fork: its entry is OpenCode's (the same script, API, refusals, errors,
+/// failure matrix and listed model) but for what is Kilo's own below.
 pub const CLI: RealCli = RealCli {
     worker: "kilo",
     pinned: real_cli::KILO,
     install: real_cli::kilo,
-    bin_var: "PITROOM_KILO_BIN",
-    api: Api::ChatCompletions,
-    script: opencode::script,
     provider: Provider {
         config: Some(ConfigFile {
             path: "xdg-config/kilo/kilo.json",
@@ -24,54 +22,28 @@ pub const CLI: RealCli = RealCli {
             // slow start and the stall limit, so the run ends as a timeout.
             contents: |base_url| opencode::provider_config_with(base_url, None),
         }),
-        env: &[],
-        node22: false,
-        offline: false,
+        ..opencode::CLI.provider
     },
     timeout: "120s",
     stall_limit: "90s",
-    // As OpenCode's: a session exists only once the model has answered.
-    resumable_stall: "readhang",
-    retry_cap: 3,
+    // As OpenCode's (the `resumable_stall`, `readhang`): a session exists only once the model
+    // has answered.
     read: ReadFacts {
-        view: "in_place",
-        // OpenCode's, from the same script.
-        usage: opencode::CLI.read.usage,
-        priced: true,
-        session: |s| s.starts_with("ses_"),
-        // Kilo's stream never names the model: the record reads it from Kilo's session data.
-        asked_model: Some("fake-model"),
-        reported_model: Some("fake/fake-model"),
-        offered: &["read"],
+        // As OpenCode's, from the same script; and Kilo's stream never names the model either:
+        // the record reads it from Kilo's session data.
         withheld: &["edit", "write", "task", "webfetch", "background_process"],
+        ..opencode::CLI.read
     },
-    read_mode_writes: &["try to fix divide scenario:edit"],
-    refusal_on_stderr: &[],
-    git_commit: Some(GitCommit {
-        task: "commit scenario:gitdeny",
-        denied_by_profile: false,
-    }),
-    secret_read: Some(SecretRead {
-        task: "Show the settings scenario:readsecret",
-        template: true,
-        denied: false,
-    }),
     // Without `retry-after`, Kilo backs off and retries a 429 for over a minute; the engine
     // stops it after two failed attempts (its adapter's cut). The proof is the attempt count,
     // not the wall clock: Kilo's own start takes 12–15 s idle and over a minute loaded.
     rate_limits: &[ModelError::rate_limited("err429slow").saying("kept retrying")],
-    other_errors: &[ModelError::is("err404", "model_unavailable")],
-    failure_shapes: OPENAI_SHAPES,
-    listed_model: Some(ListedModel {
-        id: "fake/fake-model",
-        effort: None,
-    }),
-    effort_at: None,
     checks: Checks::NONE,
     unproven: &[Unproven {
         behaviour: "effort_reaches_the_model_request",
         why: "Kilo, like OpenCode, maps `--effort` to `--variant` only with a pinned model, and the fake provider's models have no variants (docs/workers/kilo.md)",
     }],
+    ..opencode::CLI
 };
 
 real_cli_tests!(CLI; every_cli,

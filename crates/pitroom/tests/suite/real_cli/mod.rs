@@ -78,8 +78,6 @@ pub struct RealCli {
     pub pinned: NpmCli,
     /// Installs the pinned CLI (or takes its override) and returns its binary.
     pub install: fn() -> Result<PathBuf, String>,
-    /// The variable that points Pitroom at the binary: `PITROOM_<CLI>_BIN`.
-    pub bin_var: &'static str,
     /// The API of its fake model server.
     pub api: Api,
     /// The fake server's script.
@@ -110,7 +108,7 @@ pub struct RealCli {
     /// Unknown model, bad key and server errors, each classified.
     pub other_errors: &'static [ModelError],
     /// The failure matrix (`suite::failfast`), each shape within `retry_cap`.
-    pub failure_shapes: &'static [failfast::Shape],
+    pub failure_shapes: FailureMatrix,
     /// A model `pitroom models <cli>` lists through the real CLI.
     pub listed_model: Option<ListedModel>,
     /// Where `--effort xhigh` shows in the first model request (a JSON pointer).
@@ -120,6 +118,44 @@ pub struct RealCli {
     pub checks: Checks,
     /// The shared behaviours this CLI does not prove, and why.
     pub unproven: &'static [Unproven],
+}
+
+impl RealCli {
+    /// The variable that points Pitroom at the binary: `PITROOM_<CLI>_BIN`.
+    pub fn bin_var(&self) -> String {
+        format!("PITROOM_{}_BIN", self.worker.to_uppercase())
+    }
+}
+
+/// A CLI's failure matrix (`suite::failfast`): the shapes every fake plays with the same
+/// scenarios (`ff429after`, `ff429`, `ff404`, `ff500`, `ff503`), the quota shape of the CLI's
+/// API among them, and any shapes only that API has.
+pub struct FailureMatrix {
+    /// The API's own quota (or usage limit) 429: `(name, scenario, failure)`.
+    pub quota: failfast::Shape,
+    /// Further shapes of the API's own.
+    pub more: &'static [failfast::Shape],
+}
+
+impl FailureMatrix {
+    /// The matrix with `quota` as its quota shape and nothing more.
+    pub const fn with_quota(quota: failfast::Shape) -> FailureMatrix {
+        FailureMatrix { quota, more: &[] }
+    }
+
+    /// Every shape, in the order they are walked.
+    pub fn shapes(&self) -> Vec<failfast::Shape> {
+        let mut shapes = vec![
+            ("429 with retry-after", "ff429after", "rate_limited"),
+            ("429 without retry-after", "ff429", "rate_limited"),
+            self.quota,
+            ("404 unknown model", "ff404", "model_unavailable"),
+            ("500", "ff500", "other"),
+            ("503", "ff503", "rate_limited"),
+        ];
+        shapes.extend_from_slice(self.more);
+        shapes
+    }
 }
 
 /// The wire API a fake model server speaks.
@@ -387,7 +423,7 @@ impl World {
             .unwrap_or_else(|e| panic!("the pinned {} installs from npm: {e}", cli.worker));
         let server = Fake::start(cli.api, (cli.script)()).expect("fake server starts");
         let mut env = TestEnv::new(Path::new(PITROOM));
-        env.set(cli.bin_var, bin.display().to_string());
+        env.set(&cli.bin_var(), bin.display().to_string());
         set_up_provider(&mut env, &cli.provider, &server.base_url());
         let repo = dirty_repo(&env, "repo");
         World {
@@ -470,16 +506,10 @@ fn set_up_provider(env: &mut TestEnv, provider: &Provider, base_url: &str) {
     }
 }
 
-/// The `(name, scenario, failure)` failure matrix of the CLIs whose fake plays it with the
-/// same scenarios (the OpenAI-shaped errors).
-pub const OPENAI_SHAPES: &[failfast::Shape] = &[
-    ("429 with retry-after", "ff429after", "rate_limited"),
-    ("429 without retry-after", "ff429", "rate_limited"),
-    ("insufficient_quota 429", "ffquota", "rate_limited"),
-    ("404 unknown model", "ff404", "model_unavailable"),
-    ("500", "ff500", "other"),
-    ("503", "ff503", "rate_limited"),
-];
+/// The failure matrix of the CLIs whose fake plays it with the same scenarios (the
+/// OpenAI-shaped errors).
+pub const OPENAI_SHAPES: FailureMatrix =
+    FailureMatrix::with_quota(("insufficient_quota 429", "ffquota", "rate_limited"));
 
 /// `script` with the fake's scenarios of [`OPENAI_SHAPES`] added, one per shape.
 pub fn with_openai_shapes(mut script: Value) -> Value {

@@ -9,8 +9,9 @@ use pitroom_testkit::real_cli;
 use pitroom_testkit::repo::fingerprint;
 use serde_json::{json, Value};
 
-use super::super::common::{code, text};
+use super::super::common::{assert_exit, assert_stdout_has, code, json_stdout, text};
 use super::super::recorder::Recording;
+use super::super::support::assert_str_has;
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
     ReadFacts, RealCli, SecretRead, Unproven, Usage, World, OPENAI_SHAPES,
@@ -20,7 +21,6 @@ pub const CLI: RealCli = RealCli {
     worker: "opencode",
     pinned: real_cli::OPENCODE,
     install: real_cli::opencode,
-    bin_var: "PITROOM_OPENCODE_BIN",
     api: Api::ChatCompletions,
     script,
     provider: Provider {
@@ -208,10 +208,9 @@ fn a_write_through_an_allowed_shell_command_in_read_mode_is_a_violation() {
     w.env.set("PITROOM_LANDLOCK", "off");
     let before = fingerprint(&w.repo);
     let out = w.task(&["look around scenario:bashwrite", "-t", "90s"]);
-    assert_eq!(code(&out), 5, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("READ-ONLY VIOLATION"), "{stdout}");
-    assert!(stdout.contains("sneaky.txt"), "{stdout}");
+    assert_exit(&out, 5);
+    assert_stdout_has(&out, "READ-ONLY VIOLATION");
+    assert_stdout_has(&out, "sneaky.txt");
     assert_eq!(
         fingerprint(&w.repo),
         before,
@@ -234,12 +233,7 @@ fn a_reply_without_finish_reason_is_stopped_by_the_watchdog() {
         text(&out)
     );
     let r = w.record();
-    assert!(
-        r["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("no progress")),
-        "{r:#}"
-    );
+    assert_str_has(&r, "/error", "no progress");
 }
 
 #[test]
@@ -256,22 +250,16 @@ fn the_git_guard_holds_under_opencodes_bash_tool_in_write_mode() {
     let refs_before = refs(&w);
     let head_before = std::fs::read_to_string(w.repo.join(".git/HEAD")).expect("HEAD");
     let out = w.task(&["-w", "rewrite history scenario:attack", "-t", "90s"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert_eq!(refs(&w), refs_before);
     assert_eq!(
         std::fs::read_to_string(w.repo.join(".git/HEAD")).expect("HEAD"),
         head_before
     );
     let events = w.run(&["show", "--events"]);
-    let events = String::from_utf8_lossy(&events.stdout);
-    assert!(
-        events.contains("blocked inside a Pitroom worker"),
-        "the shim answered: {events}"
-    );
-    assert!(
-        events.contains("ref update refused"),
-        "the hook answered: {events}"
-    );
+    // The shim answered, and the hook did.
+    assert_stdout_has(&events, "blocked inside a Pitroom worker");
+    assert_stdout_has(&events, "ref update refused");
 }
 
 #[test]
@@ -288,8 +276,8 @@ fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finish
         "600s",
         "--json",
     ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_exit(&out, 0);
+    let r = json_stdout(&out);
     let attempts = r["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 2, "{r:#}");
     assert_eq!(attempts[0]["target"], "opencode:fake/limited-model");
@@ -319,7 +307,7 @@ fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finish
         .expect("a request to the second model carries the hand-off");
     assert!(handoff.contains("first.txt"), "{handoff}");
     let out = w.run(&["revert"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert!(!w.repo.join("first.txt").exists() && !w.repo.join("second.txt").exists());
 }
 

@@ -15,7 +15,6 @@ pub const CLI: RealCli = RealCli {
     worker: "qwen",
     pinned: real_cli::QWEN,
     install: real_cli::qwen,
-    bin_var: "PITROOM_QWEN_BIN",
     api: Api::ChatCompletions,
     script,
     provider: Provider {

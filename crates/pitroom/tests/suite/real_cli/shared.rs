@@ -7,8 +7,11 @@ use std::time::Duration;
 use pitroom_testkit::repo::fingerprint;
 use serde_json::Value;
 
-use super::super::common::{code, eventually, processes_with_env, text};
+use super::super::common::{
+    assert_exit, assert_stdout_has, code, eventually, json_stdout, processes_with_env, text,
+};
 use super::super::failfast;
+use super::super::support::entries_under;
 use super::{changed, ModelError, RealCli, World, TABLE};
 
 /// Every shared behaviour: each CLI proves it (its `PROVEN`) or says why not (`unproven`).
@@ -67,11 +70,10 @@ pub fn a_read_run_comes_back_verified_with_citations(cli: &'static RealCli) {
     let w = World::new(cli);
     let before = fingerprint(&w.repo);
     let out = w.task(&["Where can divide fail?", "-t", cli.timeout]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("pitroom ✔ done · read"), "{stdout}");
-    assert!(stdout.contains("calc.py:7"), "{stdout}");
-    assert!(stdout.contains("── refs: 2/2 verified"), "{stdout}");
+    assert_exit(&out, 0);
+    assert_stdout_has(&out, "pitroom ✔ done · read");
+    assert_stdout_has(&out, "calc.py:7");
+    assert_stdout_has(&out, "── refs: 2/2 verified");
     let r = w.record();
     let facts = &cli.read;
     assert_eq!(r["view"], facts.view, "{r:#}");
@@ -127,7 +129,7 @@ pub fn a_read_run_comes_back_verified_with_citations(cli: &'static RealCli) {
         assert!(!tools.iter().any(|t| t == tool), "{tool} in {tools:?}");
     }
     assert_eq!(
-        entries_under(&w.env.home),
+        relative_entries_under(&w.env.home),
         config_entries_under_home(cli),
         "nothing written to the user's home but their own config"
     );
@@ -141,7 +143,7 @@ pub fn a_write_run_records_the_workers_edits_and_reverts_byte_exact(cli: &'stati
     let before = fingerprint(&w.repo);
     let index_before = std::fs::read(w.repo.join(".git/index")).expect("index");
     let out = w.task(&["-w", "fix divide scenario:edit", "-t", cli.timeout]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let r = w.record();
     assert_eq!(changed(&r), EDITED, "{r:#}");
     assert_eq!(r["unreported"].as_array().map(Vec::len), Some(0), "{r:#}");
@@ -163,7 +165,7 @@ pub fn a_write_run_records_the_workers_edits_and_reverts_byte_exact(cli: &'stati
     (cli.checks.write)(&w, &r);
 
     let out = w.run(&["revert"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert_eq!(
         fingerprint(&w.repo),
         before,
@@ -218,7 +220,7 @@ pub fn a_git_commit_in_a_write_run_leaves_history_untouched(cli: &'static RealCl
     };
     let (refs_before, head_before) = (refs(), w.env.git(&w.repo, &["rev-parse", "HEAD"]));
     let out = w.task(&["-w", commit.task, "-t", cli.timeout]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert_eq!(refs(), refs_before, "no commit, no new ref");
     assert_eq!(w.env.git(&w.repo, &["rev-parse", "HEAD"]), head_before);
     if commit.denied_by_profile {
@@ -240,8 +242,8 @@ pub fn secret_files_stay_unreadable_in_a_write_run(cli: &'static RealCli) {
     )
     .expect(".env.example");
     let out = w.task(&["-w", read.task, "-t", cli.timeout, "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_exit(&out, 0);
+    let r = json_stdout(&out);
     let sent: String = w
         .server
         .model_requests()
@@ -317,7 +319,7 @@ pub fn every_failure_shape_fails_classified_within_the_retry_cap(cli: &'static R
     let w = World::new(cli);
     failfast::walk(
         cli.worker,
-        cli.failure_shapes,
+        &cli.failure_shapes.shapes(),
         cli.retry_cap,
         |args| w.task(args),
         || w.server.model_requests().len(),
@@ -330,7 +332,7 @@ pub fn every_failure_shape_fails_classified_within_the_retry_cap(cli: &'static R
 pub fn a_timeout_stops_the_worker_and_every_process_it_started(cli: &'static RealCli) {
     let w = World::new(cli);
     let out = w.task(&["wait forever scenario:hang", "-t", cli.stall_limit]);
-    assert_eq!(code(&out), 4, "{}", text(&out));
+    assert_exit(&out, 4);
     let r = w.record();
     assert_eq!(r["state"], "timeout", "{r:#}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("--continue"));
@@ -348,7 +350,7 @@ pub fn a_timed_out_run_can_be_continued(cli: &'static RealCli) {
     let w = World::new(cli);
     let task = format!("first wait scenario:{}", cli.resumable_stall);
     let out = w.task(&[&task, "-t", cli.stall_limit]);
-    assert_eq!(code(&out), 4, "{}", text(&out));
+    assert_exit(&out, 4);
     let first = w.record();
     let out = w.task(&[
         "--continue",
@@ -357,7 +359,7 @@ pub fn a_timed_out_run_can_be_continued(cli: &'static RealCli) {
         "-t",
         cli.timeout,
     ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let second = w.record();
     assert_eq!(first["session"], second["session"], "{first:#}\n{second:#}");
 }
@@ -367,10 +369,10 @@ pub fn a_timed_out_run_can_be_continued(cli: &'static RealCli) {
 pub fn a_follow_up_resumes_the_same_session(cli: &'static RealCli) {
     let w = World::new(cli);
     let out = w.task(&["Where can divide fail?", "-t", cli.timeout]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let first = w.record();
     let out = w.task(&["--continue", "last", "And add?", "-t", cli.timeout]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let second = w.record();
     assert_ne!(first["id"], second["id"]);
     assert_eq!(first["session"], second["session"], "{second:#}");
@@ -403,7 +405,7 @@ pub fn an_isolated_edit_stays_in_its_copy_until_applied(cli: &'static RealCli) {
     let w = World::new(cli);
     let before = fingerprint(&w.repo);
     let out = w.task(&["-i", "fix divide scenario:edit", "-t", cli.timeout]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert_eq!(
         fingerprint(&w.repo),
         before,
@@ -420,7 +422,7 @@ pub fn an_isolated_edit_stays_in_its_copy_until_applied(cli: &'static RealCli) {
     (cli.checks.write)(&w, &r);
     let expected = fingerprint(&copy);
     let out = w.run(&["apply"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     assert_eq!(fingerprint(&w.repo), expected);
     let readme = std::fs::read_to_string(w.repo.join("README.md")).expect("readme");
     assert!(
@@ -434,8 +436,8 @@ pub fn models_are_listed_through_the_real_cli(cli: &'static RealCli) {
     let listed = cli.listed_model.as_ref().expect("the entry's listed_model");
     let w = World::new(cli);
     let out = w.run(&["models", cli.worker, "--json"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_exit(&out, 0);
+    let v = json_stdout(&out);
     assert_eq!(v["worker"], cli.worker);
     let model = v["models"]
         .as_array()
@@ -465,7 +467,7 @@ pub fn effort_reaches_the_model_request(cli: &'static RealCli) {
         "-t",
         cli.timeout,
     ]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_exit(&out, 0);
     let first = w.server.model_requests()[0].clone();
     assert_eq!(first.pointer(at), Some(&Value::from("xhigh")), "{first:#}");
 }
@@ -475,19 +477,14 @@ fn denied(record: &Value) -> u64 {
 }
 
 /// Every file and folder under `dir`, relative and sorted.
-fn entries_under(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() && !path.is_symlink() {
-                todo.push(path.clone());
-            }
+fn relative_entries_under(dir: &Path) -> Vec<String> {
+    let mut found: Vec<String> = entries_under(dir)
+        .iter()
+        .map(|path| {
             let rel = path.strip_prefix(dir).expect("under dir");
-            found.push(rel.display().to_string());
-        }
-    }
+            rel.display().to_string()
+        })
+        .collect();
     found.sort();
     found
 }
