@@ -3,16 +3,10 @@
 //! there for the source of each shape). The adapter is unproven against the real CLI. Each
 //! fixture is also checked torn and with noise lines mixed in.
 
-use super::recorded::{texts, tools, usages, Recorded};
-use pitroom_workers::antigravity::Antigravity;
+use super::recorded::{texts, tools, usages};
 use pitroom_workers::{FailureKind, ToolOutcome, Usage, WorkerEvent};
 
-pub const CLI: Recorded = Recorded {
-    dir: "antigravity",
-    adapter: || Box::new(Antigravity),
-    banner: "Loading…",
-    inert_event: r#"{"event":"future_event"}"#,
-};
+use super::ANTIGRAVITY as CLI;
 
 #[test]
 fn read_run_yields_the_conversation_one_tool_call_one_joined_answer_and_the_turns_usage() {

@@ -3,16 +3,11 @@
 //! each shape). The adapter is unproven against the real CLI: these tests pin the documented
 //! format, not a recorded one. Each fixture is also checked torn and with noise lines mixed in.
 
-use super::recorded::{strings, texts, tool_edits, Recorded};
+use super::recorded::{strings, texts, tool_edits};
 use pitroom_workers::cursor::Cursor;
 use pitroom_workers::{Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, WorkerEvent};
 
-pub const CLI: Recorded = Recorded {
-    dir: "cursor",
-    adapter: || Box::new(Cursor),
-    banner: "T: banner",
-    inert_event: r#"{"type":"future_event"}"#,
-};
+use super::CURSOR as CLI;
 
 #[test]
 fn read_run_yields_the_session_one_read_the_cited_answer_and_no_usage() {

@@ -22,20 +22,125 @@ mod kilo;
 mod opencode;
 mod qwen;
 
+use pitroom_workers::antigravity::Antigravity;
+use pitroom_workers::claude::Claude;
+use pitroom_workers::codex::Codex;
+use pitroom_workers::cursor::Cursor;
+use pitroom_workers::gemini::Gemini;
+use pitroom_workers::kilo::Kilo;
+use pitroom_workers::opencode::OpenCode;
+use pitroom_workers::qwen::Qwen;
 use pitroom_workers::WorkerEvent;
 use recorded::Recorded;
 
-/// Every CLI with recorded streams.
+/// Every CLI with recorded streams: its fixtures, its adapter, and the noise its stdout may carry
+/// (read by the two tests below). Each CLI's module checks its own recordings.
+pub const ANTIGRAVITY: Recorded = Recorded {
+    dir: "antigravity",
+    adapter: || Box::new(Antigravity),
+    banner: "Loading…",
+    inert_event: r#"{"event":"future_event"}"#,
+};
+pub const CLAUDE: Recorded = Recorded {
+    dir: "claude",
+    adapter: || Box::new(Claude),
+    banner: "Warning: no stdin data received in 3s",
+    inert_event: r#"{"type":"system","subtype":"ui_invalidate"}"#,
+};
+pub const CODEX: Recorded = Recorded {
+    dir: "codex",
+    adapter: || Box::new(Codex),
+    banner: "Reading additional input from stdin...",
+    inert_event: r#"{"type":"item.updated","item":{}}"#,
+};
+pub const CURSOR: Recorded = Recorded {
+    dir: "cursor",
+    adapter: || Box::new(Cursor),
+    banner: "T: banner",
+    inert_event: r#"{"type":"future_event"}"#,
+};
+pub const GEMINI: Recorded = Recorded {
+    dir: "gemini",
+    adapter: || Box::new(Gemini),
+    banner: "Warning: Basic terminal detected",
+    inert_event: r#"{"type":"future_event"}"#,
+};
+pub const KILO: Recorded = Recorded {
+    dir: "kilo",
+    adapter: || Box::new(Kilo),
+    banner: "Warning: noise",
+    inert_event: r#"{"type":"done"}"#,
+};
+pub const OPENCODE: Recorded = Recorded {
+    dir: "opencode",
+    adapter: || Box::new(OpenCode),
+    banner: "Warning: something on stdout",
+    inert_event: r#"{"type":"done","reason":"idle"}"#,
+};
+pub const QWEN: Recorded = Recorded {
+    dir: "qwen",
+    adapter: || Box::new(Qwen),
+    banner: "Warning: Basic terminal detected",
+    inert_event: r#"{"type":"stream_event","event":{}}"#,
+};
+
 const RECORDED: &[&Recorded] = &[
-    &antigravity::CLI,
-    &claude::CLI,
-    &codex::CLI,
-    &cursor::CLI,
-    &gemini::CLI,
-    &kilo::CLI,
-    &opencode::CLI,
-    &qwen::CLI,
+    &ANTIGRAVITY,
+    &CLAUDE,
+    &CODEX,
+    &CURSOR,
+    &GEMINI,
+    &KILO,
+    &OPENCODE,
+    &QWEN,
 ];
+
+/// Each CLI's run in write mode (`write-patch` for Codex, `write-edit` for the others) and the
+/// files its edits must name.
+#[test]
+fn write_runs_report_each_edit_with_its_file() {
+    let cases: [(&Recorded, &str, &[&str]); 5] = [
+        (&CLAUDE, "write-edit", &["/calc.py", "/new file é.txt"]),
+        (&CODEX, "write-patch", &["/calc.py", "/new file é.txt"]),
+        (
+            &GEMINI,
+            "write-edit",
+            &["/calc.py", "/README.md", "/new file é.txt"],
+        ),
+        (&OPENCODE, "write-edit", &["/calc.py", "/new file é.txt"]),
+        (
+            &QWEN,
+            "write-edit",
+            &["/calc.py", "/README.md", "/new file é.txt"],
+        ),
+    ];
+    for (cli, name, files) in cases {
+        let what = format!("{}/{name}", cli.dir);
+        cli.summary(name).assert_edited(&what, 3, files);
+    }
+}
+
+#[test]
+fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
+    let cases: [(&Recorded, &[&str]); 3] = [
+        (&GEMINI, &["replace", "write_file"]),
+        (&QWEN, &["edit", "write_file"]),
+        (&OPENCODE, &["edit", "write"]),
+    ];
+    for (cli, tools) in cases {
+        let what = format!("{}/read-edit-denied", cli.dir);
+        let s = cli.summary("read-edit-denied");
+        s.assert_denied(&what, tools);
+        assert!(s.edited.is_empty(), "{what}: {:?}", s.edited);
+    }
+}
+
+#[test]
+fn a_malformed_model_stream_gives_no_answer() {
+    for cli in [&GEMINI, &QWEN] {
+        cli.assert_no_cited_answer("malformed-sse");
+    }
+}
 
 #[test]
 fn every_recording_is_read_torn_at_its_last_line_losing_only_that_line() {

@@ -3,16 +3,9 @@
 //! `record_opencode_fixtures` in the `pitroom` crate). Each fixture is also checked torn (its
 //! last line cut in half, as when the stream is read live) and with noise lines mixed in.
 
-use super::recorded::Recorded;
-use pitroom_workers::opencode::OpenCode;
 use pitroom_workers::{FailureKind, ToolOutcome, Usage};
 
-pub const CLI: Recorded = Recorded {
-    dir: "opencode",
-    adapter: || Box::new(OpenCode),
-    banner: "Warning: something on stdout",
-    inert_event: r#"{"type":"done","reason":"idle"}"#,
-};
+use super::OPENCODE as CLI;
 
 /// What a run's events add up to.
 #[test]
@@ -33,18 +26,6 @@ fn read_run_yields_session_steps_usage_and_the_cited_answer() {
     );
     assert!(s.texts.last().is_some_and(|t| t.contains("calc.py:7")));
     assert!(s.errors.is_empty());
-}
-
-#[test]
-fn write_run_reports_edits_with_their_files() {
-    CLI.summary("write-edit")
-        .assert_edited(3, &["/calc.py", "/new file é.txt"]);
-}
-
-#[test]
-fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
-    let s = CLI.summary("read-edit-denied");
-    s.assert_denied(&["edit", "write"]);
 }
 
 #[test]
