@@ -99,17 +99,15 @@ mod tests {
 
     #[test]
     fn every_secret_file_of_the_one_policy_is_denied_to_read_edit_and_write() {
-        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
-        for mode in [Mode::Read, Mode::Write] {
-            let deny: Vec<String> =
-                serde_json::from_value(permissions(mode, false)["deny"].clone())
-                    .expect("deny rules");
-            for tool in ["Read", "Edit", "Write"] {
-                assert_refuses_exactly_the_secrets(&format!("claude {tool} ({mode:?})"), |path| {
-                    tool_rule_matches(&deny, tool, path)
-                });
-            }
-        }
+        use crate::secret_files::check::assert_tool_rules_refuse_exactly_the_secrets;
+        let deny = |mode| {
+            serde_json::from_value(permissions(mode, false)["deny"].clone()).expect("deny rules")
+        };
+        assert_tool_rules_refuse_exactly_the_secrets(
+            "claude",
+            |_| &["Read", "Edit", "Write"],
+            deny,
+        );
     }
 
     fn request(mode: Mode, home: &std::path::Path) -> InvocationRequest {
@@ -147,15 +145,12 @@ mod tests {
     #[test]
     fn the_users_provider_settings_survive_and_their_permissions_do_not() {
         let home = tempfile::tempdir().unwrap();
-        let dir = home.path().join(".claude");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("settings.json"),
+        crate::testing::write_file(
+            &home.path().join(".claude/settings.json"),
             r#"{"env": {"ANTHROPIC_BASE_URL": "http://gw"}, "model": "sonnet",
                 "permissions": {"allow": ["Bash(rm:*)"], "defaultMode": "bypassPermissions"},
                 "hooks": {"PreToolUse": []}}"#,
-        )
-        .unwrap();
+        );
         let s = settings(&request(Mode::Read, home.path()));
         assert_eq!(s["env"]["ANTHROPIC_BASE_URL"], "http://gw");
         assert_eq!(s["model"], "sonnet");

@@ -256,23 +256,20 @@ mod tests {
 
     #[test]
     fn every_secret_file_of_the_one_policy_is_denied_to_read_and_write() {
-        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
-        for mode in [Mode::Read, Mode::Write] {
-            let deny: Vec<String> =
-                serde_json::from_value(cli_config(mode, false)["permissions"]["deny"].clone())
-                    .expect("deny rules");
-            // Read mode denies every write (`Write(**)`); the secret rules matter for edits.
-            let tools: &[&str] = if mode.may_edit() {
+        use crate::secret_files::check::assert_tool_rules_refuse_exactly_the_secrets;
+        // Read mode denies every write (`Write(**)`); the secret rules matter for edits.
+        let tools = |mode: Mode| -> &'static [&'static str] {
+            if mode.may_edit() {
                 &["Read", "Write"]
             } else {
                 &["Read"]
-            };
-            for tool in tools {
-                assert_refuses_exactly_the_secrets(&format!("cursor {tool} ({mode:?})"), |path| {
-                    tool_rule_matches(&deny, tool, path)
-                });
             }
-        }
+        };
+        let deny = |mode| {
+            serde_json::from_value(cli_config(mode, false)["permissions"]["deny"].clone())
+                .expect("deny rules")
+        };
+        assert_tool_rules_refuse_exactly_the_secrets("cursor", tools, deny);
     }
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
@@ -350,8 +347,7 @@ mod tests {
     #[test]
     fn the_users_login_is_linked_into_the_private_config_dir() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".config/cursor")).unwrap();
-        std::fs::write(dir.path().join(".config/cursor/auth.json"), "{}").unwrap();
+        crate::testing::write_file(&dir.path().join(".config/cursor/auth.json"), "{}");
         let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
         let inv = Cursor.invocation(&req).unwrap();
         assert_eq!(

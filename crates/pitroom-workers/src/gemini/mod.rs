@@ -381,12 +381,10 @@ mod tests {
     #[test]
     fn settings_keep_the_users_auth_and_switch_off_statistics() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".gemini")).unwrap();
-        std::fs::write(
-            dir.path().join(".gemini/settings.json"),
+        crate::testing::write_file(
+            &dir.path().join(".gemini/settings.json"),
             r#"{"security":{"auth":{"selectedType":"oauth-personal"}},"privacy":{"usageStatisticsEnabled":true},"policyPaths":["/x"]}"#,
-        )
-        .unwrap();
+        );
         std::fs::write(dir.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
         let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
         let inv = Gemini.invocation(&req).unwrap();

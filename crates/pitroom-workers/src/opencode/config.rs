@@ -228,17 +228,14 @@ mod tests {
     #[test]
     fn user_providers_survive_and_permissions_are_replaced() {
         let dir = tempfile::tempdir().unwrap();
-        let oc = dir.path().join("opencode");
-        std::fs::create_dir_all(&oc).unwrap();
-        std::fs::write(
-            oc.join("opencode.jsonc"),
+        crate::testing::write_file(
+            &dir.path().join("opencode/opencode.jsonc"),
             r#"{ // my setup
               "provider": {"mine": {"options": {"baseURL": "http://x"}}},
               "permission": {"bash": "ask", "edit": "ask"},
               "model": "mine/m1",
             }"#,
-        )
-        .unwrap();
+        );
         let req = request(
             vec![("XDG_CONFIG_HOME", dir.path().display().to_string())],
             Mode::Read,
