@@ -65,6 +65,18 @@ impl InvocationRequest {
             .map(|(_, v)| v.clone())
     }
 
+    /// The directory the caller's `$var` names when set and not empty, else `under_home` in the
+    /// caller's `$HOME` (`None` without either): a CLI's home override, an XDG base directory.
+    pub(crate) fn dir_from_env(&self, var: &str, under_home: &str) -> Option<PathBuf> {
+        self.env_var(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                self.env_var("HOME")
+                    .map(|h| PathBuf::from(h).join(under_home))
+            })
+    }
+
     /// The binary of `backend`: its override variable when set, else its program on `PATH`.
     pub(crate) fn find_program(&self, backend: &str) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| self.env_var(k);

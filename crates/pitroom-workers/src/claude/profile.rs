@@ -59,13 +59,7 @@ pub fn permissions(mode: Mode, web: bool) -> Value {
 
 /// The user's Claude Code config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn user_config_dir(req: &InvocationRequest) -> Option<PathBuf> {
-    req.env_var("CLAUDE_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            req.env_var("HOME")
-                .map(|h| PathBuf::from(h).join(".claude"))
-        })
+    req.dir_from_env("CLAUDE_CONFIG_DIR", ".claude")
 }
 
 /// The settings passed with `--settings`: the user's provider keys, then the mode's

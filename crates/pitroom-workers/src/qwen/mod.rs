@@ -63,10 +63,7 @@ impl Qwen {
 
     /// The user's own Qwen home: `$QWEN_HOME`, else `~/.qwen`.
     fn user_home(req: &InvocationRequest) -> Option<PathBuf> {
-        req.env_var("QWEN_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| req.env_var("HOME").map(|h| PathBuf::from(h).join(".qwen")))
+        req.dir_from_env("QWEN_HOME", ".qwen")
     }
 
     fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
