@@ -64,37 +64,55 @@ pub enum PromptPlacement {
 
 /// JSON pointers (RFC 6901) into one event line, and the `type` values that select each kind.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct EventMap {
     /// The pointer of the field that says what kind of event a line is (e.g. `/type`).
+    #[serde(default)]
     pub kind: Option<String>,
     /// A pointer to the session id, read from any line that has it.
+    #[serde(default)]
     pub session: Option<String>,
     /// The kind value of a text event, and the pointer to its text.
+    #[serde(default)]
     pub text: Option<String>,
+    #[serde(default)]
     pub text_field: Option<String>,
     /// The kind value of a tool call, the pointers to its name and input, and to a status whose
     /// value `error` / `failed` / `denied` marks it failed or denied.
+    #[serde(default)]
     pub tool: Option<String>,
+    #[serde(default)]
     pub tool_name: Option<String>,
+    #[serde(default)]
     pub tool_input: Option<String>,
+    #[serde(default)]
     pub tool_status: Option<String>,
     /// The kind value of a finished model call (a step) and the pointers to its usage and cost.
+    #[serde(default)]
     pub step: Option<String>,
+    #[serde(default)]
     pub input_tokens: Option<String>,
+    #[serde(default)]
     pub output_tokens: Option<String>,
+    #[serde(default)]
     pub cost: Option<String>,
     /// The kind value of an error event and the pointers to its message and HTTP status.
+    #[serde(default)]
     pub error: Option<String>,
+    #[serde(default)]
     pub error_message: Option<String>,
+    #[serde(default)]
     pub error_status: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct ErrorPatterns {
+    #[serde(default)]
     pub auth: Option<String>,
+    #[serde(default)]
     pub rate_limited: Option<String>,
+    #[serde(default)]
     pub model_unavailable: Option<String>,
 }
 

@@ -112,13 +112,6 @@ fn a_dropped_stream_ends_as_an_error_not_an_answer() {
 
 /// The model the invocation tests pin (with effort `high`).
 const MODEL: &str = "sonnet";
-/// What would switch Claude Code's permission checks off, or approve edits without them.
-const BYPASSES: &[&str] = &[
-    "--dangerously",
-    "bypassPermissions",
-    "--yolo",
-    "acceptEdits",
-];
 
 fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
     let i = args.iter().position(|a| a == flag)?;
@@ -127,7 +120,8 @@ fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 
 #[test]
 fn no_mode_bypasses_permissions_and_read_and_write_differ() {
-    let [read, write] = CLI.distinct_args_without(MODEL, BYPASSES);
+    let [read, write] =
+        CLI.distinct_args_without(MODEL, "--dangerously bypassPermissions --yolo acceptEdits");
     for a in [&read, &write] {
         let line = a.join(" ");
         assert_eq!(value_after(a, "--permission-mode"), Some("dontAsk"));

@@ -93,18 +93,13 @@ fn failures_keep_their_status_and_classify_from_the_real_texts() {
 
 /// The model the invocation tests pin (with effort `high`).
 const MODEL: &str = "gpt-5.5";
-/// What would switch Codex's sandbox or approvals off.
-const BYPASSES: &[&str] = &[
-    "--dangerously",
-    "danger-full-access",
-    "--yolo",
-    "bypass",
-    "--full-auto",
-];
 
 #[test]
 fn no_mode_bypasses_the_sandbox_and_read_and_write_differ() {
-    let [read, write] = CLI.distinct_args_without(MODEL, BYPASSES);
+    let [read, write] = CLI.distinct_args_without(
+        MODEL,
+        "--dangerously danger-full-access --yolo bypass --full-auto",
+    );
     for a in [&read, &write] {
         let line = a.join(" ");
         assert!(line.contains("approval_policy=\"never\""), "{line}");

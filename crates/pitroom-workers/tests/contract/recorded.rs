@@ -157,15 +157,16 @@ impl Recorded {
     }
 
     /// The arguments of the pinned read and write invocations (see [`Recorded::pinned_args`]),
-    /// after asserting that they differ and that neither holds any of `banned`.
+    /// after asserting that they differ and that neither holds any of the words of `banned`
+    /// (separated by spaces).
     #[track_caller]
-    pub fn distinct_args_without(&self, model: &str, banned: &[&str]) -> [Vec<String>; 2] {
+    pub fn distinct_args_without(&self, model: &str, banned: &str) -> [Vec<String>; 2] {
         let read = self.pinned_args(Mode::Read, model);
         let write = self.pinned_args(Mode::Write, model);
         assert_ne!(read, write);
         for a in [&read, &write] {
             let line = a.join(" ");
-            for word in banned {
+            for word in banned.split_whitespace() {
                 assert!(!line.contains(word), "{word} in {line}");
             }
         }
