@@ -77,11 +77,26 @@ impl InvocationRequest {
             })
     }
 
+    /// For a CLI with no effort setting: the note that the chosen effort was dropped, and `why`.
+    pub(crate) fn dropped_effort(&self, why: &str) -> Option<String> {
+        self.effort
+            .as_ref()
+            .map(|effort| format!("--effort {effort} dropped: {why}"))
+    }
+
     /// The binary of `backend`: its override variable when set, else its program on `PATH`.
     pub(crate) fn find_program(&self, backend: &str) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| self.env_var(k);
         Ok(find_binary(backend, program_of(backend), &lookup)?)
     }
+}
+
+/// `name value` when there is a value, else nothing: an optional flag of a command line
+/// (`--model`, `--resume`).
+pub(crate) fn flag(name: &str, value: Option<&String>) -> Vec<OsString> {
+    value
+        .map(|v| vec![OsString::from(name), OsString::from(v)])
+        .unwrap_or_default()
 }
 
 /// Where a CLI takes the run's prompt.

@@ -16,8 +16,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine,
+    ModelInfo, StreamParser,
 };
 use crate::events::{FailureKind, ToolOutcome, WorkerEvent};
 
@@ -141,9 +141,7 @@ impl Adapter for Codex {
         let overrides = Self::overrides(req, &mut notes)?;
         let mut args = Self::exec_args(&overrides);
         args.extend(["--cd".into(), req.workdir.clone().into_os_string()]);
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
+        args.extend(flag("--model", req.model.as_ref()));
         if let Some(session) = &req.resume_session {
             args.extend(["resume".into(), OsString::from(session)]);
         }

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
-    StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode, WorkerEvent};
 pub use parse::CursorStream;
@@ -173,17 +173,11 @@ impl Adapter for Cursor {
         if req.mode == Mode::Read {
             args.extend(["--mode".into(), "ask".into()]);
         }
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        if let Some(effort) = &req.effort {
-            notes.push(format!(
-                "--effort {effort} dropped: Cursor CLI has no effort flag (pick a model variant instead)"
-            ));
-        }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--resume".into(), OsString::from(session)]);
-        }
+        args.extend(flag("--model", req.model.as_ref()));
+        notes.extend(
+            req.dropped_effort("Cursor CLI has no effort flag (pick a model variant instead)"),
+        );
+        args.extend(flag("--resume", req.resume_session.as_ref()));
         let env = vec![
             ("HOME".into(), Self::home(req).into()),
             (

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
-    StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode};
 use crate::json::merge;
@@ -216,17 +216,11 @@ impl Adapter for Gemini {
             "--policy".into(),
             Self::policy_path(req).into_os_string(),
         ]);
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        if let Some(effort) = &req.effort {
-            notes.push(format!(
-                "--effort {effort} dropped: Gemini CLI has no effort flag (thinking is set per model)"
-            ));
-        }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--resume".into(), OsString::from(session)]);
-        }
+        args.extend(flag("--model", req.model.as_ref()));
+        notes.extend(
+            req.dropped_effort("Gemini CLI has no effort flag (thinking is set per model)"),
+        );
+        args.extend(flag("--resume", req.resume_session.as_ref()));
         let env = vec![
             ("GEMINI_CLI_HOME".into(), Self::cli_home(req).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),

@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
-    StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode};
 pub use parse::QwenStream;
@@ -202,14 +202,8 @@ impl Adapter for Qwen {
                 .into_iter()
                 .map(OsString::from),
         );
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        if let Some(effort) = &req.effort {
-            notes.push(format!(
-                "--effort {effort} dropped: Qwen Code has no effort setting"
-            ));
-        }
+        args.extend(flag("--model", req.model.as_ref()));
+        notes.extend(req.dropped_effort("Qwen Code has no effort setting"));
         // The session is named up front, so its debug log (the outer retry loop's only trace)
         // can be followed: see [`retries`].
         let session = match &req.resume_session {
