@@ -300,7 +300,10 @@ pub trait Adapter: Send + Sync {
         None
     }
 
-    /// The invocation that lists models, and how to read its output.
+    /// The invocation that lists models, and how to read its output: by default one id per
+    /// line, as [`Invocation::printing_models`] prints them.
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError>;
-    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo>;
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
+        ModelInfo::lines(stdout)
+    }
 }

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
-    SettingsFile, StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, SettingsFile,
+    StreamParser,
 };
 use crate::events::{FailureKind, Mode};
 use crate::json::merge;
@@ -301,10 +301,6 @@ impl Adapter for Gemini {
             ids.push("auto".into());
         }
         Ok(Invocation::printing_models(ids))
-    }
-
-    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
-        ModelInfo::lines(stdout)
     }
 }
 

@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
-    SettingsFile, StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, SettingsFile,
+    StreamParser,
 };
 use crate::events::{FailureKind, Mode};
 pub use parse::QwenStream;
@@ -295,10 +295,6 @@ impl Adapter for Qwen {
             }
         }
         Ok(Invocation::printing_models(ids))
-    }
-
-    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
-        ModelInfo::lines(stdout)
     }
 }
 
