@@ -7,9 +7,7 @@ use std::path::PathBuf;
 
 use super::recorded::{env_strings, errors, strings, summarize, texts, tools, user_login};
 use pitroom_workers::claude::Claude;
-use pitroom_workers::{
-    Adapter, FailureEvidence, FailureKind, Mode, ToolOutcome, Usage, WorkerEvent,
-};
+use pitroom_workers::{Adapter, Mode, ToolOutcome, Usage, WorkerEvent};
 
 use super::CLAUDE as CLI;
 
@@ -68,37 +66,6 @@ fn refused_calls_are_denied_under_the_tool_they_asked_for() {
             .collect();
         assert_eq!(denied, expected, "{name}");
         assert!(summarize(&events).edited.is_empty(), "{name}");
-    }
-}
-
-#[test]
-fn failures_keep_their_status_and_classify_from_the_real_texts() {
-    let cases = [
-        ("err429", Some(429), FailureKind::RateLimited),
-        ("usage-limit", Some(429), FailureKind::RateLimited),
-        ("credit", Some(400), FailureKind::RateLimited),
-        ("err529", Some(529), FailureKind::RateLimited),
-        ("err404", Some(404), FailureKind::ModelUnavailable),
-        ("err401", Some(401), FailureKind::Auth),
-        ("err500", Some(500), FailureKind::Other),
-    ];
-    for (name, status, kind) in cases {
-        let (stream, stderr) = CLI.fixture(name);
-        let events = CLI.parse(&stream);
-        let errs = errors(&events);
-        assert_eq!(errs.len(), 1, "{name}: {errs:?}");
-        assert_eq!(errs[0].1, status, "{name}");
-        let texts = events
-            .iter()
-            .filter(|e| matches!(e, WorkerEvent::Text { .. }))
-            .count();
-        assert_eq!(texts, 0, "{name}: an API error is not an answer");
-        let got = Claude.classify(&FailureEvidence {
-            events: &events,
-            stderr_tail: &stderr,
-            exit_code: Some(1),
-        });
-        assert_eq!(got, kind, "{name}");
     }
 }
 

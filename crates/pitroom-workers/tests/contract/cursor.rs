@@ -67,18 +67,6 @@ fn a_call_refused_by_a_deny_rule_is_denied_and_edits_nothing() {
 }
 
 #[test]
-fn failures_reported_on_stderr_classify_and_are_never_answers() {
-    for (name, kind) in [
-        ("unknown-model", FailureKind::ModelUnavailable),
-        ("usage-limit", FailureKind::RateLimited),
-        ("not-logged-in", FailureKind::Auth),
-    ] {
-        assert!(texts(&CLI.parse(&CLI.fixture(name).0)).is_empty(), "{name}");
-        assert_eq!(CLI.classify(name), kind, "{name}");
-    }
-}
-
-#[test]
 fn an_error_result_is_an_error_not_an_answer() {
     let events = CLI.parse(&CLI.fixture("error-result").0);
     assert!(texts(&events).is_empty());

@@ -142,6 +142,65 @@ fn a_malformed_model_stream_gives_no_answer() {
     }
 }
 
+/// Each recorded API failure of the CLIs that report one as an event: one error (one per failed
+/// turn, not two) with its HTTP status when the CLI keeps it, no answer, and the kind its real
+/// texts classify as.
+#[test]
+fn failures_keep_their_status_and_classify_from_the_real_texts() {
+    use pitroom_workers::FailureKind::{Auth, ModelUnavailable, Other, RateLimited};
+    let cases = [
+        (&CLAUDE, "err429", Some(429), RateLimited),
+        (&CLAUDE, "usage-limit", Some(429), RateLimited),
+        (&CLAUDE, "credit", Some(400), RateLimited),
+        (&CLAUDE, "err529", Some(529), RateLimited),
+        (&CLAUDE, "err404", Some(404), ModelUnavailable),
+        (&CLAUDE, "err401", Some(401), Auth),
+        (&CLAUDE, "err500", Some(500), Other),
+        (&CODEX, "err429", Some(429), RateLimited),
+        (&CODEX, "usage-limit", None, RateLimited),
+        (&CODEX, "quota", None, RateLimited),
+        (&CODEX, "err404", None, ModelUnavailable),
+        (&CODEX, "err401", Some(401), Auth),
+        (&CODEX, "err500", None, Other),
+        (&CODEX, "dropped-stream", None, Other),
+        (&OPENCODE, "err404", Some(404), ModelUnavailable),
+        (&OPENCODE, "err429", Some(429), RateLimited),
+        (&OPENCODE, "err500", Some(500), Other),
+    ];
+    for (cli, name, status, kind) in cases {
+        let what = format!("{}/{name}", cli.dir);
+        let s = cli.summary(name);
+        assert_eq!(
+            s.errors.len(),
+            1,
+            "{what}: one error per failed turn, not two: {:?}",
+            s.errors
+        );
+        assert_eq!(s.errors[0].1, status, "{what}");
+        assert!(s.texts.is_empty(), "{what}: an API error is not an answer");
+        assert_eq!(cli.classify(name), kind, "{what}");
+    }
+}
+
+/// The failures of the hand-written streams: never an answer, the error events each carries
+/// (Antigravity's error results; Cursor reports these on stderr only), and their kind.
+#[test]
+fn failures_are_never_answers_and_classify() {
+    use pitroom_workers::FailureKind::{Auth, ModelUnavailable, RateLimited};
+    let cases = [
+        (&ANTIGRAVITY, "quota", 1, RateLimited),
+        (&ANTIGRAVITY, "not-signed-in", 1, Auth),
+        (&ANTIGRAVITY, "unknown-model", 1, ModelUnavailable),
+        (&CURSOR, "unknown-model", 0, ModelUnavailable),
+        (&CURSOR, "usage-limit", 0, RateLimited),
+        (&CURSOR, "not-logged-in", 0, Auth),
+    ];
+    for (cli, name, errors, kind) in cases {
+        let s = cli.assert_failed_without_answer(name, kind);
+        assert_eq!(s.errors.len(), errors, "{}/{name}: {s:?}", cli.dir);
+    }
+}
+
 #[test]
 fn every_recording_is_read_torn_at_its_last_line_losing_only_that_line() {
     for cli in RECORDED {

@@ -39,21 +39,6 @@ fn a_denied_git_commit_is_counted_as_denied() {
 }
 
 #[test]
-fn http_errors_keep_their_status_and_classify() {
-    let cases = [
-        ("err404", Some(404), FailureKind::ModelUnavailable),
-        ("err429", Some(429), FailureKind::RateLimited),
-        ("err500", Some(500), FailureKind::Other),
-    ];
-    for (name, status, kind) in cases {
-        let s = CLI.summary(name);
-        assert_eq!(s.errors.len(), 1, "{name}");
-        assert_eq!(s.errors[0].1, status, "{name}");
-        assert_eq!(CLI.classify(name), kind, "{name}");
-    }
-}
-
-#[test]
 fn unknown_model_is_explained_only_by_the_logs() {
     let s = CLI.summary("unknown-model");
     assert!(s.errors[0].0.contains("Unexpected server error"));
