@@ -65,6 +65,12 @@ impl InvocationRequest {
             .map(|(_, v)| v.clone())
     }
 
+    /// `dir` inside the shared per-backend state dir: the CLI's private home, which its sessions
+    /// outlive a run in.
+    pub(crate) fn private_home(&self, dir: &str) -> PathBuf {
+        self.dirs.shared.join(dir)
+    }
+
     /// The directory the caller's `$var` names when set and not empty, else `under_home` in the
     /// caller's `$HOME` (`None` without either): a CLI's home override, an XDG base directory.
     pub(crate) fn dir_from_env(&self, var: &str, under_home: &str) -> Option<PathBuf> {

@@ -17,7 +17,6 @@
 pub(crate) mod parse;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 use serde_json::json;
 
@@ -44,13 +43,11 @@ const AUTH: &[&str] = &[
 ];
 
 impl Antigravity {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     fn settings_file(req: &InvocationRequest) -> SettingsFile {
         SettingsFile {
-            path: Self::home(req).join(".gemini/antigravity-cli/settings.json"),
+            path: req
+                .private_home(HOME_DIR)
+                .join(".gemini/antigravity-cli/settings.json"),
             content: settings().to_string(),
         }
     }
@@ -114,7 +111,7 @@ impl Adapter for Antigravity {
             prompt,
             files: vec![Self::settings_file(req)],
             env: vec![
-                ("HOME".into(), Self::home(req).into()),
+                ("HOME".into(), req.private_home(HOME_DIR).into()),
                 ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             ],
             notes,

@@ -38,15 +38,11 @@ const MAX_USER_NAMESPACES: &str = "/proc/sys/user/max_user_namespaces";
 const RUST_LOG: &str = "error,codex_sandboxing=warn";
 
 impl Codex {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME)
-    }
-
     /// A private `CODEX_HOME` and `TMPDIR` (never the user's `~/.codex`), no colour, and the
     /// log filter that shows sandbox refusals.
     fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
         vec![
-            ("CODEX_HOME".into(), Self::home(req).into()),
+            ("CODEX_HOME".into(), req.private_home(HOME).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             ("RUST_LOG".into(), RUST_LOG.into()),
             ("NO_COLOR".into(), "1".into()),
@@ -56,7 +52,7 @@ impl Codex {
     /// The user's `auth.json` (API key or ChatGPT login) linked into the private home.
     fn links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
         config::user_auth_file(req)
-            .map(|auth| vec![(Self::home(req).join("auth.json"), auth)])
+            .map(|auth| vec![(req.private_home(HOME).join("auth.json"), auth)])
             .unwrap_or_default()
     }
 

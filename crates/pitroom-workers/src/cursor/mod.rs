@@ -55,13 +55,9 @@ const AUTH: &[&str] = &[
 ];
 
 impl Cursor {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     /// `CURSOR_CONFIG_DIR`, also `$XDG_CONFIG_HOME/cursor`: both name the same private place.
     fn config_dir(req: &InvocationRequest) -> PathBuf {
-        Self::home(req).join(".config/cursor")
+        req.private_home(HOME_DIR).join(".config/cursor")
     }
 
     /// Where the user's own login lives: `$CURSOR_CONFIG_DIR`, `$XDG_CONFIG_HOME/cursor`,
@@ -179,10 +175,10 @@ impl Adapter for Cursor {
         );
         args.extend(flag("--resume", req.resume_session.as_ref()));
         let env = vec![
-            ("HOME".into(), Self::home(req).into()),
+            ("HOME".into(), req.private_home(HOME_DIR).into()),
             (
                 "XDG_CONFIG_HOME".into(),
-                Self::home(req).join(".config").into(),
+                req.private_home(HOME_DIR).join(".config").into(),
             ),
             ("CURSOR_CONFIG_DIR".into(), Self::config_dir(req).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),

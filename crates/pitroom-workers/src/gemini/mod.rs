@@ -50,12 +50,8 @@ const WEB_TOOLS: &[&str] = &["google_web_search", "web_fetch"];
 const EDIT_TOOLS: &[&str] = &["write_file", "replace"];
 
 impl Gemini {
-    fn cli_home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     fn config_dir(req: &InvocationRequest) -> PathBuf {
-        Self::cli_home(req).join(".gemini")
+        req.private_home(HOME_DIR).join(".gemini")
     }
 
     /// The user's `~/.gemini`: under `$GEMINI_CLI_HOME`, else `$HOME`.
@@ -222,7 +218,7 @@ impl Adapter for Gemini {
         );
         args.extend(flag("--resume", req.resume_session.as_ref()));
         let env = vec![
-            ("GEMINI_CLI_HOME".into(), Self::cli_home(req).into()),
+            ("GEMINI_CLI_HOME".into(), req.private_home(HOME_DIR).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             // The relaunch only raises Node's heap; skipping it saves a second start.
             ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),

@@ -57,10 +57,6 @@ const WEB_TOOLS: &[&str] = &["web_fetch", "web_search"];
 const EDIT_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
 
 impl Qwen {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     /// The user's own Qwen home: `$QWEN_HOME`, else `~/.qwen`.
     fn user_home(req: &InvocationRequest) -> Option<PathBuf> {
         req.dir_from_env("QWEN_HOME", ".qwen")
@@ -68,7 +64,7 @@ impl Qwen {
 
     fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
         vec![
-            ("QWEN_HOME".into(), Self::home(req).into()),
+            ("QWEN_HOME".into(), req.private_home(HOME_DIR).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             // The relaunch only raises Node's heap; skipping it saves a second start.
             ("QWEN_CODE_NO_RELAUNCH".into(), "1".into()),
@@ -116,13 +112,17 @@ impl Qwen {
             }
         }
         SettingsFile {
-            path: Self::home(req).join("settings.json"),
+            path: req.private_home(HOME_DIR).join("settings.json"),
             content: merged.to_string(),
         }
     }
 
     fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
-        settings::credential_links(&Self::home(req), Self::user_home(req), CREDENTIAL_FILES)
+        settings::credential_links(
+            &req.private_home(HOME_DIR),
+            Self::user_home(req),
+            CREDENTIAL_FILES,
+        )
     }
 }
 
@@ -218,7 +218,7 @@ impl Adapter for Qwen {
             }
         };
         let (program, args) = retries::follow(
-            &retries::debug_log(&Self::home(req), &session),
+            &retries::debug_log(&req.private_home(HOME_DIR), &session),
             &program,
             args,
         );
