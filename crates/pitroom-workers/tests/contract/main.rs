@@ -1,8 +1,9 @@
 //! The adapter contract, in one test binary: [`every_adapter`] holds every adapter to the same
 //! safety floor and plumbing; each CLI's module checks its adapter on streams recorded from the
 //! real CLI (`fixtures/<cli>/`, written by the ignored `record_*_fixtures` tests of the `pitroom`
-//! crate); and every recording of every CLI is also read torn (its last line cut in half, as
-//! when a stream is read live) and with noise mixed in.
+//! crate); the checks several CLIs share run here, once, over a table of their recordings; and
+//! every recording of every CLI is also read torn (its last line cut in half, as when a stream is
+//! read live) and with noise mixed in.
 
 #![allow(
     clippy::unwrap_used,
@@ -34,7 +35,7 @@ use pitroom_workers::WorkerEvent;
 use recorded::Recorded;
 
 /// Every CLI with recorded streams: its fixtures, its adapter, and the noise its stdout may carry
-/// (read by the two tests below). Each CLI's module checks its own recordings.
+/// (mixed in by the last test here). Each CLI's module names its own as `CLI`.
 pub const ANTIGRAVITY: Recorded = Recorded {
     dir: "antigravity",
     adapter: || Box::new(Antigravity),
