@@ -162,6 +162,7 @@ impl Adapter for Antigravity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     use crate::events::Mode;
 
