@@ -290,8 +290,6 @@ mod tests {
     #[test]
     fn the_model_a_thread_ran_is_read_from_its_rollout_log() {
         let dir = tempfile::tempdir().unwrap();
-        let day = dir.path().join("sessions/2026/12/01");
-        std::fs::create_dir_all(&day).unwrap();
         let log = [
             r#"{"type":"session_meta","payload":{"id":"t-1"}}"#,
             "not json",
@@ -299,7 +297,11 @@ mod tests {
             r#"{"type":"turn_context","payload":{"model":"gpt-5.5-mini"}}"#,
         ]
         .join("\n");
-        std::fs::write(day.join("rollout-2026-12-01T10-00-00-t-1.jsonl"), log).unwrap();
+        crate::testing::write_file(
+            &dir.path()
+                .join("sessions/2026/12/01/rollout-2026-12-01T10-00-00-t-1.jsonl"),
+            &log,
+        );
         let found = find_rollout(&dir.path().join("sessions"), "t-1").expect("found");
         let text = std::fs::read_to_string(found).unwrap();
         assert_eq!(
