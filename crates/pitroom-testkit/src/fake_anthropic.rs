@@ -200,12 +200,8 @@ fn answer(r: &Map<String, Value>, model: &str, streaming: bool, scenario: &str) 
             .unwrap_or(&default_message);
         return error_reply(status, r, error_body(kind, message));
     }
-    if let Some(raw) = r.get("raw") {
-        let content_type = r
-            .get("raw_content_type")
-            .and_then(Value::as_str)
-            .unwrap_or("text/event-stream");
-        return Reply::text(200, content_type, http::value_text(raw));
+    if let Some(reply) = http::raw_reply(r) {
+        return reply;
     }
     let message = Message::from_script(r, model);
     if !streaming {
@@ -389,20 +385,9 @@ fn default_error_message(status: u16, model: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
 
     fn post(server: &FakeAnthropic, body: &Value) -> (u16, String) {
-        let mut s = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-        let payload = body.to_string();
-        write!(
-            s,
-            "POST /v1/messages?beta=true HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n{payload}",
-            payload.len()
-        )
-        .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
+        let out = http::post_raw(server.port(), "/v1/messages?beta=true", "", body);
         (out[9..12].parse().unwrap(), out)
     }
 

@@ -3,7 +3,7 @@
 //! `.ci/run` installs the same packages at the same versions up front; the functions here install
 //! on first use (under a lock, so parallel tests install once) so a plain `cargo test` works too.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The OpenCode version the adapter was measured against.
@@ -57,32 +57,49 @@ pub fn install_with(cli: &NpmCli, npm_env: &[(&str, String)]) -> Result<PathBuf,
     }
     let prefix = prefix(cli);
     let bin = prefix.join("node_modules/.bin").join(cli.bin);
-    if bin.exists() {
-        return Ok(bin);
+    npm_install(&prefix, cli.package, cli.version, &bin, npm_env)?;
+    Ok(bin)
+}
+
+/// Installs `package@version` with npm into `prefix` unless `marker` is there, under a lock in
+/// the prefix, so parallel tests install once; an install that leaves no `marker` failed.
+fn npm_install(
+    prefix: &Path,
+    package: &str,
+    version: &str,
+    marker: &Path,
+    npm_env: &[(&str, String)],
+) -> Result<(), String> {
+    if marker.exists() {
+        return Ok(());
     }
-    std::fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
-    let lock = std::fs::File::create(prefix.join(".install.lock")).map_err(|e| e.to_string())?;
-    // SAFETY: flock on a descriptor we own; released when `lock` is dropped.
-    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
-    if !bin.exists() {
+    std::fs::create_dir_all(prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
+    let _lock = lock(&prefix.join(".install.lock")).map_err(|e| e.to_string())?;
+    if !marker.exists() {
         let mut npm = Command::new("npm");
         npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(format!("{}@{}", cli.package, cli.version));
+            .arg(prefix)
+            .arg(format!("{package}@{version}"));
         for (k, v) in npm_env {
             npm.env(k, v);
         }
         let status = npm.status().map_err(|e| format!("npm: {e}"))?;
-        if !status.success() || !bin.exists() {
+        if !status.success() || !marker.exists() {
             return Err(format!(
-                "installing {}@{} into {} failed",
-                cli.package,
-                cli.version,
+                "installing {package}@{version} into {} failed",
                 prefix.display()
             ));
         }
     }
-    Ok(bin)
+    Ok(())
+}
+
+/// `path`, created and locked (an exclusive `flock`, released when the file is dropped).
+fn lock(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::File::create(path)?;
+    // SAFETY: flock on a descriptor we own; released when `file` is dropped.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+    Ok(file)
 }
 
 /// The real `opencode` binary: `$PITROOM_E2E_OPENCODE`, else the pinned version.
@@ -196,10 +213,8 @@ pub fn python_mcp() -> Result<PathBuf, String> {
         return Ok(python);
     }
     std::fs::create_dir_all(cache_dir()).map_err(|e| format!("{}: {e}", cache_dir().display()))?;
-    let lock = std::fs::File::create(cache_dir().join(".python-mcp.lock"))
-        .map_err(|e| format!("install lock: {e}"))?;
-    // SAFETY: flock on a descriptor we own; released when `lock` is dropped.
-    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+    let _lock =
+        lock(&cache_dir().join(".python-mcp.lock")).map_err(|e| format!("install lock: {e}"))?;
     if marker.exists() {
         return Ok(python);
     }
@@ -276,28 +291,6 @@ pub fn install_library(lib: &NpmLibrary) -> Result<PathBuf, String> {
         .join("node_modules")
         .join(lib.package)
         .join("package.json");
-    if marker.exists() {
-        return Ok(prefix);
-    }
-    std::fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
-    let lock = std::fs::File::create(prefix.join(".install.lock")).map_err(|e| e.to_string())?;
-    // SAFETY: flock on a descriptor we own; released when `lock` is dropped.
-    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
-    if !marker.exists() {
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(format!("{}@{}", lib.package, lib.version))
-            .status()
-            .map_err(|e| format!("npm: {e}"))?;
-        if !status.success() || !marker.exists() {
-            return Err(format!(
-                "installing {}@{} into {} failed",
-                lib.package,
-                lib.version,
-                prefix.display()
-            ));
-        }
-    }
+    npm_install(&prefix, lib.package, lib.version, &marker, &[])?;
     Ok(prefix)
 }

@@ -65,11 +65,44 @@ impl InvocationRequest {
             .map(|(_, v)| v.clone())
     }
 
+    /// `dir` inside the shared per-backend state dir: the CLI's private home, which its sessions
+    /// outlive a run in.
+    pub(crate) fn private_home(&self, dir: &str) -> PathBuf {
+        self.dirs.shared.join(dir)
+    }
+
+    /// The directory the caller's `$var` names when set and not empty, else `under_home` in the
+    /// caller's `$HOME` (`None` without either): a CLI's home override, an XDG base directory.
+    pub(crate) fn dir_from_env(&self, var: &str, under_home: &str) -> Option<PathBuf> {
+        self.env_var(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                self.env_var("HOME")
+                    .map(|h| PathBuf::from(h).join(under_home))
+            })
+    }
+
+    /// For a CLI with no effort setting: the note that the chosen effort was dropped, and `why`.
+    pub(crate) fn dropped_effort(&self, why: &str) -> Option<String> {
+        self.effort
+            .as_ref()
+            .map(|effort| format!("--effort {effort} dropped: {why}"))
+    }
+
     /// The binary of `backend`: its override variable when set, else its program on `PATH`.
     pub(crate) fn find_program(&self, backend: &str) -> Result<PathBuf, AdapterError> {
         let lookup = |k: &str| self.env_var(k);
         Ok(find_binary(backend, program_of(backend), &lookup)?)
     }
+}
+
+/// `name value` when there is a value, else nothing: an optional flag of a command line
+/// (`--model`, `--resume`).
+pub(crate) fn flag(name: &str, value: Option<&String>) -> Vec<OsString> {
+    value
+        .map(|v| vec![OsString::from(name), OsString::from(v)])
+        .unwrap_or_default()
 }
 
 /// Where a CLI takes the run's prompt.
@@ -273,7 +306,10 @@ pub trait Adapter: Send + Sync {
         None
     }
 
-    /// The invocation that lists models, and how to read its output.
+    /// The invocation that lists models, and how to read its output: by default one id per
+    /// line, as [`Invocation::printing_models`] prints them.
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError>;
-    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo>;
+    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
+        ModelInfo::lines(stdout)
+    }
 }

@@ -629,11 +629,9 @@ fn request_with_user_config(
     ]
     .map(|f| home.join(f));
     for path in json_files.iter().chain(&home_files) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, json_text).unwrap();
+        crate::testing::write_file(path, json_text);
     }
-    std::fs::create_dir_all(home.join(".codex")).unwrap();
-    std::fs::write(home.join(".codex/config.toml"), toml_text).unwrap();
+    crate::testing::write_file(&home.join(".codex/config.toml"), toml_text);
     let mut env: Vec<(String, String)> = KNOWN_BACKENDS
         .iter()
         .map(|b| {

@@ -51,3 +51,14 @@ pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
         _ => None,
     }
 }
+
+/// Helpers of the unit tests.
+#[cfg(test)]
+mod testing {
+    /// Writes `content` to `path`, creating its directories first (a user's config file under a
+    /// temporary home).
+    pub(crate) fn write_file(path: &std::path::Path, content: &str) {
+        std::fs::create_dir_all(path.parent().expect("a file in a directory")).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+}

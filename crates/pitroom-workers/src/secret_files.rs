@@ -186,6 +186,23 @@ pub(crate) mod check {
         }
     }
 
+    /// In read and in write mode: asserts that the `Tool(pattern)` rules `deny(mode)` refuse each
+    /// of `tools(mode)` exactly the secret files (a failure names `cli`, the tool and the mode).
+    pub fn assert_tool_rules_refuse_exactly_the_secrets(
+        cli: &str,
+        tools: impl Fn(crate::Mode) -> &'static [&'static str],
+        deny: impl Fn(crate::Mode) -> Vec<String>,
+    ) {
+        for mode in [crate::Mode::Read, crate::Mode::Write] {
+            let deny = deny(mode);
+            for tool in tools(mode) {
+                assert_refuses_exactly_the_secrets(&format!("{cli} {tool} ({mode:?})"), |path| {
+                    tool_rule_matches(&deny, tool, path)
+                });
+            }
+        }
+    }
+
     /// `*` matches any run of characters (across `/` only when `crosses_slash`).
     pub fn wildcard(pattern: &str, text: &str, crosses_slash: bool) -> bool {
         fn go(p: &[u8], t: &[u8], crosses: bool) -> bool {

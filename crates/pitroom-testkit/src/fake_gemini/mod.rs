@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::fake_responses::http::{lock, reason, scenario_tags};
+use crate::fake_responses::http::{header, lock, reason, scenario_tags};
 
 const MAX_BODY: usize = 64 * 1024 * 1024;
 const HANG_LIMIT: Duration = Duration::from_secs(600);
@@ -194,16 +194,10 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>
             headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
     }
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
-    let body = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+    let body = if header(&headers, "transfer-encoding").is_some_and(|v| v.contains("chunked")) {
         read_chunked(reader)?
     } else {
-        let len: usize = header("content-length")
+        let len: usize = header(&headers, "content-length")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
             .min(MAX_BODY);

@@ -1,17 +1,12 @@
 use super::*;
 
 fn post(server: &FakeGemini, path: &str, body: &Value) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-    let data = body.to_string();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{data}",
-        data.len()
+    crate::fake_responses::http::post_raw(
+        server.port(),
+        path,
+        "content-type: application/json\r\nconnection: close\r\n",
+        body,
     )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 fn turn(role: &str, text: &str) -> Value {

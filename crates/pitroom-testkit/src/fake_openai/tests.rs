@@ -149,6 +149,11 @@ fn send_hi(port: u16) -> TcpStream {
     stream
 }
 
+/// The `key` of each logged request.
+fn logged(requests: &[Value], key: &str) -> Vec<Value> {
+    requests.iter().map(|r| r[key].clone()).collect()
+}
+
 fn post_chat(server: &FakeOpenAi, body: &Value) -> Reply {
     let headers = [("Content-Type", "application/json")];
     let body = body.to_string();
@@ -218,11 +223,7 @@ fn scenario_comes_from_the_latest_user_message_that_names_one() {
         post_chat(&server, &unknown).streamed_text(),
         "fake-openai: unknown scenario nope"
     );
-    let scenarios: Vec<Value> = server
-        .chat_requests()
-        .iter()
-        .map(|r| r["scenario"].clone())
-        .collect();
+    let scenarios = logged(&server.chat_requests(), "scenario");
     assert_eq!(
         scenarios,
         [
@@ -252,11 +253,7 @@ fn step_index_counts_assistant_messages_after_the_last_user_message() {
         texts,
         ["step zero", "step one", "step two", "step two", "step zero"]
     );
-    let steps: Vec<Value> = server
-        .chat_requests()
-        .iter()
-        .map(|r| r["step"].clone())
-        .collect();
+    let steps = logged(&server.chat_requests(), "step");
     assert_eq!(steps, [json!(0), json!(1), json!(2), json!(3), json!(0)]);
 }
 
@@ -277,11 +274,7 @@ fn step_list_walks_through_retries_then_repeats_its_last_entry() {
     );
     assert_eq!(post_chat(&server, &request).streamed_text(), "ok");
     assert_eq!(post_chat(&server, &request).streamed_text(), "ok");
-    let hits: Vec<Value> = server
-        .chat_requests()
-        .iter()
-        .map(|r| r["hit"].clone())
-        .collect();
+    let hits = logged(&server.chat_requests(), "hit");
     assert_eq!(hits, [json!(0), json!(1), json!(2)]);
 }
 
@@ -298,11 +291,7 @@ fn request_without_tools_gets_the_aux_reply_and_consumes_no_step() {
         post_chat(&server, &chat(vec![user("hi")])).streamed_text(),
         "first"
     );
-    let kinds: Vec<Value> = server
-        .requests()
-        .iter()
-        .map(|r| r["kind"].clone())
-        .collect();
+    let kinds = logged(&server.requests(), "kind");
     assert_eq!(kinds, [json!("aux"), json!("chat")]);
     assert_eq!(server.chat_requests().len(), 1);
     assert_eq!(server.chat_requests()[0]["hit"], 0);

@@ -28,6 +28,14 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The value of the header `name` (lower-case) among `headers` (names lower-cased).
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
 /// One request as received.
 pub(crate) struct Request {
     pub method: String,
@@ -264,6 +272,17 @@ pub(crate) fn status_of(value: &Value) -> u16 {
         .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
         .and_then(|n| u16::try_from(n).ok())
         .unwrap_or(500)
+}
+
+/// The reply of a step scripted `raw`: that text verbatim with status 200, as
+/// `raw_content_type` (default `text/event-stream`).
+pub(crate) fn raw_reply(r: &Map<String, Value>) -> Option<Reply> {
+    let raw = r.get("raw")?;
+    let content_type = r
+        .get("raw_content_type")
+        .and_then(Value::as_str)
+        .unwrap_or("text/event-stream");
+    Some(Reply::text(200, content_type, value_text(raw)))
 }
 
 pub(crate) fn value_text(value: &Value) -> String {
@@ -503,16 +522,12 @@ fn read_request(stream: &mut TcpStream, stopping: &AtomicBool) -> io::Result<Opt
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let find = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
-    let body = if find("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+    let body = if header(&headers, "transfer-encoding")
+        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
+    {
         read_chunked(stream, rest, stopping)?
     } else {
-        let length: usize = find("content-length")
+        let length: usize = header(&headers, "content-length")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         if length > MAX_BODY {
@@ -625,6 +640,23 @@ pub(crate) fn reason(status: u16) -> &'static str {
         529 => "Overloaded",
         _ => "",
     }
+}
+
+/// For the fakes' tests: posts `body` as JSON to `path` on 127.0.0.1:`port` with the request's
+/// other `headers` (each ending in CRLF), and reads the raw reply to the end.
+#[cfg(test)]
+pub(crate) fn post_raw(port: u16, path: &str, headers: &str, body: &Value) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let payload = body.to_string();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nhost: x\r\n{headers}content-length: {}\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
 }
 
 #[cfg(test)]

@@ -207,12 +207,8 @@ fn answer(r: &Map<String, Value>, body: &Value, scenario: &str) -> Reply {
         }});
         return error_reply(status, r, default);
     }
-    if let Some(raw) = r.get("raw") {
-        let content_type = r
-            .get("raw_content_type")
-            .and_then(Value::as_str)
-            .unwrap_or("text/event-stream");
-        return Reply::text(200, content_type, http::value_text(raw));
+    if let Some(reply) = http::raw_reply(r) {
+        return reply;
     }
     let delay = http::millis(r.get("delay_ms")).unwrap_or_default();
     let id = format!("resp_{}", http::random_hex(12));

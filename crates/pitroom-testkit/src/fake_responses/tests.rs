@@ -3,16 +3,12 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 fn post(server: &FakeResponses, body: &Value) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-    let payload = body.to_string();
-    write!(
-        s,
-        "POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{payload}",
-        payload.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
+    let out = http::post_raw(
+        server.port(),
+        "/v1/responses",
+        "content-type: application/json\r\n",
+        body,
+    );
     let status = out[9..12].parse().unwrap();
     (status, out)
 }

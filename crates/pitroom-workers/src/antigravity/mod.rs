@@ -17,13 +17,12 @@
 pub(crate) mod parse;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, PromptInput,
-    SettingsFile, StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    PromptInput, SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, WorkerEvent};
 pub use parse::AntigravityStream;
@@ -44,13 +43,11 @@ const AUTH: &[&str] = &[
 ];
 
 impl Antigravity {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     fn settings_file(req: &InvocationRequest) -> SettingsFile {
         SettingsFile {
-            path: Self::home(req).join(".gemini/antigravity-cli/settings.json"),
+            path: req
+                .private_home(HOME_DIR)
+                .join(".gemini/antigravity-cli/settings.json"),
             content: settings().to_string(),
         }
     }
@@ -95,23 +92,17 @@ impl Adapter for Antigravity {
         let mut args: Vec<OsString> = ["--output-format", "stream-json", "--sandbox"]
             .map(OsString::from)
             .to_vec();
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        if let Some(effort) = &req.effort {
-            notes.push(format!(
-                "--effort {effort} dropped: Antigravity CLI has no effort flag (pick a model variant instead)"
-            ));
-        }
+        args.extend(flag("--model", req.model.as_ref()));
+        notes.extend(
+            req.dropped_effort("Antigravity CLI has no effort flag (pick a model variant instead)"),
+        );
         if req.web {
             notes.push(
                 "--web has no effect: read runs use toolPermission strict, which leaves web tools unapproved"
                     .into(),
             );
         }
-        if let Some(conversation) = &req.resume_session {
-            args.extend(["--conversation".into(), OsString::from(conversation)]);
-        }
+        args.extend(flag("--conversation", req.resume_session.as_ref()));
         // `-p` takes the prompt as its argument, and Antigravity reads it nowhere else: last, so
         // nothing after it can be taken for part of the prompt.
         args.push("-p".into());
@@ -120,7 +111,7 @@ impl Adapter for Antigravity {
             prompt,
             files: vec![Self::settings_file(req)],
             env: vec![
-                ("HOME".into(), Self::home(req).into()),
+                ("HOME".into(), req.private_home(HOME_DIR).into()),
                 ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             ],
             notes,
@@ -171,6 +162,7 @@ impl Adapter for Antigravity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     use crate::events::Mode;
 

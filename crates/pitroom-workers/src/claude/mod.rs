@@ -16,7 +16,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    StreamParser,
 };
 use crate::events::FailureKind;
 
@@ -93,9 +94,7 @@ impl Adapter for Claude {
         args.extend(["--setting-sources".into(), "user".into()]);
         // No MCP servers: not the user's, not the project's.
         args.push("--strict-mcp-config".into());
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
+        args.extend(flag("--model", req.model.as_ref()));
         if let Some(effort) = &req.effort {
             if EFFORTS.contains(&effort.as_str()) {
                 args.extend(["--effort".into(), OsString::from(effort)]);
@@ -106,9 +105,7 @@ impl Adapter for Claude {
                 ));
             }
         }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--resume".into(), OsString::from(session)]);
-        }
+        args.extend(flag("--resume", req.resume_session.as_ref()));
         // Ends the options, so nothing can be read as a prompt or swallowed by a variadic
         // flag; the prompt itself comes on stdin, which the engine closes after it.
         args.push("--".into());

@@ -59,13 +59,7 @@ pub fn permissions(mode: Mode, web: bool) -> Value {
 
 /// The user's Claude Code config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn user_config_dir(req: &InvocationRequest) -> Option<PathBuf> {
-    req.env_var("CLAUDE_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            req.env_var("HOME")
-                .map(|h| PathBuf::from(h).join(".claude"))
-        })
+    req.dir_from_env("CLAUDE_CONFIG_DIR", ".claude")
 }
 
 /// The settings passed with `--settings`: the user's provider keys, then the mode's
@@ -99,17 +93,17 @@ mod tests {
 
     #[test]
     fn every_secret_file_of_the_one_policy_is_denied_to_read_edit_and_write() {
-        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
-        for mode in [Mode::Read, Mode::Write] {
-            let deny: Vec<String> =
-                serde_json::from_value(permissions(mode, false)["deny"].clone())
-                    .expect("deny rules");
-            for tool in ["Read", "Edit", "Write"] {
-                assert_refuses_exactly_the_secrets(&format!("claude {tool} ({mode:?})"), |path| {
-                    tool_rule_matches(&deny, tool, path)
-                });
-            }
-        }
+        use crate::secret_files::check::assert_tool_rules_refuse_exactly_the_secrets;
+        assert_tool_rules_refuse_exactly_the_secrets(
+            "claude",
+            |_| &["Read", "Edit", "Write"],
+            deny_rules,
+        );
+    }
+
+    /// The mode's deny rules (no web).
+    fn deny_rules(mode: Mode) -> Vec<String> {
+        serde_json::from_value(permissions(mode, false)["deny"].clone()).expect("deny rules")
     }
 
     fn request(mode: Mode, home: &std::path::Path) -> InvocationRequest {
@@ -127,16 +121,10 @@ mod tests {
     #[test]
     fn secrets_and_history_commands_are_denied_in_every_mode() {
         for mode in [Mode::Read, Mode::Write] {
-            let p = permissions(mode, false);
-            let deny: Vec<&str> = p["deny"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            assert!(deny.contains(&"Read(**/.env)"), "{deny:?}");
-            assert!(deny.contains(&"Bash(git commit:*)"));
-            let text = p.to_string();
+            let deny = deny_rules(mode);
+            assert!(deny.iter().any(|r| r == "Read(**/.env)"), "{deny:?}");
+            assert!(deny.iter().any(|r| r == "Bash(git commit:*)"));
+            let text = permissions(mode, false).to_string();
             assert!(
                 !text.contains("bypassPermissions") && !text.contains("\"ask\""),
                 "{text}"
@@ -147,15 +135,12 @@ mod tests {
     #[test]
     fn the_users_provider_settings_survive_and_their_permissions_do_not() {
         let home = tempfile::tempdir().unwrap();
-        let dir = home.path().join(".claude");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("settings.json"),
+        crate::testing::write_file(
+            &home.path().join(".claude/settings.json"),
             r#"{"env": {"ANTHROPIC_BASE_URL": "http://gw"}, "model": "sonnet",
                 "permissions": {"allow": ["Bash(rm:*)"], "defaultMode": "bypassPermissions"},
                 "hooks": {"PreToolUse": []}}"#,
-        )
-        .unwrap();
+        );
         let s = settings(&request(Mode::Read, home.path()));
         assert_eq!(s["env"]["ANTHROPIC_BASE_URL"], "http://gw");
         assert_eq!(s["model"], "sonnet");

@@ -36,10 +36,7 @@ pub const EFFORTS: &[&str] = &[
 
 /// The user's Codex home: `$CODEX_HOME`, else `~/.codex`.
 pub fn user_codex_home(req: &InvocationRequest) -> Option<PathBuf> {
-    req.env_var("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| req.env_var("HOME").map(|h| PathBuf::from(h).join(".codex")))
+    req.dir_from_env("CODEX_HOME", ".codex")
 }
 
 /// The user's `config.toml`, parsed; `None` when absent. A file Codex itself would reject is an

@@ -16,8 +16,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine, ModelInfo,
-    StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, LineByLine,
+    ModelInfo, StreamParser,
 };
 use crate::events::{FailureKind, ToolOutcome, WorkerEvent};
 
@@ -38,15 +38,11 @@ const MAX_USER_NAMESPACES: &str = "/proc/sys/user/max_user_namespaces";
 const RUST_LOG: &str = "error,codex_sandboxing=warn";
 
 impl Codex {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME)
-    }
-
     /// A private `CODEX_HOME` and `TMPDIR` (never the user's `~/.codex`), no colour, and the
     /// log filter that shows sandbox refusals.
     fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
         vec![
-            ("CODEX_HOME".into(), Self::home(req).into()),
+            ("CODEX_HOME".into(), req.private_home(HOME).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             ("RUST_LOG".into(), RUST_LOG.into()),
             ("NO_COLOR".into(), "1".into()),
@@ -56,7 +52,7 @@ impl Codex {
     /// The user's `auth.json` (API key or ChatGPT login) linked into the private home.
     fn links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
         config::user_auth_file(req)
-            .map(|auth| vec![(Self::home(req).join("auth.json"), auth)])
+            .map(|auth| vec![(req.private_home(HOME).join("auth.json"), auth)])
             .unwrap_or_default()
     }
 
@@ -141,9 +137,7 @@ impl Adapter for Codex {
         let overrides = Self::overrides(req, &mut notes)?;
         let mut args = Self::exec_args(&overrides);
         args.extend(["--cd".into(), req.workdir.clone().into_os_string()]);
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
+        args.extend(flag("--model", req.model.as_ref()));
         if let Some(session) = &req.resume_session {
             args.extend(["resume".into(), OsString::from(session)]);
         }
@@ -296,8 +290,6 @@ mod tests {
     #[test]
     fn the_model_a_thread_ran_is_read_from_its_rollout_log() {
         let dir = tempfile::tempdir().unwrap();
-        let day = dir.path().join("sessions/2026/12/01");
-        std::fs::create_dir_all(&day).unwrap();
         let log = [
             r#"{"type":"session_meta","payload":{"id":"t-1"}}"#,
             "not json",
@@ -305,7 +297,11 @@ mod tests {
             r#"{"type":"turn_context","payload":{"model":"gpt-5.5-mini"}}"#,
         ]
         .join("\n");
-        std::fs::write(day.join("rollout-2026-12-01T10-00-00-t-1.jsonl"), log).unwrap();
+        crate::testing::write_file(
+            &dir.path()
+                .join("sessions/2026/12/01/rollout-2026-12-01T10-00-00-t-1.jsonl"),
+            &log,
+        );
         let found = find_rollout(&dir.path().join("sessions"), "t-1").expect("found");
         let text = std::fs::read_to_string(found).unwrap();
         assert_eq!(

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
-    StreamParser,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
+    SettingsFile, StreamParser,
 };
 use crate::events::{FailureKind, Mode, WorkerEvent};
 pub use parse::CursorStream;
@@ -55,13 +55,9 @@ const AUTH: &[&str] = &[
 ];
 
 impl Cursor {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     /// `CURSOR_CONFIG_DIR`, also `$XDG_CONFIG_HOME/cursor`: both name the same private place.
     fn config_dir(req: &InvocationRequest) -> PathBuf {
-        Self::home(req).join(".config/cursor")
+        req.private_home(HOME_DIR).join(".config/cursor")
     }
 
     /// Where the user's own login lives: `$CURSOR_CONFIG_DIR`, `$XDG_CONFIG_HOME/cursor`,
@@ -173,22 +169,16 @@ impl Adapter for Cursor {
         if req.mode == Mode::Read {
             args.extend(["--mode".into(), "ask".into()]);
         }
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        if let Some(effort) = &req.effort {
-            notes.push(format!(
-                "--effort {effort} dropped: Cursor CLI has no effort flag (pick a model variant instead)"
-            ));
-        }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--resume".into(), OsString::from(session)]);
-        }
+        args.extend(flag("--model", req.model.as_ref()));
+        notes.extend(
+            req.dropped_effort("Cursor CLI has no effort flag (pick a model variant instead)"),
+        );
+        args.extend(flag("--resume", req.resume_session.as_ref()));
         let env = vec![
-            ("HOME".into(), Self::home(req).into()),
+            ("HOME".into(), req.private_home(HOME_DIR).into()),
             (
                 "XDG_CONFIG_HOME".into(),
-                Self::home(req).join(".config").into(),
+                req.private_home(HOME_DIR).join(".config").into(),
             ),
             ("CURSOR_CONFIG_DIR".into(), Self::config_dir(req).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
@@ -256,23 +246,20 @@ mod tests {
 
     #[test]
     fn every_secret_file_of_the_one_policy_is_denied_to_read_and_write() {
-        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
-        for mode in [Mode::Read, Mode::Write] {
-            let deny: Vec<String> =
-                serde_json::from_value(cli_config(mode, false)["permissions"]["deny"].clone())
-                    .expect("deny rules");
-            // Read mode denies every write (`Write(**)`); the secret rules matter for edits.
-            let tools: &[&str] = if mode.may_edit() {
+        use crate::secret_files::check::assert_tool_rules_refuse_exactly_the_secrets;
+        // Read mode denies every write (`Write(**)`); the secret rules matter for edits.
+        let tools = |mode: Mode| -> &'static [&'static str] {
+            if mode.may_edit() {
                 &["Read", "Write"]
             } else {
                 &["Read"]
-            };
-            for tool in tools {
-                assert_refuses_exactly_the_secrets(&format!("cursor {tool} ({mode:?})"), |path| {
-                    tool_rule_matches(&deny, tool, path)
-                });
             }
-        }
+        };
+        let deny = |mode| {
+            serde_json::from_value(cli_config(mode, false)["permissions"]["deny"].clone())
+                .expect("deny rules")
+        };
+        assert_tool_rules_refuse_exactly_the_secrets("cursor", tools, deny);
     }
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
@@ -350,8 +337,7 @@ mod tests {
     #[test]
     fn the_users_login_is_linked_into_the_private_config_dir() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".config/cursor")).unwrap();
-        std::fs::write(dir.path().join(".config/cursor/auth.json"), "{}").unwrap();
+        crate::testing::write_file(&dir.path().join(".config/cursor/auth.json"), "{}");
         let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
         let inv = Cursor.invocation(&req).unwrap();
         assert_eq!(

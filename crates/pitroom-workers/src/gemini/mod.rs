@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, SettingsFile,
     StreamParser,
 };
 use crate::events::{FailureKind, Mode};
@@ -50,12 +50,8 @@ const WEB_TOOLS: &[&str] = &["google_web_search", "web_fetch"];
 const EDIT_TOOLS: &[&str] = &["write_file", "replace"];
 
 impl Gemini {
-    fn cli_home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     fn config_dir(req: &InvocationRequest) -> PathBuf {
-        Self::cli_home(req).join(".gemini")
+        req.private_home(HOME_DIR).join(".gemini")
     }
 
     /// The user's `~/.gemini`: under `$GEMINI_CLI_HOME`, else `$HOME`.
@@ -216,19 +212,13 @@ impl Adapter for Gemini {
             "--policy".into(),
             Self::policy_path(req).into_os_string(),
         ]);
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        if let Some(effort) = &req.effort {
-            notes.push(format!(
-                "--effort {effort} dropped: Gemini CLI has no effort flag (thinking is set per model)"
-            ));
-        }
-        if let Some(session) = &req.resume_session {
-            args.extend(["--resume".into(), OsString::from(session)]);
-        }
+        args.extend(flag("--model", req.model.as_ref()));
+        notes.extend(
+            req.dropped_effort("Gemini CLI has no effort flag (thinking is set per model)"),
+        );
+        args.extend(flag("--resume", req.resume_session.as_ref()));
         let env = vec![
-            ("GEMINI_CLI_HOME".into(), Self::cli_home(req).into()),
+            ("GEMINI_CLI_HOME".into(), req.private_home(HOME_DIR).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             // The relaunch only raises Node's heap; skipping it saves a second start.
             ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
@@ -308,10 +298,6 @@ impl Adapter for Gemini {
         }
         Ok(Invocation::printing_models(ids))
     }
-
-    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
-        ModelInfo::lines(stdout)
-    }
 }
 
 #[cfg(test)]
@@ -381,12 +367,10 @@ mod tests {
     #[test]
     fn settings_keep_the_users_auth_and_switch_off_statistics() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".gemini")).unwrap();
-        std::fs::write(
-            dir.path().join(".gemini/settings.json"),
+        crate::testing::write_file(
+            &dir.path().join(".gemini/settings.json"),
             r#"{"security":{"auth":{"selectedType":"oauth-personal"}},"privacy":{"usageStatisticsEnabled":true},"policyPaths":["/x"]}"#,
-        )
-        .unwrap();
+        );
         std::fs::write(dir.path().join(".gemini/oauth_creds.json"), "{}").unwrap();
         let req = request(Mode::Read, vec![("HOME", dir.path().display().to_string())]);
         let inv = Gemini.invocation(&req).unwrap();

@@ -146,14 +146,12 @@ mod tests {
     #[test]
     fn the_users_kilo_providers_survive_and_their_permissions_do_not() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("kilo")).unwrap();
-        std::fs::write(
-            dir.path().join("kilo/kilo.jsonc"),
+        crate::testing::write_file(
+            &dir.path().join("kilo/kilo.jsonc"),
             r#"{ // mine
                "provider": {"p": {"options": {"baseURL": "http://x"}}},
                "permission": {"edit": "allow", "bash": "ask"}, }"#,
-        )
-        .unwrap();
+        );
         let req = request(
             Mode::Read,
             vec![("XDG_CONFIG_HOME", dir.path().display().to_string())],

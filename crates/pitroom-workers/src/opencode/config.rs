@@ -124,15 +124,7 @@ pub(crate) const OPENCODE_CONFIG: ConfigPlaces = ConfigPlaces {
 /// skipped: the CLI itself would refuse it, and Pitroom must not pass it on.
 pub(crate) fn user_config_sources(req: &InvocationRequest, places: &ConfigPlaces) -> Vec<Value> {
     let mut sources = Vec::new();
-    let config_home = req
-        .env_var("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            req.env_var("HOME")
-                .map(|h| PathBuf::from(h).join(".config"))
-        });
-    if let Some(home) = config_home {
+    if let Some(home) = req.dir_from_env("XDG_CONFIG_HOME", ".config") {
         for name in places.files {
             sources.extend(read_jsonc_file(&home.join(places.dir).join(name)));
         }
@@ -228,17 +220,14 @@ mod tests {
     #[test]
     fn user_providers_survive_and_permissions_are_replaced() {
         let dir = tempfile::tempdir().unwrap();
-        let oc = dir.path().join("opencode");
-        std::fs::create_dir_all(&oc).unwrap();
-        std::fs::write(
-            oc.join("opencode.jsonc"),
+        crate::testing::write_file(
+            &dir.path().join("opencode/opencode.jsonc"),
             r#"{ // my setup
               "provider": {"mine": {"options": {"baseURL": "http://x"}}},
               "permission": {"bash": "ask", "edit": "ask"},
               "model": "mine/m1",
             }"#,
-        )
-        .unwrap();
+        );
         let req = request(
             vec![("XDG_CONFIG_HOME", dir.path().display().to_string())],
             Mode::Read,

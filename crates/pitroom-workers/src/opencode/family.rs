@@ -121,14 +121,7 @@ impl Family {
     /// The CLI keeps provider credentials (`auth login`) in `$XDG_DATA_HOME/<id>/auth.json`. The
     /// worker's data dir is private, so the user's file is linked into it.
     fn credential_links(&self, req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
-        let data_home = req
-            .env_var("XDG_DATA_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                req.env_var("HOME")
-                    .map(|h| PathBuf::from(h).join(".local/share"))
-            });
+        let data_home = req.dir_from_env("XDG_DATA_HOME", ".local/share");
         let Some(auth) = data_home.map(|d| d.join(self.id).join("auth.json")) else {
             return Vec::new();
         };

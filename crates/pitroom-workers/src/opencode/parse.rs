@@ -182,6 +182,14 @@ mod tests {
             .expect("an event besides the session")
     }
 
+    /// The outcome of the tool call `line` carries.
+    fn outcome_of(line: &str) -> ToolOutcome {
+        match only(line) {
+            WorkerEvent::ToolCall { outcome, .. } => outcome,
+            other => panic!("not a tool call: {other:?}"),
+        }
+    }
+
     #[test]
     fn every_line_carries_the_session_id() {
         let events = parse_line(r#"{"type":"step_start","sessionID":"ses_1","part":{}}"#);
@@ -225,16 +233,10 @@ mod tests {
 
     #[test]
     fn pattern_denial_is_denied_not_failed() {
-        let e = only(
+        let outcome = outcome_of(
             r#"{"type":"tool_use","part":{"tool":"bash","state":{"status":"error","input":{"command":"git push"},"error":"The user has specified a rule which prevents you from using this specific tool call."}}}"#,
         );
-        assert!(matches!(
-            e,
-            WorkerEvent::ToolCall {
-                outcome: ToolOutcome::Denied,
-                ..
-            }
-        ));
+        assert_eq!(outcome, ToolOutcome::Denied);
     }
 
     #[test]
@@ -261,16 +263,10 @@ mod tests {
 
     #[test]
     fn bash_with_nonzero_exit_is_failed() {
-        let e = only(
+        let outcome = outcome_of(
             r#"{"type":"tool_use","part":{"tool":"bash","state":{"status":"completed","input":{"command":"false"},"output":"","metadata":{"exit":1}}}}"#,
         );
-        assert!(matches!(
-            e,
-            WorkerEvent::ToolCall {
-                outcome: ToolOutcome::Failed,
-                ..
-            }
-        ));
+        assert_eq!(outcome, ToolOutcome::Failed);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo, SettingsFile,
+    flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, SettingsFile,
     StreamParser,
 };
 use crate::events::{FailureKind, Mode};
@@ -57,21 +57,14 @@ const WEB_TOOLS: &[&str] = &["web_fetch", "web_search"];
 const EDIT_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
 
 impl Qwen {
-    fn home(req: &InvocationRequest) -> PathBuf {
-        req.dirs.shared.join(HOME_DIR)
-    }
-
     /// The user's own Qwen home: `$QWEN_HOME`, else `~/.qwen`.
     fn user_home(req: &InvocationRequest) -> Option<PathBuf> {
-        req.env_var("QWEN_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| req.env_var("HOME").map(|h| PathBuf::from(h).join(".qwen")))
+        req.dir_from_env("QWEN_HOME", ".qwen")
     }
 
     fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
         vec![
-            ("QWEN_HOME".into(), Self::home(req).into()),
+            ("QWEN_HOME".into(), req.private_home(HOME_DIR).into()),
             ("TMPDIR".into(), req.dirs.scratch.join("tmp").into()),
             // The relaunch only raises Node's heap; skipping it saves a second start.
             ("QWEN_CODE_NO_RELAUNCH".into(), "1".into()),
@@ -119,13 +112,17 @@ impl Qwen {
             }
         }
         SettingsFile {
-            path: Self::home(req).join("settings.json"),
+            path: req.private_home(HOME_DIR).join("settings.json"),
             content: merged.to_string(),
         }
     }
 
     fn credential_links(req: &InvocationRequest) -> Vec<(PathBuf, PathBuf)> {
-        settings::credential_links(&Self::home(req), Self::user_home(req), CREDENTIAL_FILES)
+        settings::credential_links(
+            &req.private_home(HOME_DIR),
+            Self::user_home(req),
+            CREDENTIAL_FILES,
+        )
     }
 }
 
@@ -205,14 +202,8 @@ impl Adapter for Qwen {
                 .into_iter()
                 .map(OsString::from),
         );
-        if let Some(model) = &req.model {
-            args.extend(["--model".into(), OsString::from(model)]);
-        }
-        if let Some(effort) = &req.effort {
-            notes.push(format!(
-                "--effort {effort} dropped: Qwen Code has no effort setting"
-            ));
-        }
+        args.extend(flag("--model", req.model.as_ref()));
+        notes.extend(req.dropped_effort("Qwen Code has no effort setting"));
         // The session is named up front, so its debug log (the outer retry loop's only trace)
         // can be followed: see [`retries`].
         let session = match &req.resume_session {
@@ -227,7 +218,7 @@ impl Adapter for Qwen {
             }
         };
         let (program, args) = retries::follow(
-            &retries::debug_log(&Self::home(req), &session),
+            &retries::debug_log(&req.private_home(HOME_DIR), &session),
             &program,
             args,
         );
@@ -305,10 +296,6 @@ impl Adapter for Qwen {
         }
         Ok(Invocation::printing_models(ids))
     }
-
-    fn parse_models(&self, stdout: &str) -> Vec<ModelInfo> {
-        ModelInfo::lines(stdout)
-    }
 }
 
 #[cfg(test)]
@@ -317,13 +304,12 @@ mod tests {
 
     #[test]
     fn every_secret_file_of_the_one_policy_is_denied_to_read() {
-        use crate::secret_files::check::{assert_refuses_exactly_the_secrets, tool_rule_matches};
-        for mode in [Mode::Read, Mode::Write] {
-            let deny = deny_rules(mode, false);
-            assert_refuses_exactly_the_secrets(&format!("qwen ({mode:?})"), |path| {
-                tool_rule_matches(&deny, "Read", path)
-            });
-        }
+        use crate::secret_files::check::assert_tool_rules_refuse_exactly_the_secrets;
+        assert_tool_rules_refuse_exactly_the_secrets(
+            "qwen",
+            |_| &["Read"],
+            |mode| deny_rules(mode, false),
+        );
     }
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {

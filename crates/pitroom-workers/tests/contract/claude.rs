@@ -5,18 +5,11 @@
 
 use std::path::PathBuf;
 
-use super::recorded::{env_strings, errors, strings, summarize, texts, tools, Recorded};
+use super::recorded::{env_strings, errors, strings, summarize, texts, tools, user_login};
 use pitroom_workers::claude::Claude;
-use pitroom_workers::{
-    Adapter, FailureEvidence, FailureKind, Mode, ToolOutcome, Usage, WorkerEvent,
-};
+use pitroom_workers::{Adapter, Mode, ToolOutcome, Usage, WorkerEvent};
 
-pub const CLI: Recorded = Recorded {
-    dir: "claude",
-    adapter: || Box::new(Claude),
-    banner: "Warning: no stdin data received in 3s",
-    inert_event: r#"{"type":"system","subtype":"ui_invalidate"}"#,
-};
+use super::CLAUDE as CLI;
 
 #[test]
 fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
@@ -57,12 +50,6 @@ fn read_run_yields_the_session_a_read_usage_cost_and_the_cited_answer() {
 }
 
 #[test]
-fn write_run_reports_each_edited_file() {
-    CLI.summary("write-edit")
-        .assert_edited(3, &["/calc.py", "/new file é.txt"]);
-}
-
-#[test]
 fn refused_calls_are_denied_under_the_tool_they_asked_for() {
     let cases = [
         ("read-edit-denied", vec!["Edit", "Write", "Edit"]),
@@ -79,37 +66,6 @@ fn refused_calls_are_denied_under_the_tool_they_asked_for() {
             .collect();
         assert_eq!(denied, expected, "{name}");
         assert!(summarize(&events).edited.is_empty(), "{name}");
-    }
-}
-
-#[test]
-fn failures_keep_their_status_and_classify_from_the_real_texts() {
-    let cases = [
-        ("err429", Some(429), FailureKind::RateLimited),
-        ("usage-limit", Some(429), FailureKind::RateLimited),
-        ("credit", Some(400), FailureKind::RateLimited),
-        ("err529", Some(529), FailureKind::RateLimited),
-        ("err404", Some(404), FailureKind::ModelUnavailable),
-        ("err401", Some(401), FailureKind::Auth),
-        ("err500", Some(500), FailureKind::Other),
-    ];
-    for (name, status, kind) in cases {
-        let (stream, stderr) = CLI.fixture(name);
-        let events = CLI.parse(&stream);
-        let errs = errors(&events);
-        assert_eq!(errs.len(), 1, "{name}: {errs:?}");
-        assert_eq!(errs[0].1, status, "{name}");
-        let texts = events
-            .iter()
-            .filter(|e| matches!(e, WorkerEvent::Text { .. }))
-            .count();
-        assert_eq!(texts, 0, "{name}: an API error is not an answer");
-        let got = Claude.classify(&FailureEvidence {
-            events: &events,
-            stderr_tail: &stderr,
-            exit_code: Some(1),
-        });
-        assert_eq!(got, kind, "{name}");
     }
 }
 
@@ -131,19 +87,10 @@ fn value_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 
 #[test]
 fn no_mode_bypasses_permissions_and_read_and_write_differ() {
-    let read = CLI.pinned_args(Mode::Read, MODEL);
-    let write = CLI.pinned_args(Mode::Write, MODEL);
-    assert_ne!(read, write);
+    let [read, write] =
+        CLI.distinct_args_without(MODEL, "--dangerously bypassPermissions --yolo acceptEdits");
     for a in [&read, &write] {
         let line = a.join(" ");
-        for banned in [
-            "--dangerously",
-            "bypassPermissions",
-            "--yolo",
-            "acceptEdits",
-        ] {
-            assert!(!line.contains(banned), "{banned} in {line}");
-        }
         assert_eq!(value_after(a, "--permission-mode"), Some("dontAsk"));
         assert!(a.contains(&"--strict-mcp-config".to_string()));
         assert!(!line.contains("\"ask\""), "{line}");
@@ -174,9 +121,7 @@ fn the_prompt_comes_on_stdin_after_a_final_double_dash() {
 #[test]
 fn each_run_has_a_private_config_dir_with_the_users_login_linked_in_and_retries_off() {
     let dir = tempfile::tempdir().unwrap();
-    let user = dir.path().join(".claude");
-    std::fs::create_dir_all(&user).unwrap();
-    std::fs::write(user.join(".credentials.json"), "{}").unwrap();
+    let user = user_login(dir.path(), ".claude", ".credentials.json");
     let inv = Claude
         .invocation(&CLI.pinned_request(Mode::Write, dir.path(), MODEL))
         .expect("invocation");

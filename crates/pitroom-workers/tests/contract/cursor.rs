@@ -3,16 +3,11 @@
 //! each shape). The adapter is unproven against the real CLI: these tests pin the documented
 //! format, not a recorded one. Each fixture is also checked torn and with noise lines mixed in.
 
-use super::recorded::{strings, texts, tool_edits, Recorded};
+use super::recorded::{strings, texts, tool_edits};
 use pitroom_workers::cursor::Cursor;
 use pitroom_workers::{Adapter, FailureKind, InvocationRequest, Mode, ToolOutcome, WorkerEvent};
 
-pub const CLI: Recorded = Recorded {
-    dir: "cursor",
-    adapter: || Box::new(Cursor),
-    banner: "T: banner",
-    inert_event: r#"{"type":"future_event"}"#,
-};
+use super::CURSOR as CLI;
 
 #[test]
 fn read_run_yields_the_session_one_read_the_cited_answer_and_no_usage() {
@@ -69,18 +64,6 @@ fn a_call_refused_by_a_deny_rule_is_denied_and_edits_nothing() {
         tool_edits(&events),
         vec![("shell".to_string(), ToolOutcome::Denied, None)]
     );
-}
-
-#[test]
-fn failures_reported_on_stderr_classify_and_are_never_answers() {
-    for (name, kind) in [
-        ("unknown-model", FailureKind::ModelUnavailable),
-        ("usage-limit", FailureKind::RateLimited),
-        ("not-logged-in", FailureKind::Auth),
-    ] {
-        assert!(texts(&CLI.parse(&CLI.fixture(name).0)).is_empty(), "{name}");
-        assert_eq!(CLI.classify(name), kind, "{name}");
-    }
 }
 
 #[test]

@@ -3,56 +3,20 @@
 //! `record_gemini_fixtures` in the `pitroom` crate; see the README there). Each fixture is also
 //! checked torn (its last line cut in half) and with noise lines mixed in.
 
-use super::recorded::Recorded;
-use pitroom_workers::gemini::Gemini;
-use pitroom_workers::{FailureKind, ToolOutcome, Usage};
+use super::recorded::FAKE_READ_USAGE;
+use pitroom_workers::FailureKind;
 
-pub const CLI: Recorded = Recorded {
-    dir: "gemini",
-    adapter: || Box::new(Gemini),
-    banner: "Warning: Basic terminal detected",
-    inert_event: r#"{"type":"future_event"}"#,
-};
+use super::GEMINI as CLI;
 
 #[test]
 fn read_run_yields_session_usage_one_tool_call_and_one_joined_answer() {
     let s = CLI.summary("read");
-    assert!(s.session.is_some());
-    assert_eq!(
-        s.model.as_deref(),
-        Some("gemini-2.5-pro"),
-        "the init event names it"
-    );
-    assert_eq!(s.tools, vec![("read_file".to_string(), ToolOutcome::Ok)]);
-    assert_eq!(
-        s.usage,
-        Usage {
-            input: 1300,
-            output: 80,
-            reasoning: 0,
-            cache_read: 1200,
-            cache_write: 0
-        }
-    );
+    s.assert_read_run("gemini-2.5-pro", "read_file", FAKE_READ_USAGE);
     let answer = s.texts.last().expect("an answer");
     assert!(
         answer.starts_with("SUMMARY: divide() has no zero check: calc.py:7\nDETAILS"),
         "the chunks are joined without separators: {answer:?}"
     );
-    assert!(s.errors.is_empty(), "{s:?}");
-}
-
-#[test]
-fn write_run_reports_each_edit_with_its_file() {
-    let s = CLI.summary("write-edit");
-    s.assert_edited(3, &["/calc.py", "/README.md", "/new file é.txt"]);
-}
-
-#[test]
-fn edits_in_read_mode_are_denied_under_the_tool_they_asked_for() {
-    let s = CLI.summary("read-edit-denied");
-    s.assert_denied(&["replace", "write_file"]);
-    assert!(s.edited.is_empty());
 }
 
 #[test]
@@ -74,11 +38,6 @@ fn api_failures_are_errors_never_answers_and_classify_from_text_or_exit_code() {
             "{name}: exit = HTTP status mod 256"
         );
     }
-}
-
-#[test]
-fn a_malformed_model_stream_gives_no_answer() {
-    CLI.assert_no_cited_answer("malformed-sse");
 }
 
 #[test]

@@ -4,16 +4,10 @@
 //! format, so these check that the shared parser and classifier hold on Kilo's own output. Each
 //! fixture is also checked torn (its last line cut in half) and with noise lines mixed in.
 
-use super::recorded::{errors, tool_edits, Recorded};
-use pitroom_workers::kilo::Kilo;
+use super::recorded::{errors, tool_edits};
 use pitroom_workers::{FailureKind, ToolOutcome, WorkerEvent};
 
-pub const CLI: Recorded = Recorded {
-    dir: "kilo",
-    adapter: || Box::new(Kilo),
-    banner: "Warning: noise",
-    inert_event: r#"{"type":"done"}"#,
-};
+use super::KILO as CLI;
 
 #[test]
 fn read_run_yields_session_usage_cost_and_the_cited_answer() {

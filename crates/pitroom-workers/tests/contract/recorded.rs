@@ -156,6 +156,23 @@ impl Recorded {
         strings(&inv.args)
     }
 
+    /// The arguments of the pinned read and write invocations (see [`Recorded::pinned_args`]),
+    /// after asserting that they differ and that neither holds any of the words of `banned`
+    /// (separated by spaces).
+    #[track_caller]
+    pub fn distinct_args_without(&self, model: &str, banned: &str) -> [Vec<String>; 2] {
+        let read = self.pinned_args(Mode::Read, model);
+        let write = self.pinned_args(Mode::Write, model);
+        assert_ne!(read, write);
+        for a in [&read, &write] {
+            let line = a.join(" ");
+            for word in banned.split_whitespace() {
+                assert!(!line.contains(word), "{word} in {line}");
+            }
+        }
+        [read, write]
+    }
+
     /// How the adapter classifies the recording as a failed run.
     pub fn classify(&self, name: &str) -> FailureKind {
         let (events, stderr) = self.fixture(name);
@@ -175,6 +192,14 @@ pub fn strings(args: &[OsString]) -> Vec<String> {
         .collect()
 }
 
+/// Writes the user's login file `file` (`{}`) into `dir` under `home`, and returns that dir.
+pub fn user_login(home: &Path, dir: &str, file: &str) -> PathBuf {
+    let user = home.join(dir);
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join(file), "{}").unwrap();
+    user
+}
+
 /// An invocation's environment as text.
 pub fn env_strings(env: &[(OsString, OsString)]) -> Vec<(String, String)> {
     env.iter()
@@ -186,6 +211,16 @@ pub fn env_strings(env: &[(OsString, OsString)]) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The usage the recording scripts of Gemini and Qwen Code give their read run (its model calls
+/// summed, as the fake Gemini and chat-completions servers report them).
+pub const FAKE_READ_USAGE: Usage = Usage {
+    input: 1300,
+    output: 80,
+    reasoning: 0,
+    cache_read: 1200,
+    cache_write: 0,
+};
 
 /// What a run's events add up to.
 #[derive(Debug, Default)]
@@ -212,26 +247,47 @@ impl Summary {
             .collect()
     }
 
-    /// Asserts that a call of each of `tools` was denied.
+    /// Asserts that a call of each of `tools` was denied (`what` names the recording in the
+    /// failure message).
     #[track_caller]
-    pub fn assert_denied(&self, tools: &[&str]) {
+    pub fn assert_denied(&self, what: &str, tools: &[&str]) {
         let denied = self.denied();
         for tool in tools {
-            assert!(denied.contains(tool), "{tool} not denied: {:?}", self.tools);
+            assert!(
+                denied.contains(tool),
+                "{what}: {tool} not denied: {:?}",
+                self.tools
+            );
         }
     }
 
-    /// Asserts that `count` edits were reported, among them a file ending in each of `suffixes`.
+    /// Asserts that `count` edits were reported, among them a file ending in each of `suffixes`
+    /// (`what` names the recording in the failure message).
     #[track_caller]
-    pub fn assert_edited(&self, count: usize, suffixes: &[&str]) {
-        assert_eq!(self.edited.len(), count, "{:?}", self.edited);
+    pub fn assert_edited(&self, what: &str, count: usize, suffixes: &[&str]) {
+        assert_eq!(self.edited.len(), count, "{what}: {:?}", self.edited);
         for suffix in suffixes {
             assert!(
                 self.edited.iter().any(|p| p.ends_with(suffix)),
-                "{suffix} not among {:?}",
+                "{what}: {suffix} not among {:?}",
                 self.edited
             );
         }
+    }
+
+    /// Asserts the read run of a CLI whose init event names its model: a session, `model`, one
+    /// call of `tool` that succeeded, `usage` in all, and no error.
+    #[track_caller]
+    pub fn assert_read_run(&self, model: &str, tool: &str, usage: Usage) {
+        assert!(self.session.is_some(), "{self:?}");
+        assert_eq!(
+            self.model.as_deref(),
+            Some(model),
+            "the init event names it"
+        );
+        assert_eq!(self.tools, vec![(tool.to_string(), ToolOutcome::Ok)]);
+        assert_eq!(self.usage, usage);
+        assert!(self.errors.is_empty(), "{self:?}");
     }
 }
 
@@ -285,19 +341,28 @@ pub fn tools(events: &[WorkerEvent]) -> Vec<(String, ToolOutcome)> {
     summarize(events).tools
 }
 
-/// Each tool call: its name, outcome and the file it edited.
-pub fn tool_edits(events: &[WorkerEvent]) -> Vec<(String, ToolOutcome, Option<String>)> {
+/// Each tool call: its name, outcome, summary and the file it edited.
+pub fn tool_calls(events: &[WorkerEvent]) -> Vec<(&str, ToolOutcome, &str, Option<&str>)> {
     events
         .iter()
         .filter_map(|e| match e {
             WorkerEvent::ToolCall {
                 name,
                 outcome,
+                summary,
                 edited,
                 ..
-            } => Some((name.clone(), *outcome, edited.clone())),
+            } => Some((name.as_str(), *outcome, summary.as_str(), edited.as_deref())),
             _ => None,
         })
+        .collect()
+}
+
+/// Each tool call: its name, outcome and the file it edited.
+pub fn tool_edits(events: &[WorkerEvent]) -> Vec<(String, ToolOutcome, Option<String>)> {
+    tool_calls(events)
+        .into_iter()
+        .map(|(name, outcome, _, edited)| (name.to_string(), outcome, edited.map(str::to_string)))
         .collect()
 }
 
