@@ -8,8 +8,8 @@ use std::time::Instant;
 use pitroom_testkit::real_cli::{self, NpmCli};
 use pitroom_workers::{opencode::OpenCode, ToolOutcome, WorkerEvent};
 
+use super::common::output_with_stdin;
 use super::common::{assert_exit, assert_stdout_has, code, text, PITROOM};
-use super::support::output_with_stdin;
 
 /// The real git, found on this test's own PATH.
 fn real_git() -> PathBuf {

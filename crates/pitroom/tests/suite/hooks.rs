@@ -10,7 +10,7 @@ use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
 use super::common::{assert_exit, code, eventually, fake_env, json_stdout, text};
-use super::support::{assert_str_has, output_with_stdin};
+use super::common::{assert_str_has, output_with_stdin};
 
 /// A finished answer with enough usage for a visible saving.
 fn big_answer() -> Value {

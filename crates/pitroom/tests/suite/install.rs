@@ -8,8 +8,8 @@ use std::process::Output;
 use pitroom_testkit::TestEnv;
 use serde_json::Value;
 
+use super::common::assert_str_has;
 use super::common::{assert_exit, assert_stdout_has, json_stdout, text, PITROOM};
-use super::support::assert_str_has;
 
 /// Everything under `root`: each path with its kind and bytes (or link target).
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {

@@ -7,8 +7,8 @@ use std::path::Path;
 use pitroom_testkit::repo::{dirty_repo, fingerprint};
 use serde_json::{json, Value};
 
+use super::common::assert_str_has;
 use super::common::{assert_exit, assert_stdout_has, changed, fake_env, record, shell_calls};
-use super::support::assert_str_has;
 
 /// Asserts every command in `refused` failed with one of `errors` and every one in `allowed`
 /// worked.

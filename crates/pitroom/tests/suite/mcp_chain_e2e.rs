@@ -8,9 +8,9 @@ use std::process::{Command, Output};
 use pitroom_testkit::{real_cli, FakeAnthropic};
 use serde_json::{json, Value};
 
+use super::common::assert_str_has;
 use super::common::{assert_exit, json_stdout, text, PITROOM};
 use super::real_cli::{opencode, World};
-use super::support::assert_str_has;
 
 /// Claude Code's tool name for `pitroom_run` of the MCP server named `pitroom`.
 const RUN_TOOL: &str = "mcp__pitroom__pitroom_run";

@@ -29,4 +29,3 @@ mod review_e2e;
 mod skills;
 mod snapshots;
 mod stop_phases;
-mod support;

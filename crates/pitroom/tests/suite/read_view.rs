@@ -6,10 +6,10 @@
 use pitroom_testkit::repo::{dirty_repo, fingerprint, write};
 use serde_json::{json, Value};
 
+use super::common::assert_str_has;
 use super::common::{
     assert_exit, assert_stdout_has, code, fake_env, invocation_file, record, shell_calls,
 };
-use super::support::assert_str_has;
 
 /// A dirty repository with secrets a worker could open: an ignored `.env`, a key deep in an
 /// ignored `node_modules`, and a tracked certificate.

@@ -12,7 +12,7 @@ use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
 
 use super::common::{assert_exit, eventually, fake_env, processes_with_env, text};
-use super::support::{assert_str_has, entries_under};
+use super::common::{assert_str_has, entries_under};
 
 /// How long a condition the code brings about may take to show (a bound on the wait, not a
 /// figure under test: the latencies are measured in `bench/`, `--bin stop`).

@@ -5,8 +5,8 @@
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
+use super::super::common::assert_str_has;
 use super::super::recorder::Recording;
-use super::super::support::assert_str_has;
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
     ReadFacts, RealCli, Setting, Unproven, Usage, World, OPENAI_SHAPES,

@@ -9,9 +9,9 @@ use pitroom_testkit::real_cli;
 use pitroom_testkit::repo::fingerprint;
 use serde_json::{json, Value};
 
+use super::super::common::assert_str_has;
 use super::super::common::{assert_exit, assert_stdout_has, code, json_stdout, text};
 use super::super::recorder::Recording;
-use super::super::support::assert_str_has;
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
     ReadFacts, RealCli, SecretRead, Unproven, Usage, World, OPENAI_SHAPES,

@@ -7,11 +7,11 @@ use std::time::Duration;
 use pitroom_testkit::repo::fingerprint;
 use serde_json::Value;
 
+use super::super::common::entries_under;
 use super::super::common::{
     assert_exit, assert_stdout_has, code, eventually, json_stdout, processes_with_env, text,
 };
 use super::super::failfast;
-use super::super::support::entries_under;
 use super::{changed, ModelError, RealCli, World, TABLE};
 
 /// Every shared behaviour: each CLI proves it (its `PROVEN`) or says why not (`unproven`).
