@@ -51,14 +51,14 @@ fn run_client(client: Client, script: &str, checks: &[&str]) -> (TestEnv, PathBu
         .join(script);
     let mut cmd = match &client {
         Client::Python(python) => Command::new(python),
-        Client::Node(sdk) => {
-            let mut node = Command::new("node");
-            node.env("NODE_PATH", sdk.join("node_modules"));
-            node
-        }
+        Client::Node(_) => Command::new("node"),
     };
     cmd.arg(&script).current_dir(&project);
+    // `apply` clears the environment: the client's own variables come after it.
     env.apply(&mut cmd);
+    if let Client::Node(sdk) = &client {
+        cmd.env("NODE_PATH", sdk.join("node_modules"));
+    }
     cmd.env("PITROOM_BIN", PITROOM).env("MCP_PROJECT", &project);
     let out = cmd.output().expect("the client runs");
     let printed = text(&out);
