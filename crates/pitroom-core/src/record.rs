@@ -228,7 +228,8 @@ pub struct Attempt {
     pub steps: u32,
     pub tool_calls: u32,
     pub duration_ms: u64,
-    /// The run moved on to the next target after this attempt.
+    /// The run moved on to another attempt after this one: the next target, or the same
+    /// target once more after a passing fault of its CLI.
     pub fell_back: bool,
     /// This attempt finished the task another worker started (it got a hand-off account).
     #[serde(default)]

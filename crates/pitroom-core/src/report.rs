@@ -132,10 +132,14 @@ fn attempts(out: &mut String, record: &RunRecord) {
         let what = match (&a.failure, a.state.as_str()) {
             (_, "skipped") => format!("skipped: {}", a.error.as_deref().unwrap_or("")),
             (Some(kind), _) if a.fell_back => format!(
-                "{} after {} step{} → next target{}",
+                "{} after {} step{} → {}{}",
                 kind.describe(),
                 a.steps,
                 if a.steps == 1 { "" } else { "s" },
+                match record.attempts.get(i + 1) {
+                    Some(next) if next.target == a.target => "ran again",
+                    _ => "next target",
+                },
                 a.error
                     .as_deref()
                     .and_then(|e| e.lines().next())

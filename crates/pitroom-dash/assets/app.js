@@ -561,7 +561,7 @@
     var rows = attempts.map(function (a, i) {
       return h("tr", {}, h("td", { text: String(i + 1) }), h("td", {}, h("code", { text: a.target })), h("td", {}, badge(a.state)),
         h("td", { text: a.steps + " / " + a.tool_calls }), h("td", { text: dur(a.duration_ms, true) }),
-        h("td", { text: (a.fell_back ? "fell back" : a.handed_off ? "took over" : "") + (a.error ? (a.fell_back ? ": " : "") + a.error : "") }));
+        h("td", { text: (a.fell_back ? (attempts[i + 1] && attempts[i + 1].target === a.target ? "ran again" : "fell back") : a.handed_off ? "took over" : "") + (a.error ? (a.fell_back ? ": " : "") + a.error : "") }));
     });
     return section("Attempts", h("div", { class: "table-wrap" }, h("table", { class: "grid" },
       h("thead", {}, h("tr", {}, ["#", "Target", "State", "Steps / tools", "Time", "Notes"].map(function (t) { return h("th", { text: t }); }))),
@@ -595,13 +595,29 @@
 
   var historyFacets = null;
 
+  // A select's options: "any", then each option (a value, or a [value, text] pair).
+  function optionsOf(options, value) {
+    return [h("option", { value: "", text: "any" })].concat(options.map(function (o) {
+      var val = Array.isArray(o) ? o[0] : o, text = Array.isArray(o) ? o[1] : o;
+      return h("option", { value: val, text: text, selected: val === value });
+    }));
+  }
+
   function select(name, label, options, value) {
     var id = "f-" + name;
     return h("label", { class: "field", for: id }, h("span", { text: label }),
-      h("select", { id: id, name: name }, [h("option", { value: "", text: "any" })].concat(options.map(function (o) {
-        var val = Array.isArray(o) ? o[0] : o, text = Array.isArray(o) ? o[1] : o;
-        return h("option", { value: val, text: text, selected: val === value });
-      }))));
+      h("select", { id: id, name: name }, optionsOf(options, value)));
+  }
+
+  // The first answer brings the facets. They go into the selects in place, so what the
+  // user has typed meanwhile stays (a re-render would wipe it); until then a select holds
+  // only "any", so the value to keep is the one the address asked for.
+  function fillFacets(form, facets, params) {
+    [["worker", facets.workers], ["model", facets.models], ["group", facets.groups]].forEach(function (f) {
+      var el = form.elements[f[0]];
+      var chosen = el.value || params.get(f[0]) || "";
+      clear(el).append.apply(el, optionsOf(f[1], chosen));
+    });
   }
 
   function renderHistory() {
@@ -627,11 +643,13 @@
     var query = new URLSearchParams(p);
     var started = performance.now();
     api("/api/history?" + query).then(function (d) {
-      var first = !historyFacets;
+      if (!results.isConnected) return; // the user has moved on; a newer view owns the page
+      if (!historyFacets) fillFacets(form, d.facets, p);
       historyFacets = d.facets;
-      if (first && (d.facets.workers.length || d.facets.models.length || d.facets.groups.length)) { renderHistory(); return; }
       var took = Math.round(performance.now() - started);
       clear(results);
+      // What these results answer, for anyone (a test, an extension) waiting on them.
+      results.setAttribute("data-shown", query.toString());
       if (!d.hits.length) { results.append(h("p", { class: "muted" }, d.page ? "No more results." : "Nothing matches.")); }
       results.append(h("p", { class: "muted small" }, d.hits.length ? "Page " + (d.page + 1) + " · " + d.hits.length + " runs · " + took + " ms" : ""));
       results.append(h("ol", { class: "hits" }, d.hits.map(function (hit) { return hitView(hit, p.get("q")); })));

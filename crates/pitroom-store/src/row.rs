@@ -36,7 +36,7 @@ pub struct RunRow {
     /// Estimated saving in USD (always an estimate).
     pub saved: Option<f64>,
     pub primary: Option<String>,
-    /// `rate_limited`, `model_unavailable`, `auth`, `other`.
+    /// `rate_limited`, `model_unavailable`, `auth`, `transient`, `other`.
     pub failure: Option<String>,
     pub files_changed: i64,
     pub applied: bool,
@@ -106,6 +106,7 @@ fn failure_name(kind: FailureKind) -> String {
         FailureKind::ModelUnavailable => "model_unavailable",
         FailureKind::RateLimited => "rate_limited",
         FailureKind::Auth => "auth",
+        FailureKind::Transient => "transient",
         FailureKind::Other => "other",
     }
     .to_string()

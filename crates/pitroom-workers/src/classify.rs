@@ -12,12 +12,15 @@ pub struct FailureTexts {
     pub model_unavailable: &'static [&'static str],
     pub rate_limited: &'static [&'static str],
     pub auth: &'static [&'static str],
+    /// Faults of the CLI's own that pass (a busy local database): worth one more run.
+    pub transient: &'static [&'static str],
     pub rate_limit_statuses: &'static [u16],
 }
 
 impl FailureTexts {
     /// The kind of failure `evidence` shows: a missing model first (falling back to another
-    /// model helps), then a rate limit, then a login problem, else `Other`.
+    /// model helps), then a rate limit, then a login problem, then a passing fault of the
+    /// CLI's own, else `Other`.
     pub fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
         let mut haystack = String::new();
         let mut statuses = Vec::new();
@@ -41,6 +44,8 @@ impl FailureTexts {
             FailureKind::RateLimited
         } else if has_status(&[401, 403]) || mentions(self.auth) {
             FailureKind::Auth
+        } else if mentions(self.transient) {
+            FailureKind::Transient
         } else {
             FailureKind::Other
         }

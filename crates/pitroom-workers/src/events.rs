@@ -147,6 +147,9 @@ pub enum FailureKind {
     ModelUnavailable,
     RateLimited,
     Auth,
+    /// A passing fault of the CLI's own, not of the model (OpenCode's session database busy
+    /// under concurrent runs): the same target is run once more.
+    Transient,
     Other,
 }
 
@@ -156,6 +159,7 @@ impl FailureKind {
             FailureKind::ModelUnavailable => "model unavailable",
             FailureKind::RateLimited => "rate limited or out of quota",
             FailureKind::Auth => "authentication failed",
+            FailureKind::Transient => "passing fault of the worker CLI",
             FailureKind::Other => "worker error",
         }
     }
@@ -168,6 +172,9 @@ impl FailureKind {
             }
             FailureKind::RateLimited => "wait and retry, or pick another model with -m",
             FailureKind::Auth => "check the worker CLI's login or API key for this provider",
+            FailureKind::Transient => {
+                "pitroom ran it once more already; run it again, or lower max_parallel"
+            }
             FailureKind::Other => "see the worker's stderr with: pitroom show --full",
         }
     }

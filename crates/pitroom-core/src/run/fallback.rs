@@ -1,7 +1,9 @@
 //! Fall back: the chain of targets (the chosen one, then `--fallback`), walked one attempt at
 //! a time. A target that is cooling down or has no adapter is skipped; an attempt that failed in
 //! a way the next target may fix (model unavailable, rate limited or out of quota, auth) hands
-//! over to it, with an account of what it did when it did anything.
+//! over to it, with an account of what it did when it did anything. An attempt that tripped
+//! over a passing fault of its CLI's own (a busy session database) runs once more on the same
+//! target, the last one included.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -54,6 +56,10 @@ impl Engine {
         let mut handoff: Option<String> = None;
         let mut prior = Tally::default();
         let mut index = 0;
+        // Worker attempts started so far (skipped targets start none): names kept stderr logs.
+        let mut launched = 0;
+        // Whether the target at `index` has had its one rerun after a passing fault.
+        let mut rerun = false;
         loop {
             let (backend, model) = chain[index].clone();
             let last = index + 1 == chain.len();
@@ -81,12 +87,13 @@ impl Engine {
             };
             record.spec.backend = backend;
             record.spec.model = model;
-            if index > 0 {
+            if launched > 0 {
                 // The next worker has its own session; `--continue` follows the last one.
                 record.session = None;
                 record.reported_model = None;
-                rotate_stderr(run_dir, index);
+                rotate_stderr(run_dir, launched);
             }
+            launched += 1;
             let session = if index == 0 {
                 parent_session.clone()
             } else {
@@ -112,11 +119,8 @@ impl Engine {
             )?;
             // Anything the worker left behind that escaped the keeper is ours to end.
             terminate_descendants(Duration::from_millis(500));
-            let failure = if last {
-                None
-            } else {
-                attempt_failure(record, run_dir, adapter.as_ref(), &stream, ending)
-            };
+            let failure = attempt_failure(record, run_dir, adapter.as_ref(), &stream, ending)
+                .filter(|(kind, ..)| !last || (*kind == FailureKind::Transient && !rerun));
             let Some((kind, error, retry_after)) = failure else {
                 return Ok(LastAttempt {
                     adapter,
@@ -150,7 +154,11 @@ impl Engine {
             prior = stream.tally.clone();
             record.tally = prior.clone();
             self.save(record)?;
-            index += 1;
+            if kind == FailureKind::Transient && !rerun {
+                rerun = true;
+            } else {
+                (index, rerun) = (index + 1, false);
+            }
         }
     }
 

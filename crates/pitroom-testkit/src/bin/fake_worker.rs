@@ -12,7 +12,11 @@
 //! `{"sleep_ms": N}`, `{"wait_file": "path"}` (until a test creates it, at most 10 minutes),
 //! `{"spawn_bg": "shell command", "pid_file": "path"}`, `{"exit": N}`,
 //! `{"echo_prompt": true}` (the prompt becomes a text event), `{"sh": "command"}` (run like
-//! OpenCode's bash tool; reported as a `bash` call with its output and `metadata.exit`).
+//! OpenCode's bash tool; reported as a `bash` call with its output and `metadata.exit`),
+//! `{"once": {"marker": "name", "do": [...]}}` (the actions only when the marker does not
+//! exist yet, creating it first: the first invocation fails, a rerun goes on; the marker lives
+//! in `$XDG_DATA_HOME`, the data dir every run of the backend shares, as OpenCode's session
+//! database does, and the one place a read-mode worker may write that outlives its run).
 //! The script may instead be `{"by_model": {"provider/model": [...], "*": [...]}}`: the actions
 //! for the `--model` it was given (`*` when none matches), to script a fallback chain.
 //! With `$PITROOM_FAKE_RECORD` set, argv and the environment are written there as JSON.
@@ -183,6 +187,28 @@ fn perform(action: &Value, prompt: &str, message: &mut u32) -> Option<i32> {
         spawn_background(command, action.get("pid_file").and_then(Value::as_str));
     } else if let Some(code) = action.get("exit").and_then(Value::as_i64) {
         return Some(code as i32);
+    } else if let Some(once) = action.get("once") {
+        let name = once
+            .get("marker")
+            .and_then(Value::as_str)
+            .expect("once.marker");
+        let data = std::env::var_os("XDG_DATA_HOME").expect("XDG_DATA_HOME");
+        let marker = std::path::Path::new(&data).join(name);
+        let first = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(marker)
+            .is_ok();
+        let actions = once
+            .get("do")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        for inner in actions.filter(|_| first) {
+            if let Some(code) = perform(inner, prompt, message) {
+                return Some(code);
+            }
+        }
     }
     None
 }

@@ -27,6 +27,7 @@ pub(crate) const TEXTS: FailureTexts = FailureTexts {
         "oauth token",
         "forbidden",
     ],
+    transient: &[],
     rate_limit_statuses: &[429, 529],
 };
 

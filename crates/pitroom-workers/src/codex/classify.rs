@@ -29,6 +29,7 @@ pub(crate) const TEXTS: FailureTexts = FailureTexts {
         "token has expired",
         "refresh token",
     ],
+    transient: &[],
     rate_limit_statuses: &[429, 503, 529],
 };
 

@@ -38,6 +38,14 @@ pub(crate) const TEXTS: FailureTexts = FailureTexts {
         "api key",
         "forbidden",
     ],
+    // Its session database (SQLite, shared by every run of the CLI) refuses a write while
+    // another run holds the lock past its busy timeout (anomalyco/opencode#47566, #48416).
+    transient: &[
+        "database is locked",
+        "sqlite_busy",
+        "locktimeouterror",
+        "failed to execute statement",
+    ],
     rate_limit_statuses: &[429, 503, 529],
 };
 
@@ -73,6 +81,9 @@ mod tests {
             ("[API Error: 429 Too Many Requests] (Qwen Code's attempt 3)", None, FailureKind::RateLimited),
             ("[API Error: 500 Internal Server Error] (Qwen Code's attempt 3)", None, FailureKind::Other),
             ("The operation timed out.", None, FailureKind::Other),
+            ("SQLiteError: database is locked", None, FailureKind::Transient),
+            ("Failed to execute statement", None, FailureKind::Transient),
+            ("SqlError/LockTimeoutError: database is locked", None, FailureKind::Transient),
         ];
         for (message, status, expected) in cases {
             assert_eq!(TEXTS.kind_of(message, status, ""), expected, "{message}");

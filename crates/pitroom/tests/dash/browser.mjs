@@ -106,13 +106,25 @@ async function live() {
   await page.waitForSelector("table.diff tr.add .hl-k", { timeout: LIMIT });
   check(await page.$eval(".diff-file summary", (el) => el.textContent.includes("calc.py")), "the diff does not name calc.py");
 
-  step("search finds an old run");
+  step("what is typed before the first answer stays, and search finds an old run");
+  // The first answer is held until the query is typed: it brings the filters' choices, and
+  // filling them in must not wipe the search box (it once re-rendered the form).
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  const isHistory = (url) => url.pathname === "/api/history";
+  await page.route(isHistory, async (route) => { await held; await route.continue(); });
   await page.goto(`${URL_BASE}#/history`);
   await page.waitForSelector("#f-q", { timeout: LIMIT });
   await page.fill("#f-q", "zanzibar");
+  release();
+  await page.waitForSelector('.results[data-shown=""] .hit', { timeout: LIMIT });
+  await page.unroute(isHistory);
+  check(await page.$$eval("#f-worker option", (os) => os.length) > 1, "the filters got no choices");
+  check(await page.$eval("#f-q", (el) => el.value) === "zanzibar", "the first answer wiped what was typed");
   await page.press("#f-q", "Enter");
-  await page.waitForFunction((old) => !!document.querySelector(`.hit a[href="#/run/${old}"]`), process.env.OLD_RUN, { timeout: LIMIT });
-  check(await page.$eval(".hit mark", (el) => el.textContent.toLowerCase().includes("zanzibar")), "the match is not marked");
+  // The results say which query they answer: the unfiltered list shown first holds the old run too.
+  await page.waitForFunction((old) => !!document.querySelector(`.results[data-shown="q=zanzibar"] .hit a[href="#/run/${old}"]`), process.env.OLD_RUN, { timeout: LIMIT });
+  check(await page.$eval(".results[data-shown] .hit mark", (el) => el.textContent.toLowerCase().includes("zanzibar")), "the match is not marked");
 
   step("stats draw their charts");
   await page.goto(`${URL_BASE}#/stats?since=all`);

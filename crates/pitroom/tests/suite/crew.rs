@@ -424,6 +424,59 @@ fn no_fallback_and_a_lone_target_fail_with_the_real_cause() {
     assert_eq!(r["attempts"][0]["state"], "failed", "{r:#}");
 }
 
+/// OpenCode's words when its session database stayed locked by another run past its busy
+/// timeout (anomalyco/opencode#47566), and its exit.
+fn database_locked() -> [Value; 2] {
+    [
+        json!({"stderr": "Error: SQLiteError: database is locked"}),
+        json!({"exit": 1}),
+    ]
+}
+
+#[test]
+fn a_worker_whose_session_database_was_busy_runs_once_more_on_the_same_target() {
+    let env = fake_env(json!([
+        {"once": {"marker": "first-try", "do": database_locked()}},
+        {"text": "SUMMARY: answered on the second try"},
+        {"step": {"reason": "stop"}}
+    ]));
+    let dir = env.dir("plain");
+    // The lone target, too: a passing fault is no reason to try another one.
+    let out = env.run_expecting(
+        &dir,
+        &["-W", "opencode:fake/busy", "--no-fallback", "where is x?"],
+        0,
+    );
+    assert_stdout_has(&out, "answered on the second try");
+    assert_stdout_has(
+        &out,
+        "passing fault of the worker CLI after 0 steps → ran again",
+    );
+    let r = show(&env, &dir, "last");
+    let attempts = r["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{r:#}");
+    assert_eq!(attempts[0]["failure"], "transient", "{r:#}");
+    assert_eq!(attempts[0]["target"], attempts[1]["target"], "{r:#}");
+    assert_eq!(attempts[1]["state"], "done", "{r:#}");
+    let run_dir = env.state.join("runs").join(r["id"].as_str().expect("id"));
+    let kept = std::fs::read_to_string(run_dir.join("stderr.attempt-1.log")).expect("kept stderr");
+    assert!(kept.contains("database is locked"), "{kept}");
+}
+
+#[test]
+fn a_database_busy_on_the_rerun_too_fails_the_run_after_that_one_rerun() {
+    let env = fake_env(json!(database_locked()));
+    let dir = env.dir("plain");
+    let out = env.run(
+        &dir,
+        &["-W", "opencode:fake/busy", "--no-fallback", "x", "--json"],
+    );
+    assert_exit(&out, 1);
+    let r = json_stdout(&out);
+    assert_eq!(r["failure"], "transient", "{r:#}");
+    assert_eq!(r["attempts"].as_array().map(Vec::len), Some(2), "{r:#}");
+}
+
 #[test]
 fn a_worker_cut_off_mid_task_is_finished_by_the_next_and_the_patch_holds_both() {
     let mut env = fake_env(json!({"by_model": {

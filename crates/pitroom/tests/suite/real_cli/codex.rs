@@ -93,7 +93,7 @@ pub const CLI: RealCli = RealCli {
 };
 
 real_cli_tests!(CLI; every_cli,
-    a_timed_out_run_can_be_continued,
+    an_interrupted_run_can_be_continued_in_its_session,
     models_are_listed_through_the_real_cli,
     effort_reaches_the_model_request,
 );

@@ -98,7 +98,7 @@ pub const CLI: RealCli = RealCli {
 };
 
 real_cli_tests!(CLI; every_cli,
-    a_timed_out_run_can_be_continued,
+    an_interrupted_run_can_be_continued_in_its_session,
     secret_files_stay_unreadable_in_a_write_run,
 );
 

@@ -25,7 +25,7 @@ pub const CLI: RealCli = RealCli {
         ..opencode::CLI.provider
     },
     timeout: "120s",
-    stall_limit: "90s",
+    stall_limit: "30s",
     // As OpenCode's (the `resumable_stall`, `readhang`): a session exists only once the model
     // has answered.
     read: ReadFacts {
@@ -47,7 +47,7 @@ pub const CLI: RealCli = RealCli {
 };
 
 real_cli_tests!(CLI; every_cli,
-    a_timed_out_run_can_be_continued,
+    an_interrupted_run_can_be_continued_in_its_session,
     secret_files_stay_unreadable_in_a_write_run,
     models_are_listed_through_the_real_cli,
 );

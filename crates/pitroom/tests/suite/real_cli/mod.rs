@@ -86,10 +86,10 @@ pub struct RealCli {
     pub provider: Provider,
     /// The time limit of an ordinary run (`-t`).
     pub timeout: &'static str,
-    /// The time limit of a run whose model never answers: long enough for the CLI to start
-    /// and be waiting on its request when the limit strikes.
+    /// The time limit of a run whose model never answers (it ends as a timeout however far
+    /// the CLI got by then).
     pub stall_limit: &'static str,
-    /// The scenario of a run that times out after its CLI has started a session.
+    /// The scenario of a run whose model stops answering after its CLI has started a session.
     pub resumable_stall: &'static str,
     /// The most model requests one failing run may send under Pitroom's retry cap.
     pub retry_cap: usize,

@@ -33,7 +33,6 @@ pub const CLI: RealCli = RealCli {
         offline: false,
     },
     timeout: "90s",
-    // Long enough for OpenCode to start and answer the first step of `readhang`.
     stall_limit: "20s",
     resumable_stall: "readhang",
     retry_cap: 3,
@@ -95,7 +94,7 @@ pub const CLI: RealCli = RealCli {
 };
 
 real_cli_tests!(CLI; every_cli,
-    a_timed_out_run_can_be_continued,
+    an_interrupted_run_can_be_continued_in_its_session,
     secret_files_stay_unreadable_in_a_write_run,
     models_are_listed_through_the_real_cli,
 );
