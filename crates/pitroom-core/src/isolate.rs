@@ -18,12 +18,7 @@ fn require_isolated(record: &RunRecord) -> Result<(), PatchError> {
             record.spec.mode.as_str()
         )));
     }
-    if record.state.is_active() {
-        return Err(PatchError::Refused(format!(
-            "run {id} is still running; wait for it first: pitroom wait {id}"
-        )));
-    }
-    Ok(())
+    record.ensure_finished().map_err(PatchError::Refused)
 }
 
 /// Applies run `record`'s patch to its repository's work tree. Deletions need `allow_delete`.

@@ -421,6 +421,18 @@ pub struct Safety {
 }
 
 impl RunRecord {
+    /// What refuses a run that has not ended yet says, and what to do: `apply`, `revert`, a
+    /// review or a follow-up of it all need a finished run.
+    pub fn ensure_finished(&self) -> Result<(), String> {
+        if self.state.is_active() {
+            let id = &self.id;
+            return Err(format!(
+                "run {id} is still running; wait for it first: pitroom wait {id}"
+            ));
+        }
+        Ok(())
+    }
+
     /// The model that ran: the one pinned for the run, else the one the CLI reported; `None`
     /// when neither is known (the CLI's default, unnamed).
     pub fn model_ran(&self) -> Option<&str> {

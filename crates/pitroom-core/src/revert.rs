@@ -16,11 +16,7 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, PatchError> 
             record.spec.mode.as_str()
         )));
     }
-    if record.state.is_active() {
-        return Err(PatchError::Refused(format!(
-            "run {id} is still running; stop it first (pitroom wait {id})"
-        )));
-    }
+    record.ensure_finished().map_err(PatchError::Refused)?;
     if record.reverted {
         return Err(PatchError::Refused(format!(
             "run {id} was already reverted"

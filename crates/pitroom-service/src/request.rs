@@ -186,11 +186,7 @@ impl Service {
     fn continuable(&self, given: &str) -> Result<pitroom_core::RunRecord, ServiceError> {
         let parent = self.load(Some(given))?;
         let id = &parent.id;
-        if parent.state.is_active() {
-            return Err(ServiceError::refused(format!(
-                "run {id} is still running; wait for it first: pitroom wait {id}"
-            )));
-        }
+        parent.ensure_finished().map_err(ServiceError::refused)?;
         if parent.session.is_none() {
             return Err(ServiceError::refused(format!(
                 "run {id} has no worker session to continue (the worker never started one)"

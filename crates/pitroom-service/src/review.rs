@@ -80,11 +80,7 @@ impl Service {
     ) -> Result<(PathBuf, PathBuf, String, String), ServiceError> {
         let record = self.load(given)?;
         let id = record.id.clone();
-        if record.state.is_active() {
-            return Err(ServiceError::refused(format!(
-                "run {id} is still running; wait for it first: pitroom wait {id}"
-            )));
-        }
+        record.ensure_finished().map_err(ServiceError::refused)?;
         if record.changes.is_empty() {
             return Err(ServiceError::refused(format!(
                 "run {id} changed nothing, so there is no change to review; review a run that edited files (-i or -w)"
