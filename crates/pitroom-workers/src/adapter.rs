@@ -3,6 +3,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use serde_json::Value;
+
 use crate::events::{FailureKind, Mode, WorkerEvent};
 use crate::{find_binary, program_of, BinaryNotFound};
 
@@ -227,6 +229,22 @@ pub trait StreamParser: Send {
     /// The events one line of the stream carries. Lines that are not events (banners, torn
     /// JSON, unknown event types) yield nothing.
     fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent>;
+}
+
+/// A stream of JSON events, one a line: each line that parses as JSON is one event for the
+/// parser, and anything else (a banner, a warning, a torn last line) yields nothing.
+pub(crate) trait JsonEvents: Send {
+    /// The events one JSON line of the stream carries.
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent>;
+}
+
+impl<T: JsonEvents> StreamParser for T {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
+        match serde_json::from_str::<Value>(line.trim()) {
+            Ok(value) => self.parse_event(&value),
+            Err(_) => Vec::new(),
+        }
+    }
 }
 
 /// The parser of a stream whose lines stand alone (nothing carries over between them).

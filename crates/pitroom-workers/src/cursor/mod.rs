@@ -21,7 +21,8 @@ use crate::adapter::{
     flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
     SettingsFile, StreamParser,
 };
-use crate::events::{FailureKind, Mode, WorkerEvent};
+use crate::classify::contains_any;
+use crate::events::{FailureKind, Mode};
 pub use parse::CursorStream;
 
 /// The Cursor CLI adapter (each run's stream gets its own [`CursorStream`]).
@@ -142,10 +143,6 @@ pub(crate) fn denied_shell_tokens() -> Vec<String> {
         .collect()
 }
 
-fn mentions(haystack: &str, needles: &[&str]) -> bool {
-    needles.iter().any(|n| haystack.contains(n))
-}
-
 impl Adapter for Cursor {
     fn id(&self) -> &'static str {
         "cursor"
@@ -198,18 +195,12 @@ impl Adapter for Cursor {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let mut haystack = evidence.stderr_tail.to_lowercase();
-        for event in evidence.events {
-            if let WorkerEvent::Error { message, .. } = event {
-                haystack.push('\n');
-                haystack.push_str(&message.to_lowercase());
-            }
-        }
-        if mentions(&haystack, MODEL_UNAVAILABLE) {
+        let haystack = evidence.texts_lowercase();
+        if contains_any(&haystack, MODEL_UNAVAILABLE) {
             FailureKind::ModelUnavailable
-        } else if mentions(&haystack, RATE_LIMITED) {
+        } else if contains_any(&haystack, RATE_LIMITED) {
             FailureKind::RateLimited
-        } else if mentions(&haystack, AUTH) {
+        } else if contains_any(&haystack, AUTH) {
             FailureKind::Auth
         } else {
             crate::opencode::classify::TEXTS.classify(evidence)

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::adapter::StreamParser;
-use crate::events::{ToolOutcome, WorkerEvent};
+use crate::adapter::JsonEvents;
+use crate::events::{session_started, ToolOutcome, WorkerEvent};
 use crate::json::str_at;
 use crate::qwen::parse::summarize_input;
 use crate::summary::{one_line, ERROR_CHARS};
@@ -38,16 +38,13 @@ pub struct CursorStream {
     state: State,
 }
 
-impl StreamParser for CursorStream {
-    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
-        let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
-            return Vec::new();
-        };
-        match str_at(&value, &["type"]) {
-            Some("system") if str_at(&value, &["subtype"]) == Some("init") => init(&value),
-            Some("assistant") => self.assistant(&value),
-            Some("tool_call") => self.tool_call(&value),
-            Some("result") => result(&value),
+impl JsonEvents for CursorStream {
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
+        match str_at(value, &["type"]) {
+            Some("system") if str_at(value, &["subtype"]) == Some("init") => init(value),
+            Some("assistant") => self.assistant(value),
+            Some("tool_call") => self.tool_call(value),
+            Some("result") => result(value),
             _ => Vec::new(),
         }
     }
@@ -152,15 +149,9 @@ fn text_of(value: Option<&Value>) -> String {
 }
 
 fn init(value: &Value) -> Vec<WorkerEvent> {
-    match str_at(value, &["session_id"]) {
-        Some(id) => {
-            let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
-            events.extend(crate::events::reported_model(str_at(value, &["model"])));
-            events.push(WorkerEvent::StepStarted);
-            events
-        }
-        None => Vec::new(),
-    }
+    str_at(value, &["session_id"])
+        .map(|id| session_started(id, str_at(value, &["model"])))
+        .unwrap_or_default()
 }
 
 /// The run's end. The stream documents no usage, so the step ends without any (`n/a`).
@@ -188,6 +179,8 @@ fn result(value: &Value) -> Vec<WorkerEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::StreamParser;
+    use crate::testing::assert_no_events;
 
     #[test]
     fn init_gives_the_session_the_model_and_a_started_step() {
@@ -266,16 +259,16 @@ mod tests {
 
     #[test]
     fn garbage_torn_echoes_and_unknown_lines_yield_nothing() {
-        let mut s = CursorStream::default();
-        for line in [
-            "",
-            "T: Cannot use this model",
-            r#"{"type":"tool_call","subtype":"comp"#,
-            r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"q"}]}}"#,
-            r#"{"type":"thinking","subtype":"delta","text":"hm"}"#,
-            r#"{"type":"assistant","message":{"role":"assistant","content":[]}}"#,
-        ] {
-            assert!(s.parse_line(line).is_empty(), "{line}");
-        }
+        assert_no_events(
+            &mut CursorStream::default(),
+            &[
+                "",
+                "T: Cannot use this model",
+                r#"{"type":"tool_call","subtype":"comp"#,
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"q"}]}}"#,
+                r#"{"type":"thinking","subtype":"delta","text":"hm"}"#,
+                r#"{"type":"assistant","message":{"role":"assistant","content":[]}}"#,
+            ],
+        );
     }
 }

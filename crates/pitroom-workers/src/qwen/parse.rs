@@ -10,8 +10,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::adapter::StreamParser;
-use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::adapter::JsonEvents;
+use crate::classify::mentions;
+use crate::events::{session_started, ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
 use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
@@ -36,16 +37,13 @@ pub struct QwenStream {
     pending: HashMap<String, (String, Value)>,
 }
 
-impl StreamParser for QwenStream {
-    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
-        let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
-            return Vec::new();
-        };
+impl JsonEvents for QwenStream {
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         match value.get("type").and_then(Value::as_str) {
-            Some("system") => init(&value),
-            Some("assistant") => self.assistant(&value),
-            Some("user") => self.tool_results(&value),
-            Some("result") => result(&value),
+            Some("system") => init(value),
+            Some("assistant") => self.assistant(value),
+            Some("user") => self.tool_results(value),
+            Some("result") => result(value),
             _ => Vec::new(),
         }
     }
@@ -113,7 +111,7 @@ impl QwenStream {
             .unwrap_or(false);
         let output = content_text(result.get("content"));
         let outcome = match is_error {
-            true if is_denial(&output) => ToolOutcome::Denied,
+            true if mentions(&output, DENIAL_TEXTS) => ToolOutcome::Denied,
             true => ToolOutcome::Failed,
             false => ToolOutcome::Ok,
         };
@@ -126,12 +124,7 @@ fn init(value: &Value) -> Vec<WorkerEvent> {
         return Vec::new();
     }
     str_at(value, &["session_id"])
-        .map(|id| {
-            let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
-            events.extend(crate::events::reported_model(str_at(value, &["model"])));
-            events.push(WorkerEvent::StepStarted);
-            events
-        })
+        .map(|id| session_started(id, str_at(value, &["model"])))
         .unwrap_or_default()
 }
 
@@ -216,11 +209,6 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-fn is_denial(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    DENIAL_TEXTS.iter().any(|d| lower.contains(d))
-}
-
 /// The fields of a tool's input that tell most about the call, most telling first.
 const INPUT_KEYS: &[&str] = &[
     "file_path",
@@ -264,6 +252,8 @@ pub(crate) fn tool_call_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::StreamParser;
+    use crate::testing::assert_no_events;
 
     #[test]
     fn init_gives_the_session() {
@@ -360,15 +350,15 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        let mut s = QwenStream::default();
-        for line in [
-            "",
-            "Warning: something",
-            r#"{"type":"assistant","message":{"content":[{"type":"te"#,
-            r#"{"type":"stream_event","event":{"type":"goal_state"}}"#,
-            "[1,2]",
-        ] {
-            assert!(s.parse_line(line).is_empty(), "{line}");
-        }
+        assert_no_events(
+            &mut QwenStream::default(),
+            &[
+                "",
+                "Warning: something",
+                r#"{"type":"assistant","message":{"content":[{"type":"te"#,
+                r#"{"type":"stream_event","event":{"type":"goal_state"}}"#,
+                "[1,2]",
+            ],
+        );
     }
 }
