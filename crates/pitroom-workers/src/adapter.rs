@@ -60,6 +60,16 @@ impl InvocationRequest {
         }
     }
 
+    /// A request for unit tests of `backend` whose binary is `/bin/true` (named by the backend's
+    /// override variable), otherwise as [`InvocationRequest::for_test`].
+    #[cfg(test)]
+    pub(crate) fn for_test_of(backend: &str, mode: Mode, env: Vec<(&str, String)>) -> Self {
+        let mut env: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        env.push((crate::override_var(backend), "/bin/true".into()));
+        Self::for_test(mode, env)
+    }
+
     pub fn env_var(&self, name: &str) -> Option<String> {
         self.env
             .iter()
@@ -162,6 +172,15 @@ impl Invocation {
             notes: Vec::new(),
             links: Vec::new(),
         }
+    }
+
+    /// The arguments as text, for tests to look into.
+    #[cfg(test)]
+    pub(crate) fn args_text(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     /// For a CLI with no command that lists models: an invocation that prints `ids`, one per

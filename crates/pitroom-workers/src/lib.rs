@@ -25,6 +25,7 @@ pub mod kilo;
 pub mod opencode;
 pub mod qwen;
 pub mod secret_files;
+mod stream_json;
 mod summary;
 
 pub use adapter::{

@@ -190,11 +190,7 @@ mod tests {
         let mut req = request(Mode::Read, "/bin/true");
         req.dirs.shared = "/shared".into();
         let inv = Antigravity.invocation(&req).unwrap();
-        let args: Vec<String> = inv
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = inv.args_text();
         assert_eq!(args.last().map(String::as_str), Some("-p"));
         assert_eq!(inv.prompt, PromptInput::Argument { index: args.len() });
         assert!(args.windows(2).any(|w| w == ["--conversation", "conv-1"]));

@@ -10,8 +10,9 @@ use serde_json::Value;
 
 use crate::adapter::JsonEvents;
 use crate::classify::mentions;
-use crate::events::{session_started, ToolOutcome, Usage, WorkerEvent};
+use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::json::content_text;
+use crate::stream_json;
 use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file in `file_path` (`notebook_path`).
@@ -41,10 +42,7 @@ pub struct Calls {
 impl JsonEvents for Calls {
     fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         match value["type"].as_str() {
-            Some("system") if value["subtype"] == "init" => value["session_id"]
-                .as_str()
-                .map(|id| session_started(id, value["model"].as_str()))
-                .unwrap_or_default(),
+            Some("system") => stream_json::init(value),
             Some("assistant") => self.assistant(value),
             Some("user") => self.tool_results(value),
             Some("result") => result(value, self.api_error_seen),

@@ -254,16 +254,7 @@ mod tests {
     }
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env = env;
-        env.push(("PITROOM_CURSOR_BIN", "/bin/true".into()));
-        InvocationRequest::for_test(mode, env)
-    }
-
-    fn args(inv: &Invocation) -> Vec<String> {
-        inv.args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
+        InvocationRequest::for_test_of("cursor", mode, env)
     }
 
     #[test]
@@ -294,10 +285,10 @@ mod tests {
             );
         }
         let inv = Cursor.invocation(&request(Mode::Read, vec![])).unwrap();
-        let a = args(&inv);
+        let a = inv.args_text();
         assert!(a.windows(2).any(|w| w == ["--mode", "ask"]), "{a:?}");
         let inv = Cursor.invocation(&request(Mode::Write, vec![])).unwrap();
-        assert!(!args(&inv).iter().any(|a| a == "--mode"));
+        assert!(!inv.args_text().iter().any(|a| a == "--mode"));
     }
 
     #[test]

@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::adapter::JsonEvents;
-use crate::events::{session_started, ToolOutcome, WorkerEvent};
+use crate::events::{ToolOutcome, WorkerEvent};
 use crate::json::str_at;
 use crate::qwen::parse::summarize_input;
+use crate::stream_json;
 use crate::summary::{one_line, ERROR_CHARS};
 
 /// Tools whose successful call changes the file named in its `path`.
@@ -41,7 +42,7 @@ pub struct CursorStream {
 impl JsonEvents for CursorStream {
     fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         match str_at(value, &["type"]) {
-            Some("system") if str_at(value, &["subtype"]) == Some("init") => init(value),
+            Some("system") => stream_json::init(value),
             Some("assistant") => self.assistant(value),
             Some("tool_call") => self.tool_call(value),
             Some("result") => result(value),
@@ -148,17 +149,9 @@ fn text_of(value: Option<&Value>) -> String {
     }
 }
 
-fn init(value: &Value) -> Vec<WorkerEvent> {
-    str_at(value, &["session_id"])
-        .map(|id| session_started(id, str_at(value, &["model"])))
-        .unwrap_or_default()
-}
-
 /// The run's end. The stream documents no usage, so the step ends without any (`n/a`).
 fn result(value: &Value) -> Vec<WorkerEvent> {
-    let failed = value.get("is_error").and_then(Value::as_bool) == Some(true)
-        || str_at(value, &["subtype"]).is_some_and(|s| s != "success");
-    if failed {
+    if stream_json::result_failed(value) {
         let message = str_at(value, &["result"])
             .filter(|r| !r.trim().is_empty())
             .or_else(|| str_at(value, &["subtype"]))

@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use crate::adapter::JsonEvents;
 use crate::classify::mentions;
-use crate::events::{session_started, ToolOutcome, Usage, WorkerEvent};
+use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
+use crate::stream_json;
 use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file named in `file_path`.
@@ -40,7 +41,7 @@ pub struct QwenStream {
 impl JsonEvents for QwenStream {
     fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         match value.get("type").and_then(Value::as_str) {
-            Some("system") => init(value),
+            Some("system") => stream_json::init(value),
             Some("assistant") => self.assistant(value),
             Some("user") => self.tool_results(value),
             Some("result") => result(value),
@@ -119,21 +120,10 @@ impl QwenStream {
     }
 }
 
-fn init(value: &Value) -> Vec<WorkerEvent> {
-    if str_at(value, &["subtype"]) != Some("init") {
-        return Vec::new();
-    }
-    str_at(value, &["session_id"])
-        .map(|id| session_started(id, str_at(value, &["model"])))
-        .unwrap_or_default()
-}
-
 /// The final event: only its error matters (usage is cumulative over a resumed session, so the
 /// per-call usage of the assistant events is what counts).
 fn result(value: &Value) -> Vec<WorkerEvent> {
-    let failed = value.get("is_error").and_then(Value::as_bool) == Some(true)
-        || str_at(value, &["subtype"]).is_some_and(|s| s != "success");
-    if !failed {
+    if !stream_json::result_failed(value) {
         return Vec::new();
     }
     let message = str_at(value, &["error", "message"])
