@@ -3,6 +3,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use serde_json::Value;
+
 use crate::events::{FailureKind, Mode, WorkerEvent};
 use crate::{find_binary, program_of, BinaryNotFound};
 
@@ -56,6 +58,16 @@ impl InvocationRequest {
             prompt_file: "/t/prompt.md".into(),
             env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         }
+    }
+
+    /// A request for unit tests of `backend` whose binary is `/bin/true` (named by the backend's
+    /// override variable), otherwise as [`InvocationRequest::for_test`].
+    #[cfg(test)]
+    pub(crate) fn for_test_of(backend: &str, mode: Mode, env: Vec<(&str, String)>) -> Self {
+        let mut env: Vec<(String, String)> =
+            env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        env.push((crate::override_var(backend), "/bin/true".into()));
+        Self::for_test(mode, env)
     }
 
     pub fn env_var(&self, name: &str) -> Option<String> {
@@ -162,6 +174,15 @@ impl Invocation {
         }
     }
 
+    /// The arguments as text, for tests to look into.
+    #[cfg(test)]
+    pub(crate) fn args_text(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
     /// For a CLI with no command that lists models: an invocation that prints `ids`, one per
     /// line (read back with [`ModelInfo::lines`]), so model listing runs the same way for every
     /// CLI.
@@ -227,6 +248,22 @@ pub trait StreamParser: Send {
     /// The events one line of the stream carries. Lines that are not events (banners, torn
     /// JSON, unknown event types) yield nothing.
     fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent>;
+}
+
+/// A stream of JSON events, one a line: each line that parses as JSON is one event for the
+/// parser, and anything else (a banner, a warning, a torn last line) yields nothing.
+pub(crate) trait JsonEvents: Send {
+    /// The events one JSON line of the stream carries.
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent>;
+}
+
+impl<T: JsonEvents> StreamParser for T {
+    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
+        match serde_json::from_str::<Value>(line.trim()) {
+            Ok(value) => self.parse_event(&value),
+            Err(_) => Vec::new(),
+        }
+    }
 }
 
 /// The parser of a stream whose lines stand alone (nothing carries over between them).

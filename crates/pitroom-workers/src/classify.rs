@@ -22,20 +22,16 @@ impl FailureTexts {
     /// model helps), then a rate limit, then a login problem, then a passing fault of the
     /// CLI's own, else `Other`.
     pub fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let mut haystack = String::new();
-        let mut statuses = Vec::new();
-        for event in evidence.events {
-            if let WorkerEvent::Error {
-                message, status, ..
-            } = event
-            {
-                haystack.push_str(&message.to_lowercase());
-                haystack.push('\n');
-                statuses.extend(*status);
-            }
-        }
-        haystack.push_str(&evidence.stderr_tail.to_lowercase());
-        let mentions = |needles: &[&str]| needles.iter().any(|n| haystack.contains(n));
+        let statuses: Vec<u16> = evidence
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                WorkerEvent::Error { status, .. } => *status,
+                _ => None,
+            })
+            .collect();
+        let haystack = evidence.texts_lowercase();
+        let mentions = |needles: &[&str]| contains_any(&haystack, needles);
         let has_status = |wanted: &[u16]| statuses.iter().any(|s| wanted.contains(s));
 
         if has_status(&[404]) || mentions(self.model_unavailable) {
@@ -50,6 +46,33 @@ impl FailureTexts {
             FailureKind::Other
         }
     }
+}
+
+impl FailureEvidence<'_> {
+    /// The run's error messages and its stderr tail, lower-cased, one a line: where a CLI's
+    /// failure texts are looked for.
+    pub(crate) fn texts_lowercase(&self) -> String {
+        let mut haystack = String::new();
+        for event in self.events {
+            if let WorkerEvent::Error { message, .. } = event {
+                haystack.push_str(&message.to_lowercase());
+                haystack.push('\n');
+            }
+        }
+        haystack.push_str(&self.stderr_tail.to_lowercase());
+        haystack
+    }
+}
+
+/// Whether `haystack` contains one of `needles`.
+pub(crate) fn contains_any(haystack: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| haystack.contains(n))
+}
+
+/// Whether `text`, lower-cased, contains one of `fragments` (lower-case fragments of a CLI's
+/// real texts: a tool result that a rule refused, an error that names a failure).
+pub(crate) fn mentions(text: &str, fragments: &[&str]) -> bool {
+    contains_any(&text.to_lowercase(), fragments)
 }
 
 #[cfg(test)]
@@ -72,5 +95,13 @@ impl FailureTexts {
             stderr_tail,
             exit_code: Some(1),
         })
+    }
+
+    /// Asserts that each of `cases`, a message, its HTTP status and the kind expected, is
+    /// classified as that kind (through [`FailureTexts::kind_of`], with nothing on stderr).
+    pub(crate) fn assert_kinds(&self, cases: &[(&str, Option<u16>, FailureKind)]) {
+        for &(message, status, expected) in cases {
+            assert_eq!(self.kind_of(message, status, ""), expected, "{message}");
+        }
     }
 }

@@ -127,6 +127,15 @@ pub fn reported_model(name: Option<&str>) -> Option<WorkerEvent> {
     })
 }
 
+/// The events of a CLI's start-up event: its session, the model it reports (if any), and the
+/// first step started.
+pub(crate) fn session_started(id: &str, model: Option<&str>) -> Vec<WorkerEvent> {
+    let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
+    events.extend(reported_model(model));
+    events.push(WorkerEvent::StepStarted);
+    events
+}
+
 impl WorkerEvent {
     /// A finished step without a finish reason: the shape of OpenCode's endless retry loop on
     /// replies that carry none (it calls the model again, forever, whatever the usage).

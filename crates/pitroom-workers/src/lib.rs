@@ -25,6 +25,7 @@ pub mod kilo;
 pub mod opencode;
 pub mod qwen;
 pub mod secret_files;
+mod stream_json;
 mod summary;
 
 pub use adapter::{
@@ -55,6 +56,16 @@ pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
 /// Helpers of the unit tests.
 #[cfg(test)]
 mod testing {
+    use crate::StreamParser;
+
+    /// Asserts that none of `lines` (garbage, torn JSON, events the parser ignores) yields an
+    /// event from `parser`.
+    pub(crate) fn assert_no_events(parser: &mut dyn StreamParser, lines: &[&str]) {
+        for line in lines {
+            assert!(parser.parse_line(line).is_empty(), "{line}");
+        }
+    }
+
     /// Writes `content` to `path`, creating its directories first (a user's config file under a
     /// temporary home).
     pub(crate) fn write_file(path: &std::path::Path, content: &str) {

@@ -24,7 +24,8 @@ use crate::adapter::{
     flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
     PromptInput, SettingsFile, StreamParser,
 };
-use crate::events::{FailureKind, WorkerEvent};
+use crate::classify::contains_any;
+use crate::events::FailureKind;
 pub use parse::AntigravityStream;
 
 /// The Antigravity CLI adapter (each run's stream gets its own [`AntigravityStream`]).
@@ -124,22 +125,11 @@ impl Adapter for Antigravity {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let by_text = crate::opencode::classify::TEXTS.classify(evidence);
-        if by_text != FailureKind::Other {
-            return by_text;
-        }
-        let stderr = evidence.stderr_tail.to_lowercase();
-        let errors = evidence.events.iter().any(|e| match e {
-            WorkerEvent::Error { message, .. } => {
-                let m = message.to_lowercase();
-                AUTH.iter().any(|a| m.contains(a))
+        match crate::opencode::classify::TEXTS.classify(evidence) {
+            FailureKind::Other if contains_any(&evidence.texts_lowercase(), AUTH) => {
+                FailureKind::Auth
             }
-            _ => false,
-        });
-        if errors || AUTH.iter().any(|a| stderr.contains(a)) {
-            FailureKind::Auth
-        } else {
-            FailureKind::Other
+            by_text => by_text,
         }
     }
 
@@ -200,11 +190,7 @@ mod tests {
         let mut req = request(Mode::Read, "/bin/true");
         req.dirs.shared = "/shared".into();
         let inv = Antigravity.invocation(&req).unwrap();
-        let args: Vec<String> = inv
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = inv.args_text();
         assert_eq!(args.last().map(String::as_str), Some("-p"));
         assert_eq!(inv.prompt, PromptInput::Argument { index: args.len() });
         assert!(args.windows(2).any(|w| w == ["--conversation", "conv-1"]));

@@ -13,8 +13,9 @@
 
 use serde_json::Value;
 
-use crate::adapter::StreamParser;
-use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::adapter::JsonEvents;
+use crate::classify::mentions;
+use crate::events::{session_started, ToolOutcome, Usage, WorkerEvent};
 use crate::json::str_at;
 use crate::qwen::parse::summarize_input;
 use crate::summary::{one_line, ERROR_CHARS};
@@ -37,16 +38,13 @@ pub struct AntigravityStream {
     state: State,
 }
 
-impl StreamParser for AntigravityStream {
-    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
-        let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
-            return Vec::new();
-        };
+impl JsonEvents for AntigravityStream {
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         let state = &mut self.state;
-        match str_at(&value, &["event"]) {
+        match str_at(value, &["event"]) {
             Some("init") => {
                 let mut events: Vec<WorkerEvent> = flush(state).into_iter().collect();
-                events.extend(init(&value));
+                events.extend(init(value));
                 events
             }
             Some("step_update") => match value.get("step_update") {
@@ -64,13 +62,10 @@ impl StreamParser for AntigravityStream {
 }
 
 fn init(value: &Value) -> Vec<WorkerEvent> {
-    match str_at(value, &["conversation_id"]) {
-        Some(id) => vec![
-            WorkerEvent::Session { id: id.to_string() },
-            WorkerEvent::StepStarted,
-        ],
-        None => Vec::new(),
-    }
+    // The start-up event names no model.
+    str_at(value, &["conversation_id"])
+        .map(|id| session_started(id, None))
+        .unwrap_or_default()
 }
 
 fn step_update(state: &mut State, step: &Value) -> Vec<WorkerEvent> {
@@ -119,7 +114,7 @@ fn tool_call(step: &Value, kind: &str) -> WorkerEvent {
             .unwrap_or_else(|| e.to_string())
     });
     let outcome = match &error {
-        Some(e) if DENIAL_TEXTS.iter().any(|d| e.to_lowercase().contains(d)) => ToolOutcome::Denied,
+        Some(e) if mentions(e, DENIAL_TEXTS) => ToolOutcome::Denied,
         Some(_) => ToolOutcome::Failed,
         None => ToolOutcome::Ok,
     };
@@ -209,6 +204,8 @@ fn status_in(message: &str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::StreamParser;
+    use crate::testing::assert_no_events;
 
     #[test]
     fn response_deltas_become_one_text_when_the_step_is_done() {
@@ -272,15 +269,15 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        let mut s = AntigravityStream::default();
-        for line in [
-            "",
-            "AGY_ERROR: something",
-            r#"{"event":"step_update","step_upd"#,
-            r#"{"event":"step_update","step_update":{"step_index":0,"state":"DONE","step_type":"user_input"}}"#,
-            r#"{"event":"future_event"}"#,
-        ] {
-            assert!(s.parse_line(line).is_empty(), "{line}");
-        }
+        assert_no_events(
+            &mut AntigravityStream::default(),
+            &[
+                "",
+                "AGY_ERROR: something",
+                r#"{"event":"step_update","step_upd"#,
+                r#"{"event":"step_update","step_update":{"step_index":0,"state":"DONE","step_type":"user_input"}}"#,
+                r#"{"event":"future_event"}"#,
+            ],
+        );
     }
 }

@@ -50,8 +50,8 @@ mod tests {
             ("Invalid API key · Fix external API key", Some(401), FailureKind::Auth),
             ("Not logged in · Please run /login", None, FailureKind::Auth),
         ];
-        for (message, status, expected) in cases {
-            assert_eq!(TEXTS.kind_of(message, status, ""), expected, "{message}");
+        TEXTS.assert_kinds(&cases);
+        for (message, _, expected) in cases {
             assert_eq!(
                 TEXTS.kind_of(message, None, ""),
                 expected,

@@ -8,9 +8,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::adapter::StreamParser;
+use crate::adapter::JsonEvents;
+use crate::classify::mentions;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::json::content_text;
+use crate::stream_json;
 use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file in `file_path` (`notebook_path`).
@@ -37,24 +39,13 @@ pub struct Calls {
     api_error_seen: bool,
 }
 
-impl StreamParser for Calls {
-    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
-        let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
-            return Vec::new();
-        };
+impl JsonEvents for Calls {
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         match value["type"].as_str() {
-            Some("system") if value["subtype"] == "init" => value["session_id"]
-                .as_str()
-                .map(|id| {
-                    let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
-                    events.extend(crate::events::reported_model(value["model"].as_str()));
-                    events.push(WorkerEvent::StepStarted);
-                    events
-                })
-                .unwrap_or_default(),
-            Some("assistant") => self.assistant(&value),
-            Some("user") => self.tool_results(&value),
-            Some("result") => result(&value, self.api_error_seen),
+            Some("system") => stream_json::init(value),
+            Some("assistant") => self.assistant(value),
+            Some("user") => self.tool_results(value),
+            Some("result") => result(value, self.api_error_seen),
             _ => Vec::new(),
         }
     }
@@ -121,7 +112,8 @@ impl Calls {
                 .unwrap_or_else(|| ("tool".to_string(), Value::Null));
             let is_error = block["is_error"].as_bool().unwrap_or(false);
             let text = content_text(&block["content"]);
-            let outcome = if rejected.contains(&call) || (is_error && is_denial(&text)) {
+            let outcome = if rejected.contains(&call) || (is_error && mentions(&text, DENIAL_TEXTS))
+            {
                 ToolOutcome::Denied
             } else if is_error {
                 ToolOutcome::Failed
@@ -213,11 +205,6 @@ fn cost(value: &Value) -> Option<f64> {
     value["total_cost_usd"].as_f64()
 }
 
-fn is_denial(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    DENIAL_TEXTS.iter().any(|d| lower.contains(d))
-}
-
 /// The fields of a tool's input that tell most about the call, most telling first.
 const INPUT_KEYS: &[&str] = &[
     "file_path",
@@ -237,6 +224,7 @@ fn summarize(input: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::StreamParser;
 
     #[test]
     fn a_call_is_reported_when_its_result_arrives_with_the_tool_it_used() {

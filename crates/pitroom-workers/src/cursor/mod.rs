@@ -21,7 +21,8 @@ use crate::adapter::{
     flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, ModelInfo,
     SettingsFile, StreamParser,
 };
-use crate::events::{FailureKind, Mode, WorkerEvent};
+use crate::classify::contains_any;
+use crate::events::{FailureKind, Mode};
 pub use parse::CursorStream;
 
 /// The Cursor CLI adapter (each run's stream gets its own [`CursorStream`]).
@@ -142,10 +143,6 @@ pub(crate) fn denied_shell_tokens() -> Vec<String> {
         .collect()
 }
 
-fn mentions(haystack: &str, needles: &[&str]) -> bool {
-    needles.iter().any(|n| haystack.contains(n))
-}
-
 impl Adapter for Cursor {
     fn id(&self) -> &'static str {
         "cursor"
@@ -198,18 +195,12 @@ impl Adapter for Cursor {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let mut haystack = evidence.stderr_tail.to_lowercase();
-        for event in evidence.events {
-            if let WorkerEvent::Error { message, .. } = event {
-                haystack.push('\n');
-                haystack.push_str(&message.to_lowercase());
-            }
-        }
-        if mentions(&haystack, MODEL_UNAVAILABLE) {
+        let haystack = evidence.texts_lowercase();
+        if contains_any(&haystack, MODEL_UNAVAILABLE) {
             FailureKind::ModelUnavailable
-        } else if mentions(&haystack, RATE_LIMITED) {
+        } else if contains_any(&haystack, RATE_LIMITED) {
             FailureKind::RateLimited
-        } else if mentions(&haystack, AUTH) {
+        } else if contains_any(&haystack, AUTH) {
             FailureKind::Auth
         } else {
             crate::opencode::classify::TEXTS.classify(evidence)
@@ -263,16 +254,7 @@ mod tests {
     }
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env = env;
-        env.push(("PITROOM_CURSOR_BIN", "/bin/true".into()));
-        InvocationRequest::for_test(mode, env)
-    }
-
-    fn args(inv: &Invocation) -> Vec<String> {
-        inv.args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
+        InvocationRequest::for_test_of("cursor", mode, env)
     }
 
     #[test]
@@ -303,10 +285,10 @@ mod tests {
             );
         }
         let inv = Cursor.invocation(&request(Mode::Read, vec![])).unwrap();
-        let a = args(&inv);
+        let a = inv.args_text();
         assert!(a.windows(2).any(|w| w == ["--mode", "ask"]), "{a:?}");
         let inv = Cursor.invocation(&request(Mode::Write, vec![])).unwrap();
-        assert!(!args(&inv).iter().any(|a| a == "--mode"));
+        assert!(!inv.args_text().iter().any(|a| a == "--mode"));
     }
 
     #[test]

@@ -12,10 +12,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::adapter::StreamParser;
+use crate::adapter::JsonEvents;
 use crate::events::{ToolOutcome, WorkerEvent};
 use crate::json::str_at;
 use crate::qwen::parse::summarize_input;
+use crate::stream_json;
 use crate::summary::{one_line, ERROR_CHARS};
 
 /// Tools whose successful call changes the file named in its `path`.
@@ -38,16 +39,13 @@ pub struct CursorStream {
     state: State,
 }
 
-impl StreamParser for CursorStream {
-    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
-        let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
-            return Vec::new();
-        };
-        match str_at(&value, &["type"]) {
-            Some("system") if str_at(&value, &["subtype"]) == Some("init") => init(&value),
-            Some("assistant") => self.assistant(&value),
-            Some("tool_call") => self.tool_call(&value),
-            Some("result") => result(&value),
+impl JsonEvents for CursorStream {
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
+        match str_at(value, &["type"]) {
+            Some("system") => stream_json::init(value),
+            Some("assistant") => self.assistant(value),
+            Some("tool_call") => self.tool_call(value),
+            Some("result") => result(value),
             _ => Vec::new(),
         }
     }
@@ -151,23 +149,9 @@ fn text_of(value: Option<&Value>) -> String {
     }
 }
 
-fn init(value: &Value) -> Vec<WorkerEvent> {
-    match str_at(value, &["session_id"]) {
-        Some(id) => {
-            let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
-            events.extend(crate::events::reported_model(str_at(value, &["model"])));
-            events.push(WorkerEvent::StepStarted);
-            events
-        }
-        None => Vec::new(),
-    }
-}
-
 /// The run's end. The stream documents no usage, so the step ends without any (`n/a`).
 fn result(value: &Value) -> Vec<WorkerEvent> {
-    let failed = value.get("is_error").and_then(Value::as_bool) == Some(true)
-        || str_at(value, &["subtype"]).is_some_and(|s| s != "success");
-    if failed {
+    if stream_json::result_failed(value) {
         let message = str_at(value, &["result"])
             .filter(|r| !r.trim().is_empty())
             .or_else(|| str_at(value, &["subtype"]))
@@ -188,6 +172,8 @@ fn result(value: &Value) -> Vec<WorkerEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::StreamParser;
+    use crate::testing::assert_no_events;
 
     #[test]
     fn init_gives_the_session_the_model_and_a_started_step() {
@@ -266,16 +252,16 @@ mod tests {
 
     #[test]
     fn garbage_torn_echoes_and_unknown_lines_yield_nothing() {
-        let mut s = CursorStream::default();
-        for line in [
-            "",
-            "T: Cannot use this model",
-            r#"{"type":"tool_call","subtype":"comp"#,
-            r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"q"}]}}"#,
-            r#"{"type":"thinking","subtype":"delta","text":"hm"}"#,
-            r#"{"type":"assistant","message":{"role":"assistant","content":[]}}"#,
-        ] {
-            assert!(s.parse_line(line).is_empty(), "{line}");
-        }
+        assert_no_events(
+            &mut CursorStream::default(),
+            &[
+                "",
+                "T: Cannot use this model",
+                r#"{"type":"tool_call","subtype":"comp"#,
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"q"}]}}"#,
+                r#"{"type":"thinking","subtype":"delta","text":"hm"}"#,
+                r#"{"type":"assistant","message":{"role":"assistant","content":[]}}"#,
+            ],
+        );
     }
 }

@@ -23,7 +23,7 @@ use crate::adapter::{
 };
 use crate::events::{FailureKind, Mode};
 use crate::json::merge;
-use crate::qwen::settings::{self, read_json_object};
+use crate::qwen::settings::{self, read_json_object, ToolFloor};
 pub use parse::GeminiStream;
 
 /// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).
@@ -39,15 +39,17 @@ const CREDENTIAL_FILES: &[&str] = &[
     ".env",
     "installation_id",
 ];
-/// Tools no worker gets: web, subagents, plan mode, memory that writes to the user's home.
-const DENIED_TOOLS: &[&str] = &[
-    "invoke_agent",
-    "enter_plan_mode",
-    "save_memory",
-    "activate_skill",
-];
-const WEB_TOOLS: &[&str] = &["google_web_search", "web_fetch"];
-const EDIT_TOOLS: &[&str] = &["write_file", "replace"];
+const TOOL_FLOOR: ToolFloor = ToolFloor {
+    // Tools no worker gets: subagents, plan mode, memory that writes to the user's home.
+    always: &[
+        "invoke_agent",
+        "enter_plan_mode",
+        "save_memory",
+        "activate_skill",
+    ],
+    web: &["google_web_search", "web_fetch"],
+    edit: &["write_file", "replace"],
+};
 
 impl Gemini {
     fn config_dir(req: &InvocationRequest) -> PathBuf {
@@ -69,17 +71,13 @@ impl Gemini {
     }
 
     fn settings_file(req: &InvocationRequest) -> SettingsFile {
-        let mut merged = Value::Object(Self::user_settings(req));
-        if let Value::Object(map) = &mut merged {
-            for key in ["policyPaths", "adminPolicyPaths", "mcpServers", "hooks"] {
-                map.remove(key);
-            }
-            if let Some(Value::Object(tools)) = map.get_mut("tools") {
-                for key in ["allowed", "core", "exclude"] {
-                    tools.remove(key);
-                }
-            }
-        }
+        let mut user = Self::user_settings(req);
+        settings::remove_keys(
+            &mut user,
+            &["policyPaths", "adminPolicyPaths", "mcpServers", "hooks"],
+            &["allowed", "core", "exclude"],
+        );
+        let mut merged = Value::Object(user);
         let has_auth = merged
             .pointer("/security/auth/selectedType")
             .is_some_and(|v| !v.is_null());
@@ -139,14 +137,11 @@ pub(crate) fn policy(mode: Mode, web: bool) -> String {
         "toolName = \"run_shell_command\"\ncommandPrefix = [{}]\ndecision = \"deny\"\npriority = 900\n",
         prefixes.join(", ")
     ));
-    let mut denied: Vec<&str> = DENIED_TOOLS.to_vec();
-    if !web {
-        denied.extend(WEB_TOOLS);
-    }
-    if !mode.may_edit() {
-        denied.extend(EDIT_TOOLS);
-    }
-    let names: Vec<String> = denied.iter().map(|t| toml_string(t)).collect();
+    let names: Vec<String> = TOOL_FLOOR
+        .removed(mode, web)
+        .iter()
+        .map(|t| toml_string(t))
+        .collect();
     rule(format!(
         "toolName = [{}]\ndecision = \"deny\"\npriority = 900\n",
         names.join(", ")
@@ -283,15 +278,11 @@ impl Adapter for Gemini {
     /// Gemini CLI has no model-list command: the models are the user's configured one
     /// (`GEMINI_MODEL`, `model.name`) and `auto` (the CLI's router), printed by `printf`.
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let settings = Self::user_settings(req);
+        let user = Self::user_settings(req);
         let mut ids: Vec<String> = Vec::new();
-        let configured = req.env_var("GEMINI_MODEL").or_else(|| {
-            settings
-                .get("model")
-                .and_then(|m| m.get("name"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
+        let configured = req
+            .env_var("GEMINI_MODEL")
+            .or_else(|| settings::configured_model(&user).map(str::to_string));
         ids.extend(configured.filter(|m| !m.is_empty()));
         if !ids.iter().any(|i| i == "auto") {
             ids.push("auto".into());
@@ -335,9 +326,7 @@ mod tests {
     }
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env = env;
-        env.push(("PITROOM_GEMINI_BIN", "/bin/true".into()));
-        InvocationRequest::for_test(mode, env)
+        InvocationRequest::for_test_of("gemini", mode, env)
     }
 
     fn file_content(inv: &Invocation, name: &str) -> String {

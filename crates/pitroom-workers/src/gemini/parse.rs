@@ -10,8 +10,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::adapter::StreamParser;
-use crate::events::{ToolOutcome, Usage, WorkerEvent};
+use crate::adapter::JsonEvents;
+use crate::events::{session_started, ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
 use crate::qwen::parse::tool_call_event;
 
@@ -40,20 +40,17 @@ pub struct GeminiStream {
     state: State,
 }
 
-impl StreamParser for GeminiStream {
-    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
-        let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
-            return Vec::new();
-        };
+impl JsonEvents for GeminiStream {
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         let Some(kind) = value.get("type").and_then(Value::as_str) else {
             return Vec::new();
         };
         let state = &mut self.state;
         if kind == "message" {
-            if str_at(&value, &["role"]) == Some("assistant") {
+            if str_at(value, &["role"]) == Some("assistant") {
                 state
                     .text
-                    .push_str(str_at(&value, &["content"]).unwrap_or(""));
+                    .push_str(str_at(value, &["content"]).unwrap_or(""));
             }
             return Vec::new();
         }
@@ -63,15 +60,13 @@ impl StreamParser for GeminiStream {
         let mut events: Vec<WorkerEvent> = flush_text(state).into_iter().collect();
         match kind {
             "init" => {
-                if let Some(id) = str_at(&value, &["session_id"]) {
-                    events.push(WorkerEvent::Session { id: id.to_string() });
-                    events.extend(crate::events::reported_model(str_at(&value, &["model"])));
-                    events.push(WorkerEvent::StepStarted);
+                if let Some(id) = str_at(value, &["session_id"]) {
+                    events.extend(session_started(id, str_at(value, &["model"])));
                 }
             }
             "tool_use" => {
                 if let (Some(id), Some(name)) =
-                    (str_at(&value, &["tool_id"]), str_at(&value, &["tool_name"]))
+                    (str_at(value, &["tool_id"]), str_at(value, &["tool_name"]))
                 {
                     let params = value.get("parameters").cloned().unwrap_or(Value::Null);
                     state
@@ -79,11 +74,11 @@ impl StreamParser for GeminiStream {
                         .insert(id.to_string(), (name.to_string(), params));
                 }
             }
-            "tool_result" => events.push(tool_call(state, &value)),
-            "error" if str_at(&value, &["severity"]) != Some("warning") => {
-                events.push(error(str_at(&value, &["message"]).unwrap_or("error")));
+            "tool_result" => events.push(tool_call(state, value)),
+            "error" if str_at(value, &["severity"]) != Some("warning") => {
+                events.push(error(str_at(value, &["message"]).unwrap_or("error")));
             }
-            "result" => events.extend(result(&value)),
+            "result" => events.extend(result(value)),
             _ => {}
         }
         events
@@ -181,6 +176,8 @@ fn retry_after(message: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::StreamParser;
+    use crate::testing::assert_no_events;
 
     #[test]
     fn assistant_chunks_become_one_text_when_the_message_ends() {
@@ -249,15 +246,15 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        let mut s = GeminiStream::default();
-        for line in [
-            "",
-            "Warning: Basic terminal detected (TERM=dumb)",
-            r#"{"type":"tool_use","tool_na"#,
-            r#"{"type":"message","role":"user","content":"q"}"#,
-            r#"{"type":"error","severity":"warning","message":"loop"}"#,
-        ] {
-            assert!(s.parse_line(line).is_empty(), "{line}");
-        }
+        assert_no_events(
+            &mut GeminiStream::default(),
+            &[
+                "",
+                "Warning: Basic terminal detected (TERM=dumb)",
+                r#"{"type":"tool_use","tool_na"#,
+                r#"{"type":"message","role":"user","content":"q"}"#,
+                r#"{"type":"error","severity":"warning","message":"loop"}"#,
+            ],
+        );
     }
 }

@@ -134,9 +134,7 @@ mod tests {
     use crate::events::Mode;
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env = env;
-        env.push(("PITROOM_KILO_BIN", "/bin/true".into()));
-        InvocationRequest::for_test(mode, env)
+        InvocationRequest::for_test_of("kilo", mode, env)
     }
 
     fn env_of<'a>(inv: &'a Invocation, key: &str) -> Option<&'a OsString> {
@@ -186,11 +184,7 @@ mod tests {
             serde_json::from_str(&env_of(&inv, "KILO_PERMISSION").unwrap().to_string_lossy())
                 .unwrap();
         assert_eq!(permission["edit"]["*"], "allow");
-        let args: Vec<String> = inv
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args = inv.args_text();
         assert!(args.windows(2).any(|w| w == ["--agent", "pitroom-write"]));
         assert!(!args.iter().any(|a| a == "--auto"));
     }

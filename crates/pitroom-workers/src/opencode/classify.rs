@@ -56,7 +56,7 @@ mod tests {
 
     #[test]
     fn real_opencode_texts_are_classified() {
-        let cases = [
+        TEXTS.assert_kinds(&[
             (
                 "The model `fake-model` does not exist or you do not have access to it. (model_not_found)",
                 Some(404),
@@ -84,10 +84,7 @@ mod tests {
             ("SQLiteError: database is locked", None, FailureKind::Transient),
             ("Failed to execute statement", None, FailureKind::Transient),
             ("SqlError/LockTimeoutError: database is locked", None, FailureKind::Transient),
-        ];
-        for (message, status, expected) in cases {
-            assert_eq!(TEXTS.kind_of(message, status, ""), expected, "{message}");
-        }
+        ]);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::classify::mentions;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
 use crate::summary::{input_summary, one_line, ERROR_CHARS};
@@ -82,7 +83,7 @@ fn tool_call(part: &Value) -> Option<WorkerEvent> {
         .as_deref()
         .or_else(|| (output.contains("tried to call unavailable tool")).then_some(output));
     let outcome = match (status, problem) {
-        (_, Some(text)) if is_denial(text) => ToolOutcome::Denied,
+        (_, Some(text)) if mentions(text, DENIAL_TEXTS) => ToolOutcome::Denied,
         ("error", _) => ToolOutcome::Failed,
         _ if bash_exit(state).is_some_and(|code| code != 0) => ToolOutcome::Failed,
         _ => ToolOutcome::Ok,
@@ -101,11 +102,6 @@ fn tool_call(part: &Value) -> Option<WorkerEvent> {
 
 fn bash_exit(state: &Value) -> Option<i64> {
     state.get("metadata")?.get("exit")?.as_i64()
-}
-
-fn is_denial(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    DENIAL_TEXTS.iter().any(|d| lower.contains(d))
 }
 
 fn error(err: &Value) -> WorkerEvent {
@@ -174,6 +170,8 @@ fn summarize_input(input: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::LineByLine;
+    use crate::testing::assert_no_events;
 
     fn only(line: &str) -> WorkerEvent {
         parse_line(line)
@@ -292,15 +290,16 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        for line in [
-            "",
-            "hello world",
-            r#"{"type":"tool_use","part":{"tool":"re"#,
-            r#"{"type":"done","reason":"idle"}"#,
-            "[1,2,3]",
-        ] {
-            assert!(parse_line(line).is_empty(), "{line}");
-        }
+        assert_no_events(
+            &mut LineByLine(parse_line),
+            &[
+                "",
+                "hello world",
+                r#"{"type":"tool_use","part":{"tool":"re"#,
+                r#"{"type":"done","reason":"idle"}"#,
+                "[1,2,3]",
+            ],
+        );
     }
 
     #[test]

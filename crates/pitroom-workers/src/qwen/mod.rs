@@ -27,7 +27,7 @@ use crate::adapter::{
 };
 use crate::events::{FailureKind, Mode};
 pub use parse::QwenStream;
-use settings::read_json_object;
+use settings::{read_json_object, ToolFloor};
 
 /// The Qwen Code adapter (each run's stream gets its own [`QwenStream`]).
 #[derive(Debug, Default)]
@@ -42,24 +42,34 @@ const SYSTEM_SETTINGS_VAR: &str = "QWEN_CODE_SYSTEM_SETTINGS_PATH";
 const MAX_WALL_TIME: &str = "2h";
 /// Files of the user's Qwen home that carry credentials, made visible in the private one.
 const CREDENTIAL_FILES: &[&str] = &["oauth_creds.json", ".env", "installation_id"];
-/// Tools no worker gets: subagents, messaging, schedulers, worktrees.
-const DENIED_TOOLS: &[&str] = &[
-    "agent",
-    "task",
-    "send_message",
-    "cron_create",
-    "cron_delete",
-    "loop_wakeup",
-    "enter_worktree",
-    "exit_worktree",
-];
-const WEB_TOOLS: &[&str] = &["web_fetch", "web_search"];
-const EDIT_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
+/// Tools removed outright for a mode (in the deny rules, also passed as `--exclude-tools`).
+const TOOL_FLOOR: ToolFloor = ToolFloor {
+    // Tools no worker gets: subagents, messaging, schedulers, worktrees.
+    always: &[
+        "agent",
+        "task",
+        "send_message",
+        "cron_create",
+        "cron_delete",
+        "loop_wakeup",
+        "enter_worktree",
+        "exit_worktree",
+    ],
+    web: &["web_fetch", "web_search"],
+    edit: &["write_file", "edit", "notebook_edit"],
+};
 
 impl Qwen {
     /// The user's own Qwen home: `$QWEN_HOME`, else `~/.qwen`.
     fn user_home(req: &InvocationRequest) -> Option<PathBuf> {
         req.dir_from_env("QWEN_HOME", ".qwen")
+    }
+
+    /// The user's own `settings.json` (empty without one).
+    fn user_settings(req: &InvocationRequest) -> serde_json::Map<String, Value> {
+        Self::user_home(req)
+            .map(|h| read_json_object(&h.join("settings.json")))
+            .unwrap_or_default()
     }
 
     fn env(req: &InvocationRequest) -> Vec<(OsString, OsString)> {
@@ -96,24 +106,15 @@ impl Qwen {
     /// and auth) without their permission rules, hooks, MCP servers and tool lists, so none can
     /// loosen a mode. The same for every run of the user, whatever its mode.
     fn settings_file(req: &InvocationRequest) -> SettingsFile {
-        let mut merged = Value::Object(
-            Self::user_home(req)
-                .map(|h| read_json_object(&h.join("settings.json")))
-                .unwrap_or_default(),
+        let mut user = Self::user_settings(req);
+        settings::remove_keys(
+            &mut user,
+            &["permissions", "hooks", "mcpServers"],
+            &["allowed", "core", "approvalMode"],
         );
-        if let Value::Object(map) = &mut merged {
-            map.remove("permissions");
-            map.remove("hooks");
-            map.remove("mcpServers");
-            if let Some(Value::Object(tools)) = map.get_mut("tools") {
-                for key in ["allowed", "core", "approvalMode"] {
-                    tools.remove(key);
-                }
-            }
-        }
         SettingsFile {
             path: req.private_home(HOME_DIR).join("settings.json"),
-            content: merged.to_string(),
+            content: Value::Object(user).to_string(),
         }
     }
 
@@ -144,7 +145,8 @@ fn overlay(mode: Mode, web: bool) -> Value {
 
 /// Deny rules: denied tools, the floor's shell commands, secret files, and edits in read mode.
 pub(crate) fn deny_rules(mode: Mode, web: bool) -> Vec<String> {
-    let mut rules: Vec<String> = excluded_tools(mode, web)
+    let mut rules: Vec<String> = TOOL_FLOOR
+        .removed(mode, web)
         .into_iter()
         .map(str::to_string)
         .collect();
@@ -159,18 +161,6 @@ pub(crate) fn deny_rules(mode: Mode, web: bool) -> Vec<String> {
             .map(|g| format!("Read({g})")),
     );
     rules
-}
-
-/// Tools removed outright for a mode (also passed as `--exclude-tools`).
-fn excluded_tools(mode: Mode, web: bool) -> Vec<&'static str> {
-    let mut tools: Vec<&str> = DENIED_TOOLS.to_vec();
-    if !web {
-        tools.extend(WEB_TOOLS);
-    }
-    if !mode.may_edit() {
-        tools.extend(EDIT_TOOLS);
-    }
-    tools
 }
 
 /// `default` declines edits and unlisted shell commands headless; `auto-edit` approves edits.
@@ -198,7 +188,8 @@ impl Adapter for Qwen {
         args.extend(["--allowed-tools".into(), "run_shell_command".into()]);
         args.push("--exclude-tools".into());
         args.extend(
-            excluded_tools(req.mode, req.web)
+            TOOL_FLOOR
+                .removed(req.mode, req.web)
                 .into_iter()
                 .map(OsString::from),
         );
@@ -263,9 +254,7 @@ impl Adapter for Qwen {
     /// Qwen Code has no model-list command: the models are the ones the user configured
     /// (`OPENAI_MODEL`, `model.name`, `modelProviders`), printed by `printf`.
     fn models_invocation(&self, req: &InvocationRequest) -> Result<Invocation, AdapterError> {
-        let settings = Self::user_home(req)
-            .map(|h| read_json_object(&h.join("settings.json")))
-            .unwrap_or_default();
+        let user = Self::user_settings(req);
         let mut ids: Vec<String> = Vec::new();
         let mut add = |id: &str| {
             if !id.is_empty() && !ids.iter().any(|i| i == id) {
@@ -277,14 +266,10 @@ impl Adapter for Qwen {
                 add(&model);
             }
         }
-        if let Some(name) = settings
-            .get("model")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-        {
+        if let Some(name) = settings::configured_model(&user) {
             add(name);
         }
-        if let Some(Value::Object(providers)) = settings.get("modelProviders") {
+        if let Some(Value::Object(providers)) = user.get("modelProviders") {
             for models in providers.values().filter_map(Value::as_array) {
                 for id in models
                     .iter()
@@ -313,16 +298,7 @@ mod tests {
     }
 
     fn request(mode: Mode, env: Vec<(&str, String)>) -> InvocationRequest {
-        let mut env = env;
-        env.push(("PITROOM_QWEN_BIN", "/bin/true".into()));
-        InvocationRequest::for_test(mode, env)
-    }
-
-    fn cli(inv: &Invocation) -> Vec<String> {
-        inv.args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
+        InvocationRequest::for_test_of("qwen", mode, env)
     }
 
     /// The JSON of the settings file named `name` that the invocation has the engine write.
@@ -338,11 +314,11 @@ mod tests {
     #[test]
     fn read_mode_denies_edits_and_write_mode_auto_approves_them() {
         let read = Qwen.invocation(&request(Mode::Read, vec![])).unwrap();
-        let args = cli(&read);
+        let args = read.args_text();
         assert!(args.windows(2).any(|w| w == ["--approval-mode", "default"]));
         assert!(args.contains(&"write_file".to_string()) && args.contains(&"edit".to_string()));
         let write = Qwen.invocation(&request(Mode::Write, vec![])).unwrap();
-        let args = cli(&write);
+        let args = write.args_text();
         assert!(args
             .windows(2)
             .any(|w| w == ["--approval-mode", "auto-edit"]));
@@ -423,7 +399,7 @@ mod tests {
     #[test]
     fn a_new_run_names_its_session_and_follows_that_sessions_debug_log() {
         let inv = Qwen.invocation(&request(Mode::Read, vec![])).unwrap();
-        let args = cli(&inv);
+        let args = inv.args_text();
         let at = args
             .iter()
             .position(|a| a == "--session-id")
@@ -436,7 +412,7 @@ mod tests {
             .any(|(k, v)| k == retries::DEBUG_LOG_VAR && v == "1"));
         let mut req = request(Mode::Read, vec![]);
         req.resume_session = Some("abc".into());
-        let args = cli(&Qwen.invocation(&req).unwrap());
+        let args = Qwen.invocation(&req).unwrap().args_text();
         assert!(!args.contains(&"--session-id".to_string()));
         assert!(args.contains(&"/s/qwen-home/debug/abc.txt".to_string()));
     }

@@ -10,9 +10,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::adapter::StreamParser;
+use crate::adapter::JsonEvents;
+use crate::classify::mentions;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
+use crate::stream_json;
 use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file named in `file_path`.
@@ -36,16 +38,13 @@ pub struct QwenStream {
     pending: HashMap<String, (String, Value)>,
 }
 
-impl StreamParser for QwenStream {
-    fn parse_line(&mut self, line: &str) -> Vec<WorkerEvent> {
-        let Ok(value) = serde_json::from_str::<Value>(line.trim()) else {
-            return Vec::new();
-        };
+impl JsonEvents for QwenStream {
+    fn parse_event(&mut self, value: &Value) -> Vec<WorkerEvent> {
         match value.get("type").and_then(Value::as_str) {
-            Some("system") => init(&value),
-            Some("assistant") => self.assistant(&value),
-            Some("user") => self.tool_results(&value),
-            Some("result") => result(&value),
+            Some("system") => stream_json::init(value),
+            Some("assistant") => self.assistant(value),
+            Some("user") => self.tool_results(value),
+            Some("result") => result(value),
             _ => Vec::new(),
         }
     }
@@ -113,7 +112,7 @@ impl QwenStream {
             .unwrap_or(false);
         let output = content_text(result.get("content"));
         let outcome = match is_error {
-            true if is_denial(&output) => ToolOutcome::Denied,
+            true if mentions(&output, DENIAL_TEXTS) => ToolOutcome::Denied,
             true => ToolOutcome::Failed,
             false => ToolOutcome::Ok,
         };
@@ -121,26 +120,10 @@ impl QwenStream {
     }
 }
 
-fn init(value: &Value) -> Vec<WorkerEvent> {
-    if str_at(value, &["subtype"]) != Some("init") {
-        return Vec::new();
-    }
-    str_at(value, &["session_id"])
-        .map(|id| {
-            let mut events = vec![WorkerEvent::Session { id: id.to_string() }];
-            events.extend(crate::events::reported_model(str_at(value, &["model"])));
-            events.push(WorkerEvent::StepStarted);
-            events
-        })
-        .unwrap_or_default()
-}
-
 /// The final event: only its error matters (usage is cumulative over a resumed session, so the
 /// per-call usage of the assistant events is what counts).
 fn result(value: &Value) -> Vec<WorkerEvent> {
-    let failed = value.get("is_error").and_then(Value::as_bool) == Some(true)
-        || str_at(value, &["subtype"]).is_some_and(|s| s != "success");
-    if !failed {
+    if !stream_json::result_failed(value) {
         return Vec::new();
     }
     let message = str_at(value, &["error", "message"])
@@ -216,11 +199,6 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-fn is_denial(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    DENIAL_TEXTS.iter().any(|d| lower.contains(d))
-}
-
 /// The fields of a tool's input that tell most about the call, most telling first.
 const INPUT_KEYS: &[&str] = &[
     "file_path",
@@ -264,6 +242,8 @@ pub(crate) fn tool_call_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::StreamParser;
+    use crate::testing::assert_no_events;
 
     #[test]
     fn init_gives_the_session() {
@@ -360,15 +340,15 @@ mod tests {
 
     #[test]
     fn garbage_torn_and_unknown_lines_yield_nothing() {
-        let mut s = QwenStream::default();
-        for line in [
-            "",
-            "Warning: something",
-            r#"{"type":"assistant","message":{"content":[{"type":"te"#,
-            r#"{"type":"stream_event","event":{"type":"goal_state"}}"#,
-            "[1,2]",
-        ] {
-            assert!(s.parse_line(line).is_empty(), "{line}");
-        }
+        assert_no_events(
+            &mut QwenStream::default(),
+            &[
+                "",
+                "Warning: something",
+                r#"{"type":"assistant","message":{"content":[{"type":"te"#,
+                r#"{"type":"stream_event","event":{"type":"goal_state"}}"#,
+                "[1,2]",
+            ],
+        );
     }
 }
