@@ -185,19 +185,22 @@ pub fn assert_exit(out: &Output, code: i32) {
 /// Asserts an output's stderr contains `needle`, showing both streams when it does not.
 #[track_caller]
 pub fn assert_stderr_has(out: &Output, needle: &str) {
-    assert!(
-        stderr(out).contains(needle),
-        "{needle:?} not in stderr:\n{}",
-        transcript(out)
-    );
+    assert_stream_has(out, "stderr", &stderr(out), needle);
 }
 
 /// Asserts an output's stdout contains `needle`, showing both streams when it does not.
 #[track_caller]
 pub fn assert_stdout_has(out: &Output, needle: &str) {
+    assert_stream_has(out, "stdout", &stdout(out), needle);
+}
+
+/// Asserts `text`, the output's stream `name`, contains `needle`, showing both streams when it
+/// does not.
+#[track_caller]
+fn assert_stream_has(out: &Output, name: &str, text: &str, needle: &str) {
     assert!(
-        stdout(out).contains(needle),
-        "{needle:?} not in stdout:\n{}",
+        text.contains(needle),
+        "{needle:?} not in {name}:\n{}",
         transcript(out)
     );
 }

@@ -131,6 +131,11 @@ pub fn path_with_node22() -> Result<String, String> {
     Ok(format!("{}:{rest}", dir.display()))
 }
 
+/// Installs `cli` with Node 22 first on npm's `PATH`, for a CLI whose `engines` needs it.
+fn install_under_node22(cli: &NpmCli) -> Result<PathBuf, String> {
+    install_with(cli, &[("PATH", path_with_node22()?)])
+}
+
 /// Qwen Code, pinned (the version `docs/workers/qwen.md` was measured with).
 pub const QWEN: NpmCli = NpmCli {
     package: "@qwen-code/qwen-code",
@@ -141,7 +146,7 @@ pub const QWEN: NpmCli = NpmCli {
 
 /// The real `qwen` binary: `$PITROOM_E2E_QWEN`, else the pinned version, installed under Node 22.
 pub fn qwen() -> Result<PathBuf, String> {
-    install_with(&QWEN, &[("PATH", path_with_node22()?)])
+    install_under_node22(&QWEN)
 }
 
 /// Codex CLI, pinned (the version `docs/workers/codex.md` was measured with).
@@ -169,7 +174,7 @@ pub const CLAUDE: NpmCli = NpmCli {
 /// The real `claude` binary (a native executable): `$PITROOM_E2E_CLAUDE`, else the pinned
 /// version, installed under Node 22.
 pub fn claude() -> Result<PathBuf, String> {
-    install_with(&CLAUDE, &[("PATH", path_with_node22()?)])
+    install_under_node22(&CLAUDE)
 }
 
 /// Kilo Code, pinned: 7.8.1 does not install here (its linux-x64 binary package is missing).

@@ -12,8 +12,9 @@ use crate::guard::floor;
 use crate::guard::shim::{self, DotGit, Target};
 use crate::guard::tables::{BLOCKED, CONDITIONAL};
 
-/// The argv words the unit tests use, and the shapes the guard's parsers care about.
-const SEED_WORDS: &[&str] = &[
+/// The argv words the unit tests use, and the shapes the guard's parsers care about: these,
+/// [`SUBCOMMANDS`], then [`SEED_WORDS_AFTER`].
+const SEED_WORDS_BEFORE: &[&str] = &[
     "-c",
     "-C",
     "--git-dir",
@@ -51,12 +52,9 @@ const SEED_WORDS: &[&str] = &[
     "x",
     "ci",
     "comit",
-    "commit",
-    "branch",
-    "tag",
-    "config",
-    "fetch",
-    "apply",
+];
+
+const SEED_WORDS_AFTER: &[&str] = &[
     "reset",
     "push",
     "stash",
@@ -178,11 +176,16 @@ const ALIAS_NAMES: &[&str] = &[
     "é",
 ];
 
+/// The seed list, in order.
+fn seed_words() -> Vec<&'static str> {
+    [SEED_WORDS_BEFORE, SUBCOMMANDS, SEED_WORDS_AFTER].concat()
+}
+
 /// A word of the seed list, an arbitrary string, an arbitrary byte string as the shim sees
 /// it (`to_string_lossy`), or a `key=value` shape built from seeds.
 fn word() -> impl Strategy<Value = String> {
     prop_oneof![
-        4 => prop::sample::select(SEED_WORDS).prop_map(String::from),
+        4 => prop::sample::select(seed_words()).prop_map(String::from),
         1 => any::<String>(),
         1 => prop::collection::vec(any::<u8>(), 0..12)
             .prop_map(|b| OsString::from_vec(b).to_string_lossy().into_owned()),
@@ -190,7 +193,7 @@ fn word() -> impl Strategy<Value = String> {
             prop::sample::select(&["alias.", "include.", "includeIf.x.", "help.", "--config-env=", "--", ""][..]),
             prop::sample::select(ALIAS_NAMES),
             prop::sample::select(&["=", "", "==", ".command="][..]),
-            prop::sample::select(SEED_WORDS),
+            prop::sample::select(seed_words()),
         )
             .prop_map(|(a, b, c, d)| format!("{a}{b}{c}{d}")),
     ]

@@ -12,6 +12,9 @@ use super::*;
 pub(super) const ALLOW: bool = true;
 pub(super) const BLOCK: bool = false;
 
+/// A blocked subcommand and conditional ones, in both fuzzers' argv words.
+pub(super) const SUBCOMMANDS: &[&str] = &["commit", "branch", "tag", "config", "fetch", "apply"];
+
 pub(super) fn strings(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()

@@ -68,7 +68,8 @@ fn odd_argv_never_panics() {
 
 #[test]
 fn random_argv_never_panics() {
-    const WORDS: &[&str] = &[
+    // The argv words: these, then the shared `SUBCOMMANDS`, then `AFTER`.
+    const BEFORE: &[&str] = &[
         "-c",
         "-C",
         "--git-dir",
@@ -80,12 +81,8 @@ fn random_argv_never_panics() {
         "a",
         "b",
         "c",
-        "commit",
-        "branch",
-        "tag",
-        "config",
-        "fetch",
-        "apply",
+    ];
+    const AFTER: &[&str] = &[
         "-",
         "--",
         "-h",
@@ -107,6 +104,7 @@ fn random_argv_never_panics() {
         "-n",
         "x y",
     ];
+    let words = [BEFORE, SUBCOMMANDS, AFTER].concat();
     let aliases = strings(&[("a", "b"), ("b", "c -c alias.a=a a"), ("c", "a")]);
     let env = strings(&[("GIT_CONFIG_PARAMETERS", "'alias.z'='for-each-repo z'")]);
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -116,7 +114,7 @@ fn random_argv_never_panics() {
         let len = (seed >> 59) as usize;
         for _ in 0..len {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            args.push(WORDS[(seed >> 33) as usize % WORDS.len()].to_string());
+            args.push(words[(seed >> 33) as usize % words.len()].to_string());
         }
         let ctx = Context {
             aliases: &aliases,

@@ -9,9 +9,11 @@ use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
 use super::super::recorder::Recording;
+use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     Api, Checks, ConfigFile, FailureMatrix, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, SecretRead, Setting, Usage, World,
+    ReadFacts, RealCli, SecretRead, Setting, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
+    OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
 };
 
 /// The file the user's `PreToolUse` hook touches: it must never run under Pitroom.
@@ -53,31 +55,17 @@ pub const CLI: RealCli = RealCli {
         offered: &[],
         withheld: &[],
     },
-    read_mode_writes: &[
-        "try to fix divide scenario:edit",
-        "look around scenario:shellwrite",
-    ],
+    read_mode_writes: &[EDIT_IN_READ_MODE, SHELL_WRITE_IN_READ_MODE],
     refusal_on_stderr: &[],
-    git_commit: Some(GitCommit {
-        task: "commit scenario:gitcommit",
-        denied_by_profile: true,
-    }),
-    secret_read: Some(SecretRead {
-        task: "read the env scenario:secret",
-        template: false,
-        denied: true,
-    }),
+    git_commit: Some(GitCommit::REFUSED_BY_PROFILE),
+    secret_read: Some(SecretRead::env(true)),
     rate_limits: &[
         ModelError::rate_limited("err429"),
         ModelError::rate_limited("usage-limit"),
         ModelError::rate_limited("credit"),
         ModelError::rate_limited("err529"),
     ],
-    other_errors: &[
-        ModelError::is("err404", "model_unavailable"),
-        ModelError::is("err401", "auth"),
-        ModelError::is("err500", "other"),
-    ],
+    other_errors: OTHER_ERRORS,
     failure_shapes: FailureMatrix {
         quota: ("usage limit 429", "usage-limit", "rate_limited"),
         more: &[("529 overloaded", "err529", "rate_limited")],
@@ -142,31 +130,20 @@ fn script() -> Value {
             "default": [
                 {"text": "Let me look.", "tool_calls": [{"name": "Read", "input": {"file_path": "{{workdir}}/calc.py"}}],
                  "usage": {"input_tokens": 1000, "output_tokens": 50, "cache_read_input_tokens": 200}},
-                {"text": "SUMMARY: divide() has no zero check: calc.py:7\nDETAILS: see {{workdir}}/calc.py:5-7\nFILES CHANGED: none",
+                {"text": READ_ANSWER,
                  "usage": {"input_tokens": 1500, "output_tokens": 30, "cache_read_input_tokens": 1000}}
             ],
-            "edit": [
-                {"tool_calls": [
-                    {"name": "Edit", "input": {"file_path": "{{workdir}}/calc.py", "old_string": "    # no zero check\n    return a / b", "new_string": "    if b == 0:\n        raise ZeroDivisionError(\"b is zero\")\n    return a / b"}},
-                    {"name": "Write", "input": {"file_path": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}
-                ]},
-                {"tool_calls": [
-                    {"name": "Edit", "input": {"file_path": "{{workdir}}/README.md", "old_string": "user edit in progress", "new_string": "user edit in progress\nworker line"}}
-                ]},
-                {"text": "SUMMARY: added a zero check\nFILES CHANGED: calc.py, README.md, new file é.txt"}
-            ],
+            "edit": edit_steps(
+                json!({"name": "Edit", "input": {"file_path": "{{workdir}}/calc.py", "old_string": "    # no zero check\n    return a / b", "new_string": ZERO_CHECK}}),
+                json!({"name": "Write", "input": {"file_path": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}),
+                json!({"name": "Edit", "input": {"file_path": "{{workdir}}/README.md", "old_string": "user edit in progress", "new_string": "user edit in progress\nworker line"}}),
+            ),
             "shellwrite": [
                 {"tool_calls": [{"name": "Bash", "input": {"command": "echo sneaky > sneaky.txt", "description": "write a file"}}]},
                 {"text": "SUMMARY: tried to write through the shell"}
             ],
-            "secret": [
-                {"tool_calls": [{"name": "Read", "input": {"file_path": "{{workdir}}/.env"}}]},
-                {"text": "SUMMARY: could not read it"}
-            ],
-            "gitcommit": [
-                {"tool_calls": [{"name": "Bash", "input": {"command": "git commit -am sneaky", "description": "commit"}}]},
-                {"text": "SUMMARY: could not commit"}
-            ],
+            "secret": secret_steps(json!({"name": "Read", "input": {"file_path": "{{workdir}}/.env"}})),
+            "gitcommit": git_commit_steps(json!({"name": "Bash", "input": {"command": "git commit -am sneaky", "description": "commit"}})),
             "err429": [{"error": 429, "headers": {"retry-after": "1"}}],
             "usage-limit": [{"error": 429, "error_message": "Usage limit reached for this organization.",
                              "headers": {"anthropic-ratelimit-unified-status": "rejected", "anthropic-ratelimit-unified-reset": "1900000000", "retry-after": "3600"}}],
@@ -192,10 +169,7 @@ fn script() -> Value {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Claude Code changes"]
 fn record_claude_fixtures() {
-    let cases: &[(&str, &[&str])] = &[
-        ("read", &["Where can divide fail?"]),
-        ("write-edit", &["-w", "fix divide scenario:edit"]),
-        ("read-edit-denied", &["try to fix divide scenario:edit"]),
+    let more: &[(&str, &[&str])] = &[
         ("read-bash-denied", &["look scenario:shellwrite"]),
         ("write-secret-denied", &["-w", "read it scenario:secret"]),
         (
@@ -214,7 +188,7 @@ fn record_claude_fixtures() {
     let w = World::new(&CLI);
     std::fs::write(w.repo.join(".env"), "API_TOKEN=very-secret-value\n").expect(".env");
     w.record_fixtures(
-        cases,
+        &[FIRST_FIXTURES, more].concat(),
         Recording {
             timeout: Some("60s"),
             port: Some(w.server.port()),

@@ -7,9 +7,11 @@ use serde_json::{json, Value};
 
 use super::super::common::assert_str_has;
 use super::super::recorder::Recording;
+use super::script::{EDIT_ANSWER, READ_ANSWER};
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, Setting, Unproven, Usage, World, OPENAI_SHAPES,
+    ReadFacts, RealCli, Setting, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
+    OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -49,10 +51,7 @@ pub const CLI: RealCli = RealCli {
         offered: &[],
         withheld: &[],
     },
-    read_mode_writes: &[
-        "look around scenario:shellwrite",
-        "try to fix divide scenario:edit",
-    ],
+    read_mode_writes: &[SHELL_WRITE_IN_READ_MODE, EDIT_IN_READ_MODE],
     // Codex reports the refusal only on stderr; the engine turns it into a denied call once it
     // follows `Adapter::stderr_events`.
     refusal_on_stderr: &[
@@ -71,11 +70,7 @@ pub const CLI: RealCli = RealCli {
         ModelError::rate_limited("quota"),
     ],
     // Classified from Codex's texts.
-    other_errors: &[
-        ModelError::is("err404", "model_unavailable"),
-        ModelError::is("err401", "auth"),
-        ModelError::is("err500", "other"),
-    ],
+    other_errors: OTHER_ERRORS,
     failure_shapes: OPENAI_SHAPES,
     listed_model: Some(ListedModel {
         id: "gpt-5.5",
@@ -146,12 +141,12 @@ fn script() -> Value {
             "default": [
                 {"shell": "grep -n 'def divide' calc.py", "reasoning": "Look for divide.",
                  "usage": {"input_tokens": 1000, "cached_tokens": 200, "output_tokens": 50, "reasoning_tokens": 7}},
-                {"text": "SUMMARY: divide() has no zero check: calc.py:7\nDETAILS: see {{workdir}}/calc.py:5-7\nFILES CHANGED: none",
+                {"text": READ_ANSWER,
                  "usage": {"input_tokens": 1500, "cached_tokens": 1000, "output_tokens": 30}}
             ],
             "edit": [
                 {"apply_patch": PATCH},
-                {"text": "SUMMARY: added a zero check\nFILES CHANGED: calc.py, README.md, new file é.txt"}
+                {"text": EDIT_ANSWER}
             ],
             "shellwrite": [
                 {"shell": "echo sneaky > sneaky.txt"},

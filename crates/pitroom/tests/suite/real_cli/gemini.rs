@@ -6,9 +6,10 @@ use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
 use super::super::recorder::Recording;
+use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     Api, Checks, FailureMatrix, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead,
-    Setting, Unproven, Usage, World,
+    Setting, Unproven, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -55,25 +56,15 @@ pub const CLI: RealCli = RealCli {
             "invoke_agent",
         ],
     },
-    read_mode_writes: &["try to fix divide scenario:edit"],
+    read_mode_writes: &[EDIT_IN_READ_MODE],
     refusal_on_stderr: &[],
-    git_commit: Some(GitCommit {
-        task: "commit scenario:gitcommit",
-        denied_by_profile: true,
-    }),
+    git_commit: Some(GitCommit::REFUSED_BY_PROFILE),
     // Only `.env`: the policy also refuses `config/.env.example` (seen: `read_file
     // config/.env.example (denied)`), though Pitroom's own rule leaves templates readable. The
     // `.env` read itself ends as a failed call (seen: `read_file .env (failed)`), not a denied one.
-    secret_read: Some(SecretRead {
-        task: "read the env scenario:secret",
-        template: false,
-        denied: false,
-    }),
+    secret_read: Some(SecretRead::env(false)),
     rate_limits: &[ModelError::rate_limited("err429")],
-    other_errors: &[
-        ModelError::is("err404", "model_unavailable"),
-        ModelError::is("err400", "auth"),
-    ],
+    other_errors: &[ModelError::UNKNOWN_MODEL, ModelError::is("err400", "auth")],
     failure_shapes: FailureMatrix::with_quota((
         "RESOURCE_EXHAUSTED quota 429",
         "daily",
@@ -116,19 +107,14 @@ fn script() -> Value {
                 {"text": "Let me look.",
                  "tool_calls": [{"name": "read_file", "arguments": {"file_path": "{{workdir}}/calc.py"}}],
                  "usage": {"prompt": 1000, "candidates": 50, "cached": 200}},
-                {"text": "SUMMARY: divide() has no zero check: calc.py:7\nDETAILS: see {{workdir}}/calc.py:5-7\nFILES CHANGED: none",
+                {"text": READ_ANSWER,
                  "usage": {"prompt": 1500, "candidates": 30, "cached": 1000}}
             ],
-            "edit": [
-                {"tool_calls": [
-                    {"name": "replace", "arguments": {"file_path": "{{workdir}}/calc.py", "old_string": "    return a / b", "new_string": "    if b == 0:\n        raise ZeroDivisionError(\"b is zero\")\n    return a / b", "instruction": "add a zero check"}},
-                    {"name": "write_file", "arguments": {"file_path": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}
-                ]},
-                {"tool_calls": [
-                    {"name": "replace", "arguments": {"file_path": "{{workdir}}/README.md", "old_string": "user edit in progress", "new_string": "user edit in progress\nworker line", "instruction": "add a line"}}
-                ]},
-                {"text": "SUMMARY: added a zero check\nFILES CHANGED: calc.py, README.md, new file é.txt"}
-            ],
+            "edit": edit_steps(
+                json!({"name": "replace", "arguments": {"file_path": "{{workdir}}/calc.py", "old_string": "    return a / b", "new_string": ZERO_CHECK, "instruction": "add a zero check"}}),
+                json!({"name": "write_file", "arguments": {"file_path": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}),
+                json!({"name": "replace", "arguments": {"file_path": "{{workdir}}/README.md", "old_string": "user edit in progress", "new_string": "user edit in progress\nworker line", "instruction": "add a line"}}),
+            ),
             "err429": [{"error": 429, "error_details": [
                 {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]}],
             "daily": [{"error": 429, "error_message": "You exceeded your current quota, please check your plan and billing details.",
@@ -148,14 +134,8 @@ fn script() -> Value {
                 "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}],
             "err403": [{"error": 403}],
             "err500": [{"error": 500}],
-            "gitcommit": [
-                {"tool_calls": [{"name": "run_shell_command", "arguments": {"command": "git commit -am sneaky", "description": "commit"}}]},
-                {"text": "SUMMARY: could not commit"}
-            ],
-            "secret": [
-                {"tool_calls": [{"name": "read_file", "arguments": {"file_path": "{{workdir}}/.env"}}]},
-                {"text": "SUMMARY: could not read it"}
-            ],
+            "gitcommit": git_commit_steps(json!({"name": "run_shell_command", "arguments": {"command": "git commit -am sneaky", "description": "commit"}})),
+            "secret": secret_steps(json!({"name": "read_file", "arguments": {"file_path": "{{workdir}}/.env"}})),
             "hang": [{"hang": true}],
             "torn": [{"raw_stream": ["data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"half\"}]}}]}\r\n\r\n", "data: {not json\r\n\r\n"]}]
         }
@@ -167,10 +147,7 @@ fn script() -> Value {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Gemini CLI changes"]
 fn record_gemini_fixtures() {
-    let cases: &[(&str, &[&str])] = &[
-        ("read", &["Where can divide fail?"]),
-        ("write-edit", &["-w", "fix divide scenario:edit"]),
-        ("read-edit-denied", &["try to fix divide scenario:edit"]),
+    let more: &[(&str, &[&str])] = &[
         ("err429", &["x scenario:err429"]),
         ("quota-daily", &["x scenario:daily"]),
         ("err404", &["x scenario:err404"]),
@@ -181,7 +158,7 @@ fn record_gemini_fixtures() {
     ];
     let w = World::new(&CLI);
     w.record_fixtures(
-        cases,
+        &[FIRST_FIXTURES, more].concat(),
         Recording {
             timeout: Some("90s"),
             port: None,

@@ -7,6 +7,7 @@ use pitroom_testkit::real_cli;
 use super::super::recorder::Recording;
 use super::{
     opencode, Checks, ConfigFile, ModelError, Provider, ReadFacts, RealCli, Unproven, World,
+    FIRST_FIXTURES,
 };
 
 /// Kilo is OpenCode's fork: its entry is OpenCode's (the same script, API, refusals, errors,
@@ -57,10 +58,7 @@ real_cli_tests!(CLI; every_cli,
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Kilo changes"]
 fn record_kilo_fixtures() {
-    let cases: &[(&str, &[&str])] = &[
-        ("read", &["Where can divide fail?"]),
-        ("write-edit", &["-w", "fix divide scenario:edit"]),
-        ("read-edit-denied", &["try to fix divide scenario:edit"]),
+    let more: &[(&str, &[&str])] = &[
         ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
         ("err404", &["x scenario:err404"]),
         ("err429", &["x scenario:err429"]),
@@ -69,7 +67,7 @@ fn record_kilo_fixtures() {
     ];
     let w = World::new(&CLI);
     w.record_fixtures(
-        cases,
+        &[FIRST_FIXTURES, more].concat(),
         Recording {
             timeout: Some("120s"),
             port: None,

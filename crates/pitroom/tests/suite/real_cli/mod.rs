@@ -5,7 +5,8 @@
 //! that are truly its own), and the shared behaviours are written once in `shared.rs` and
 //! stamped out per CLI by `real_cli_tests!`, so a test reads `real_cli::<cli>::<behaviour>`. A CLI that does not prove a shared behaviour says so, and
 //! why, in its entry's `unproven`; `shared::every_cli_proves_each_shared_behaviour_or_says_why_not`
-//! holds the two lists together. A new CLI is one more file and one more row of [`TABLE`].
+//! holds the two lists together. The fragments the CLIs' fake-server scripts share are in
+//! `script.rs`. A new CLI is one more file and one more row of [`TABLE`].
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -57,6 +58,7 @@ pub mod gemini;
 pub mod kilo;
 pub mod opencode;
 pub mod qwen;
+mod script;
 mod shared;
 
 /// Every real CLI of the suite, with the shared behaviours its file stamps out.
@@ -231,6 +233,15 @@ pub struct GitCommit {
     pub denied_by_profile: bool,
 }
 
+impl GitCommit {
+    /// The script's `gitcommit` scenario (`git commit -am sneaky` through the CLI's shell tool),
+    /// which the CLI's permission profile denies.
+    pub const REFUSED_BY_PROFILE: GitCommit = GitCommit {
+        task: "commit scenario:gitcommit",
+        denied_by_profile: true,
+    };
+}
+
 /// A write run that reads `.env` (and, when `template`, `config/.env.example` too).
 pub struct SecretRead {
     pub task: &'static str,
@@ -239,6 +250,23 @@ pub struct SecretRead {
     /// tool failing on it.
     pub denied: bool,
 }
+
+impl SecretRead {
+    /// The script's `secret` scenario: a read of `.env` alone, which the CLI's rules deny
+    /// (`denied`) or its read tool fails.
+    pub const fn env(denied: bool) -> SecretRead {
+        SecretRead {
+            task: "read the env scenario:secret",
+            template: false,
+            denied,
+        }
+    }
+}
+
+/// A read-mode task that tries the script's `edit` scenario (the worker's edit tools).
+pub const EDIT_IN_READ_MODE: &str = "try to fix divide scenario:edit";
+/// A read-mode task that tries the script's `shellwrite` scenario (a write through the shell).
+pub const SHELL_WRITE_IN_READ_MODE: &str = "look around scenario:shellwrite";
 
 /// One provider error: the scenario, the failure the record must carry, and what its error
 /// message must say.
@@ -260,6 +288,13 @@ impl ModelError {
             capped: true,
         }
     }
+
+    /// The script's `err404`: an unknown model.
+    pub const UNKNOWN_MODEL: ModelError = ModelError::is("err404", "model_unavailable");
+    /// The script's `err401`: a bad key.
+    pub const BAD_KEY: ModelError = ModelError::is("err401", "auth");
+    /// The script's `err500`: a server error.
+    pub const SERVER_ERROR: ModelError = ModelError::is("err500", "other");
 
     /// `scenario` ends the run as `rate_limited`.
     pub const fn rate_limited(scenario: &'static str) -> ModelError {
@@ -283,6 +318,14 @@ impl ModelError {
         }
     }
 }
+
+/// The `other_errors` of a fake that plays all three: an unknown model, a bad key and a server
+/// error.
+pub const OTHER_ERRORS: &[ModelError] = &[
+    ModelError::UNKNOWN_MODEL,
+    ModelError::BAD_KEY,
+    ModelError::SERVER_ERROR,
+];
 
 /// A model `pitroom models` lists, with an effort it must offer.
 pub struct ListedModel {
@@ -505,6 +548,14 @@ fn set_up_provider(env: &mut TestEnv, provider: &Provider, base_url: &str) {
         std::fs::write(&path, (config.contents)(base_url)).expect("config");
     }
 }
+
+/// The cases a fixture recording of a CLI with edit tools starts with (`World::record_fixtures`):
+/// the read run, the write run, and the edit refused in read mode.
+pub const FIRST_FIXTURES: &[(&str, &[&str])] = &[
+    ("read", &["Where can divide fail?"]),
+    ("write-edit", &["-w", "fix divide scenario:edit"]),
+    ("read-edit-denied", &[EDIT_IN_READ_MODE]),
+];
 
 /// The failure matrix of the CLIs whose fake plays it with the same scenarios (the
 /// OpenAI-shaped errors).

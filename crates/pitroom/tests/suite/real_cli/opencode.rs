@@ -12,9 +12,11 @@ use serde_json::{json, Value};
 use super::super::common::assert_str_has;
 use super::super::common::{assert_exit, assert_stdout_has, code, json_stdout, text};
 use super::super::recorder::Recording;
+use super::script::{edit_steps, git_commit_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, SecretRead, Unproven, Usage, World, OPENAI_SHAPES,
+    ReadFacts, RealCli, SecretRead, Unproven, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
+    OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -54,7 +56,7 @@ pub const CLI: RealCli = RealCli {
         offered: &["read"],
         withheld: &["edit", "write", "webfetch", "task"],
     },
-    read_mode_writes: &["try to fix divide scenario:edit"],
+    read_mode_writes: &[EDIT_IN_READ_MODE],
     refusal_on_stderr: &[],
     git_commit: Some(GitCommit {
         task: "commit scenario:gitdeny",
@@ -73,7 +75,7 @@ pub const CLI: RealCli = RealCli {
         // all); Pitroom's cut lets it make three model calls (counted, not timed).
         ModelError::rate_limited("err429slow").saying("kept retrying"),
     ],
-    other_errors: &[ModelError::is("err404", "model_unavailable")],
+    other_errors: &[ModelError::UNKNOWN_MODEL],
     failure_shapes: OPENAI_SHAPES,
     listed_model: Some(ListedModel {
         id: "fake/fake-model",
@@ -139,27 +141,19 @@ pub fn script() -> Value {
             "default": [
                 {"tool_calls": [{"name": "read", "arguments": {"filePath": "{{workdir}}/calc.py"}}],
                  "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "cached_tokens": 200, "reasoning_tokens": 7}},
-                {"text": "SUMMARY: divide() has no zero check: calc.py:7\nDETAILS: see {{workdir}}/calc.py:5-7\nFILES CHANGED: none",
+                {"text": READ_ANSWER,
                  "usage": {"prompt_tokens": 1500, "completion_tokens": 30, "cached_tokens": 1000}}
             ],
-            "edit": [
-                {"tool_calls": [
-                    {"name": "edit", "arguments": {"filePath": "{{workdir}}/calc.py", "oldString": "    return a / b", "newString": "    if b == 0:\n        raise ZeroDivisionError(\"b is zero\")\n    return a / b"}},
-                    {"name": "write", "arguments": {"filePath": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}
-                ]},
-                {"tool_calls": [
-                    {"name": "edit", "arguments": {"filePath": "{{workdir}}/README.md", "oldString": "user edit in progress", "newString": "user edit in progress\nworker line"}}
-                ]},
-                {"text": "SUMMARY: added a zero check\nFILES CHANGED: calc.py, README.md, new file é.txt"}
-            ],
+            "edit": edit_steps(
+                json!({"name": "edit", "arguments": {"filePath": "{{workdir}}/calc.py", "oldString": "    return a / b", "newString": ZERO_CHECK}}),
+                json!({"name": "write", "arguments": {"filePath": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}),
+                json!({"name": "edit", "arguments": {"filePath": "{{workdir}}/README.md", "oldString": "user edit in progress", "newString": "user edit in progress\nworker line"}}),
+            ),
             "bashwrite": [
                 {"tool_calls": [{"name": "bash", "arguments": {"command": "echo sneaky > sneaky.txt", "description": "write a file"}}]},
                 {"text": "SUMMARY: wrote a file through the shell"}
             ],
-            "gitdeny": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "git commit -am sneaky", "description": "commit"}}]},
-                {"text": "SUMMARY: could not commit"}
-            ],
+            "gitdeny": git_commit_steps(json!({"name": "bash", "arguments": {"command": "git commit -am sneaky", "description": "commit"}})),
             "malformed": [{"raw_stream": ["data: {not valid json\n\n", "data: [DONE]\n\n"]}],
             "err500": [{"error": 500, "headers": {"retry-after": "0"}}],
             "attack": [
@@ -315,10 +309,7 @@ fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finish
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned OpenCode changes"]
 fn record_opencode_fixtures() {
-    let cases: &[(&str, &[&str])] = &[
-        ("read", &["Where can divide fail?"]),
-        ("write-edit", &["-w", "fix divide scenario:edit"]),
-        ("read-edit-denied", &["try to fix divide scenario:edit"]),
+    let more: &[(&str, &[&str])] = &[
         ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
         ("bash-write", &["look scenario:bashwrite"]),
         ("err404", &["x scenario:err404"]),
@@ -331,7 +322,7 @@ fn record_opencode_fixtures() {
     let mut w = World::new(&CLI);
     w.env.set("PITROOM_WATCHDOG", "2s");
     w.record_fixtures(
-        cases,
+        &[FIRST_FIXTURES, more].concat(),
         Recording {
             timeout: Some("60s"),
             port: None,

@@ -6,9 +6,10 @@ use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
 use super::super::recorder::Recording;
+use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     with_openai_shapes, Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli,
-    SecretRead, Setting, Unproven, Usage, World, OPENAI_SHAPES,
+    SecretRead, Setting, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -48,24 +49,14 @@ pub const CLI: RealCli = RealCli {
         offered: &["read_file"],
         withheld: &["write_file", "edit", "web_fetch", "agent"],
     },
-    read_mode_writes: &["try to fix divide scenario:edit"],
+    read_mode_writes: &[EDIT_IN_READ_MODE],
     refusal_on_stderr: &[],
-    git_commit: Some(GitCommit {
-        task: "commit scenario:gitcommit",
-        denied_by_profile: true,
-    }),
+    git_commit: Some(GitCommit::REFUSED_BY_PROFILE),
     // Only `.env`: Qwen's `Read` rules also refuse `config/.env.example` (seen: both reads
     // denied), though Pitroom's own rule leaves templates readable.
-    secret_read: Some(SecretRead {
-        task: "read the env scenario:secret",
-        template: false,
-        denied: true,
-    }),
+    secret_read: Some(SecretRead::env(true)),
     rate_limits: &[ModelError::rate_limited("err429")],
-    other_errors: &[
-        ModelError::is("err404", "model_unavailable"),
-        ModelError::is("err401", "auth"),
-    ],
+    other_errors: &[ModelError::UNKNOWN_MODEL, ModelError::BAD_KEY],
     failure_shapes: OPENAI_SHAPES,
     listed_model: None,
     effort_at: None,
@@ -98,6 +89,16 @@ fn one_model_call_per_step(w: &World, r: &Value, _: &std::process::Output) {
 }
 
 fn script() -> Value {
+    // Qwen refuses to edit a file it has not read in the session.
+    let mut edit = vec![json!({"tool_calls": [
+        {"name": "read_file", "arguments": {"file_path": "{{workdir}}/calc.py"}},
+        {"name": "read_file", "arguments": {"file_path": "{{workdir}}/README.md"}}
+    ]})];
+    edit.extend(edit_steps(
+        json!({"name": "edit", "arguments": {"file_path": "{{workdir}}/calc.py", "old_string": "    return a / b", "new_string": ZERO_CHECK}}),
+        json!({"name": "write_file", "arguments": {"file_path": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}),
+        json!({"name": "edit", "arguments": {"file_path": "{{workdir}}/README.md", "old_string": "user edit in progress", "new_string": "user edit in progress\nworker line"}}),
+    ));
     with_openai_shapes(json!({
         "aux": {"text": "Fake aux"},
         "scenarios": {
@@ -105,37 +106,17 @@ fn script() -> Value {
                 {"text": "Let me look.",
                  "tool_calls": [{"name": "read_file", "arguments": {"file_path": "{{workdir}}/calc.py"}}],
                  "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "cached_tokens": 200}},
-                {"text": "SUMMARY: divide() has no zero check: calc.py:7\nDETAILS: see {{workdir}}/calc.py:5-7\nFILES CHANGED: none",
+                {"text": READ_ANSWER,
                  "usage": {"prompt_tokens": 1500, "completion_tokens": 30, "cached_tokens": 1000}}
             ],
-            "edit": [
-                // Qwen refuses to edit a file it has not read in the session.
-                {"tool_calls": [
-                    {"name": "read_file", "arguments": {"file_path": "{{workdir}}/calc.py"}},
-                    {"name": "read_file", "arguments": {"file_path": "{{workdir}}/README.md"}}
-                ]},
-                {"tool_calls": [
-                    {"name": "edit", "arguments": {"file_path": "{{workdir}}/calc.py", "old_string": "    return a / b", "new_string": "    if b == 0:\n        raise ZeroDivisionError(\"b is zero\")\n    return a / b"}},
-                    {"name": "write_file", "arguments": {"file_path": "{{workdir}}/new file é.txt", "content": "created by the worker\n"}}
-                ]},
-                {"tool_calls": [
-                    {"name": "edit", "arguments": {"file_path": "{{workdir}}/README.md", "old_string": "user edit in progress", "new_string": "user edit in progress\nworker line"}}
-                ]},
-                {"text": "SUMMARY: added a zero check\nFILES CHANGED: calc.py, README.md, new file é.txt"}
-            ],
+            "edit": edit,
             "err429": [{"error": 429, "error_message": "Rate limit reached for requests. Please try again in 1s.",
                         "headers": {"retry-after": "1"}}],
             "err404": [{"error": 404}],
             "err401": [{"error": 401, "error_message": "Incorrect API key provided: sk-fake. You can find your API key at https://platform.openai.com/account/api-keys."}],
             "err500": [{"error": 500}],
-            "gitcommit": [
-                {"tool_calls": [{"name": "run_shell_command", "arguments": {"command": "git commit -am sneaky", "description": "commit", "is_background": false}}]},
-                {"text": "SUMMARY: could not commit"}
-            ],
-            "secret": [
-                {"tool_calls": [{"name": "read_file", "arguments": {"file_path": "{{workdir}}/.env"}}]},
-                {"text": "SUMMARY: could not read it"}
-            ],
+            "gitcommit": git_commit_steps(json!({"name": "run_shell_command", "arguments": {"command": "git commit -am sneaky", "description": "commit", "is_background": false}})),
+            "secret": secret_steps(json!({"name": "read_file", "arguments": {"file_path": "{{workdir}}/.env"}})),
             "hang": [{"hang": true}],
             "torn": [{"raw_stream": ["data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n", "data: {not json\n\n"]}]
         }
@@ -154,10 +135,7 @@ fn record_qwen_fixtures() {
             "write-edit",
             &["-w", "fix divide scenario:edit", "-t", "60s"],
         ),
-        (
-            "read-edit-denied",
-            &["try to fix divide scenario:edit", "-t", "60s"],
-        ),
+        ("read-edit-denied", &[EDIT_IN_READ_MODE, "-t", "60s"]),
         ("err429", &["x scenario:err429", "-t", "60s"]),
         ("err404", &["x scenario:err404", "-t", "60s"]),
         ("err401", &["x scenario:err401", "-t", "60s"]),
