@@ -55,6 +55,27 @@ fn repo_for_copies() -> (
     (serial, tmp, repo, root)
 }
 
+/// Waits until nothing holds the lease of the copy at `dir` any more. Dropping a lease closes
+/// its descriptor here, but a git child another test is starting holds copies of this
+/// process's descriptors (the lease's `flock` with them) until its `exec` closes them, which
+/// on a loaded machine can come later than the next line of this test.
+fn wait_until_unleased(dir: &Path) {
+    let lease = std::fs::File::open(dir.join(".git/pitroom-lease")).expect("the lease file");
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&lease);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // SAFETY: flock on a descriptor we own, released at once.
+    while unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lease of {} is still held a minute after it was dropped",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: as above.
+    unsafe { libc::flock(fd, libc::LOCK_UN) };
+}
+
 fn snap(repo: &Repo, name: &str, tmp: &Path) -> String {
     snapshot(&repo.git_dir, &repo.toplevel, &repo.index, &tmp.join(name))
         .unwrap()
@@ -224,8 +245,10 @@ fn read_copy_is_shared_recycled_for_a_new_tree_and_never_taken_while_leased() {
     let other = ensure_read_copy(&repo, &t2, &root).unwrap();
     assert_ne!(other.dir, second.dir);
     assert!(second.dir.exists(), "a leased copy is never recycled");
+    let idle = [other.dir.clone(), second.dir.clone()];
     drop(other);
     drop(second);
+    idle.iter().for_each(|dir| wait_until_unleased(dir));
 
     // Idle now: the newest idle copy moves to the third tree, rewriting only what differs.
     write(&repo.toplevel, "a.txt", b"third state\n");
@@ -266,7 +289,9 @@ fn pruning_keeps_the_newest_idle_copies_and_every_leased_one() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let held = leases.pop().unwrap();
+    let idle: Vec<PathBuf> = leases.iter().map(|l| l.dir.clone()).collect();
     drop(leases);
+    idle.iter().for_each(|dir| wait_until_unleased(dir));
     // No copy is an hour old: only the number of idle copies decides.
     let prune = |max_idle| {
         prune_read_copies(
