@@ -12,8 +12,8 @@ use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     Api, Checks, ConfigFile, FailureMatrix, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, SecretRead, Setting, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
-    OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
+    ReadFacts, RealCli, SecretRead, Setting, Stall, Usage, World, EDIT_IN_READ_MODE,
+    FIRST_FIXTURES, OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
 };
 
 /// The file the user's `PreToolUse` hook touches: it must never run under Pitroom.
@@ -35,7 +35,7 @@ pub const CLI: RealCli = RealCli {
         offline: true,
     },
     timeout: "90s",
-    resumable_stall: "hang",
+    resumable_stall: Stall::HANG,
     stall_limit: "15s",
     retry_cap: 2,
     read: ReadFacts {

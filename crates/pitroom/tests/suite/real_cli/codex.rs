@@ -10,7 +10,7 @@ use super::super::recorder::Recording;
 use super::script::{EDIT_ANSWER, READ_ANSWER};
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, Setting, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
+    ReadFacts, RealCli, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
     OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
 };
 
@@ -30,7 +30,7 @@ pub const CLI: RealCli = RealCli {
         offline: false,
     },
     timeout: "90s",
-    resumable_stall: "hang",
+    resumable_stall: Stall::HANG,
     stall_limit: "6s",
     retry_cap: 1,
     read: ReadFacts {

@@ -9,7 +9,7 @@ use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     Api, Checks, FailureMatrix, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead,
-    Setting, Unproven, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
+    Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -30,7 +30,7 @@ pub const CLI: RealCli = RealCli {
         offline: true,
     },
     timeout: "90s",
-    resumable_stall: "hang",
+    resumable_stall: Stall::HANG,
     stall_limit: "15s",
     retry_cap: 2,
     read: ReadFacts {

@@ -92,7 +92,7 @@ pub struct RealCli {
     /// the CLI got by then).
     pub stall_limit: &'static str,
     /// The scenario of a run whose model stops answering after its CLI has started a session.
-    pub resumable_stall: &'static str,
+    pub resumable_stall: Stall,
     /// The most model requests one failing run may send under Pitroom's retry cap.
     pub retry_cap: usize,
     /// What a read run of `Where can divide fail?` comes back with.
@@ -224,6 +224,22 @@ pub struct Usage {
     pub cache_read: u64,
     pub output: Option<u64>,
     pub reasoning: Option<u64>,
+}
+
+/// A fake-server scenario whose model stops answering at one of its steps.
+pub struct Stall {
+    pub scenario: &'static str,
+    /// The step (0 first) whose request the server never answers: once it has arrived, the
+    /// CLI has sent its conversation, so its session is saved.
+    pub waits_at: usize,
+}
+
+impl Stall {
+    /// The model never answers the first request.
+    pub const HANG: Stall = Stall {
+        scenario: "hang",
+        waits_at: 0,
+    };
 }
 
 /// A write run that tries to commit.

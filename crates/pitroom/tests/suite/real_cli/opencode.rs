@@ -15,8 +15,8 @@ use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, SecretRead, Unproven, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
-    OPENAI_SHAPES,
+    ReadFacts, RealCli, SecretRead, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
+    FIRST_FIXTURES, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -36,7 +36,11 @@ pub const CLI: RealCli = RealCli {
     },
     timeout: "90s",
     stall_limit: "20s",
-    resumable_stall: "readhang",
+    // A session exists only once the model has answered: the second request never is.
+    resumable_stall: Stall {
+        scenario: "readhang",
+        waits_at: 1,
+    },
     retry_cap: 3,
     read: ReadFacts {
         view: "in_place",

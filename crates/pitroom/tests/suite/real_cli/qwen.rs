@@ -9,7 +9,7 @@ use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     with_openai_shapes, Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli,
-    SecretRead, Setting, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
+    SecretRead, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -29,7 +29,7 @@ pub const CLI: RealCli = RealCli {
         offline: true,
     },
     timeout: "90s",
-    resumable_stall: "hang",
+    resumable_stall: Stall::HANG,
     stall_limit: "15s",
     retry_cap: 4,
     read: ReadFacts {

@@ -346,18 +346,28 @@ pub fn a_timeout_stops_the_worker_and_every_process_it_started(cli: &'static Rea
 }
 
 /// A run stopped while its CLI waits on the model is continued in the same session. The stop
-/// comes once the record names the CLI's session, not after a time limit: a loaded machine
-/// can take longer than any limit to start the CLI, and a run ended before its session began
-/// has nothing to continue. (The time limit itself: `a_timeout_stops_the_worker_…`.)
+/// comes once the record names the CLI's session and the fake server holds the request it
+/// never answers, not after a time limit: a loaded machine can take longer than any limit to
+/// start the CLI, and a run ended before its CLI saved the session has nothing to continue
+/// (Qwen reports its session id before it saves it). (The time limit itself:
+/// `a_timeout_stops_the_worker_…`.)
 pub fn an_interrupted_run_can_be_continued_in_its_session(cli: &'static RealCli) {
     let w = World::new(cli);
-    let task = format!("first wait scenario:{}", cli.resumable_stall);
+    let stall = &cli.resumable_stall;
+    let task = format!("first wait scenario:{}", stall.scenario);
     let id = bg_id(&w.task(&["--bg", &task, "-t", cli.timeout]));
+    let waiting = || {
+        w.server
+            .model_requests()
+            .iter()
+            .any(|r| r["scenario"] == stall.scenario && r["step"] == stall.waits_at)
+    };
     assert!(
-        eventually(Duration::from_secs(120), || w.record()["session"]
-            .is_string()),
-        "the CLI never reported a session: {:#}",
-        w.record()
+        eventually(Duration::from_secs(120), || waiting()
+            && w.record()["session"].is_string()),
+        "the CLI never waited on the model in a session: {:#}\n{:#?}",
+        w.record(),
+        w.server.model_requests()
     );
     w.env.run_expecting(&w.repo, &["stop", &id], 0);
     let first = w.record();
