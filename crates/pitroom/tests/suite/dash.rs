@@ -353,6 +353,17 @@ fn sample_history(state: &Path, count: usize) {
             r["error"] = json!("the worker ended without an answer (exit 1)");
             r["failure"] = json!("other");
         }
+        // The attempt is the run as the chain saw it: the same target, state and end.
+        r["attempts"] = json!([{
+            "target": format!("opencode:{}", models[n % models.len()]),
+            "state": r["state"],
+            "failure": r["failure"],
+            "error": r["error"],
+            "steps": r["tally"]["steps"],
+            "tool_calls": r["tally"]["tool_calls"],
+            "duration_ms": duration,
+            "fell_back": false,
+        }]);
         r["receipt"]["worker_tokens"] = json!(tokens);
         r["receipt"]["saved"] = json!(tokens as f64 * 2.4e-6);
         r["receipt"]["cost"] = json!(if n % 4 == 3 {
@@ -393,6 +404,9 @@ fn screenshots_of_every_view_are_taken_for_the_docs() {
     let shots = shots.canonicalize().expect("screenshot dir");
     let gates = tempfile::tempdir().expect("gates dir");
     let mut env = fake_env(scripts(gates.path()));
+    // The pictures show times as a person sees them: a live run started now, not at the
+    // test kit's fixed instant (months ago, to the browser's clock).
+    env.real_clock();
     let work = env.dir("demo");
     let demo = env.run(&work, &["demo", "--keep"]);
     assert_exit(&demo, 0);
@@ -409,6 +423,15 @@ fn screenshots_of_every_view_are_taken_for_the_docs() {
         .to_string();
     env.set("PITROOM_HOME", state.clone());
     env.state = PathBuf::from(&state);
+    // The run view shows the demo's own isolated run, not a sample made from one.
+    let isolated = std::fs::read_dir(env.state.join("runs"))
+        .expect("runs")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("record.json")).ok())
+        .filter_map(|r| serde_json::from_slice::<Value>(&r).ok())
+        .find(|r| r["spec"]["mode"] == "isolate")
+        .and_then(|r| r["id"].as_str().map(str::to_string))
+        .expect("the demo has an isolated run");
     sample_history(&env.state, 48);
     let project = PathBuf::from(project);
     let live = env.run(
@@ -430,14 +453,6 @@ fn screenshots_of_every_view_are_taken_for_the_docs() {
             .and_then(|r| serde_json::from_slice::<Value>(&r).ok())
             .is_some_and(|r| r["tally"]["tool_calls"] == 1)
     }));
-    let isolated = std::fs::read_dir(env.state.join("runs"))
-        .expect("runs")
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("record.json")).ok())
-        .filter_map(|r| serde_json::from_slice::<Value>(&r).ok())
-        .find(|r| r["spec"]["mode"] == "isolate")
-        .and_then(|r| r["id"].as_str().map(str::to_string))
-        .expect("the demo has an isolated run");
     let server = Server::start(&env, &project);
     let views = json!([
         ["live", "#/", ".card"],
