@@ -119,8 +119,14 @@ impl Engine {
             )?;
             // Anything the worker left behind that escaped the keeper is ours to end.
             terminate_descendants(Duration::from_millis(500));
-            let failure = attempt_failure(record, run_dir, adapter.as_ref(), &stream, ending)
-                .filter(|(kind, ..)| !last || (*kind == FailureKind::Transient && !rerun));
+            // The last target's failure is judged only while its one rerun is still to come:
+            // after that, whatever it did is how the run ends.
+            let failure = if last && rerun {
+                None
+            } else {
+                attempt_failure(record, run_dir, adapter.as_ref(), &stream, ending)
+                    .filter(|(kind, ..)| !last || *kind == FailureKind::Transient)
+            };
             let Some((kind, error, retry_after)) = failure else {
                 return Ok(LastAttempt {
                     adapter,
