@@ -168,23 +168,22 @@ impl Slots {
     /// Waits for this ticket's turn and a free slot. Returns `None` when `stop` is set first.
     pub fn acquire(&self, ticket: Ticket, stop: &AtomicBool) -> io::Result<Option<Slot>> {
         std::fs::create_dir_all(&self.slots_dir)?;
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
-            .map_err(io::Error::from)?;
-        inotify
-            .add_watch(&self.slots_dir, AddWatchFlags::IN_CLOSE_WRITE)
-            .map_err(io::Error::from)?;
-        inotify
-            .add_watch(&self.queue_dir, AddWatchFlags::IN_DELETE)
-            .map_err(io::Error::from)?;
         // Opened once and kept: opening a slot file while waiting would wake the others.
         let mut slot_files = (0..self.count)
             .map(|i| self.open_slot(i))
             .collect::<io::Result<Vec<File>>>()?;
+        // The watch is made only for a run that has to wait: closing an inotify descriptor
+        // waits for the kernel's grace period (6–15 ms seen here), which a run granted a slot
+        // at once would otherwise pay before its tree is prepared. A slot freed between the
+        // first look and the watch is seen by the look that follows the watch.
+        let mut watch: Option<Inotify> = None;
         loop {
             if stop.load(Ordering::SeqCst) {
+                close_off_the_path(watch);
                 return Ok(None);
             }
             if let Some((index, grant)) = self.try_take(&ticket, &slot_files)? {
+                close_off_the_path(watch);
                 let file = slot_files.swap_remove(index);
                 let slot = Slot {
                     index,
@@ -194,8 +193,25 @@ impl Slots {
                 drop(ticket);
                 return Ok(Some(slot));
             }
-            wait_for_event(&inotify, self.recheck)?;
+            match &watch {
+                Some(inotify) => wait_for_event(inotify, self.recheck)?,
+                None => watch = Some(self.watch_for_turns()?),
+            }
         }
+    }
+
+    /// The events that may give a waiter its turn: a slot file closed by its holder, a ticket
+    /// leaving the queue.
+    fn watch_for_turns(&self) -> io::Result<Inotify> {
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+            .map_err(io::Error::from)?;
+        inotify
+            .add_watch(&self.slots_dir, AddWatchFlags::IN_CLOSE_WRITE)
+            .map_err(io::Error::from)?;
+        inotify
+            .add_watch(&self.queue_dir, AddWatchFlags::IN_DELETE)
+            .map_err(io::Error::from)?;
+        Ok(inotify)
     }
 
     /// Takes a slot without queueing, if one is free (for tests and tools).
@@ -336,6 +352,20 @@ fn unlock(file: &File) {
 
 /// Sleeps until an inotify event or `timeout`, then drains the events (their content does not
 /// matter: every wake leads to one fresh decision).
+/// Closes a waiter's watch on a thread of its own, so the kernel's grace period is not spent
+/// on the run's way to its worker.
+fn close_off_the_path(watch: Option<Inotify>) {
+    if let Some(inotify) = watch {
+        // A thread that cannot start leaves the close here: slower, never wrong.
+        if let Err(e) = std::thread::Builder::new()
+            .name("slot-watch-close".into())
+            .spawn(move || drop(inotify))
+        {
+            tracing::debug!("closing the slot watch in place: {e}");
+        }
+    }
+}
+
 fn wait_for_event(inotify: &Inotify, timeout: Duration) -> io::Result<()> {
     let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
     let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
