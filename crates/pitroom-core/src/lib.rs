@@ -11,6 +11,7 @@ pub mod config;
 pub mod cooldown;
 pub mod duration;
 pub mod exit;
+pub mod fs_watch;
 #[cfg(test)]
 mod fuzz;
 pub mod guard_env;

@@ -352,17 +352,10 @@ fn unlock(file: &File) {
 
 /// Sleeps until an inotify event or `timeout`, then drains the events (their content does not
 /// matter: every wake leads to one fresh decision).
-/// Closes a waiter's watch on a thread of its own, so the kernel's grace period is not spent
-/// on the run's way to its worker.
+/// Closes a waiter's watch, if it made one, off the run's way to its worker.
 fn close_off_the_path(watch: Option<Inotify>) {
     if let Some(inotify) = watch {
-        // A thread that cannot start leaves the close here: slower, never wrong.
-        if let Err(e) = std::thread::Builder::new()
-            .name("slot-watch-close".into())
-            .spawn(move || drop(inotify))
-        {
-            tracing::debug!("closing the slot watch in place: {e}");
-        }
+        crate::fs_watch::close_off_the_path(inotify);
     }
 }
 

@@ -271,6 +271,15 @@ impl ChangeWait {
     }
 }
 
+impl Drop for ChangeWait {
+    /// A stream ends without waiting for the kernel to let go of its watch.
+    fn drop(&mut self) {
+        if let Some(inotify) = self.inotify.take() {
+            pitroom_core::fs_watch::close_off_the_path(inotify);
+        }
+    }
+}
+
 /// What the stream yields: an event, or (between events) nothing new before the deadline.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Next {
