@@ -26,6 +26,8 @@ use std::time::Duration;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
+use crate::fs_watch::Watch;
+
 /// The default number of workers that may run at once.
 pub const DEFAULT_MAX_PARALLEL: usize = 20;
 /// The most `max_parallel` may be set to.
@@ -176,14 +178,13 @@ impl Slots {
         // waits for the kernel's grace period (6–15 ms seen here), which a run granted a slot
         // at once would otherwise pay before its tree is prepared. A slot freed between the
         // first look and the watch is seen by the look that follows the watch.
-        let mut watch: Option<Inotify> = None;
+        // Dropped on every way out, it is closed off the run's path (`fs_watch::Watch`).
+        let mut watch: Option<Watch> = None;
         loop {
             if stop.load(Ordering::SeqCst) {
-                close_off_the_path(watch);
                 return Ok(None);
             }
             if let Some((index, grant)) = self.try_take(&ticket, &slot_files)? {
-                close_off_the_path(watch);
                 let file = slot_files.swap_remove(index);
                 let slot = Slot {
                     index,
@@ -202,7 +203,7 @@ impl Slots {
 
     /// The events that may give a waiter its turn: a slot file closed by its holder, a ticket
     /// leaving the queue.
-    fn watch_for_turns(&self) -> io::Result<Inotify> {
+    fn watch_for_turns(&self) -> io::Result<Watch> {
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
             .map_err(io::Error::from)?;
         inotify
@@ -211,7 +212,7 @@ impl Slots {
         inotify
             .add_watch(&self.queue_dir, AddWatchFlags::IN_DELETE)
             .map_err(io::Error::from)?;
-        Ok(inotify)
+        Ok(Watch::new(inotify))
     }
 
     /// Takes a slot without queueing, if one is free (for tests and tools).
@@ -352,13 +353,6 @@ fn unlock(file: &File) {
 
 /// Sleeps until an inotify event or `timeout`, then drains the events (their content does not
 /// matter: every wake leads to one fresh decision).
-/// Closes a waiter's watch, if it made one, off the run's way to its worker.
-fn close_off_the_path(watch: Option<Inotify>) {
-    if let Some(inotify) = watch {
-        crate::fs_watch::close_off_the_path(inotify);
-    }
-}
-
 fn wait_for_event(inotify: &Inotify, timeout: Duration) -> io::Result<()> {
     let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
     let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];

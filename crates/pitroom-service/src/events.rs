@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+use pitroom_core::fs_watch::Watch;
 use pitroom_core::{report, Home, RunRecord, RunState};
 use serde::{Deserialize, Serialize};
 
@@ -221,13 +222,16 @@ pub fn all_done(records: &[RunRecord]) -> WatchEvent {
 /// Sleeps until a watched record or group index changes (or a tick passes). Without inotify it
 /// falls back to short sleeps.
 pub struct ChangeWait {
-    inotify: Option<Inotify>,
+    /// Closed off the stream's path when it ends (`fs_watch::Watch`).
+    inotify: Option<Watch>,
     watched: HashSet<String>,
 }
 
 impl ChangeWait {
     pub fn new(home: &Home) -> ChangeWait {
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok();
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+            .ok()
+            .map(Watch::new);
         if let Some(ino) = &inotify {
             let groups = home.groups();
             // Without the directory no group exists yet; a failed watch only costs latency.
@@ -268,15 +272,6 @@ impl ChangeWait {
         // A failed poll (EINTR) only means an early re-read.
         let _ = nix::poll::poll(&mut fds, PollTimeout::from(ms));
         while ino.read_events().is_ok_and(|e| !e.is_empty()) {}
-    }
-}
-
-impl Drop for ChangeWait {
-    /// A stream ends without waiting for the kernel to let go of its watch.
-    fn drop(&mut self) {
-        if let Some(inotify) = self.inotify.take() {
-            pitroom_core::fs_watch::close_off_the_path(inotify);
-        }
     }
 }
 
