@@ -109,6 +109,56 @@ pub fn guard_vars(
     vars
 }
 
+/// The variable that names the one global git config file git reads.
+pub const GIT_CONFIG_GLOBAL: &str = "GIT_CONFIG_GLOBAL";
+
+/// The global git config a worker's git reads, written by Pitroom into `run_dir` (no worker
+/// may write there): an include of the user's own global config files, as the caller's
+/// environment names them. Without it a worker's git would read
+/// `$XDG_CONFIG_HOME/git/config` from the CLI's state dir, which an earlier run may have
+/// written (a `core.fsmonitor` command the next `git status` runs).
+pub fn global_config_for_worker(
+    caller_env: &[(String, String)],
+    run_dir: &Path,
+) -> std::io::Result<PathBuf> {
+    let get = |k: &str| {
+        caller_env
+            .iter()
+            .find(|(n, v)| n == k && !v.is_empty())
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let home = get("HOME");
+    let candidates: Vec<PathBuf> = match get(GIT_CONFIG_GLOBAL) {
+        Some(chosen) => vec![chosen],
+        None => [
+            get("XDG_CONFIG_HOME")
+                .or_else(|| home.as_ref().map(|h| h.join(".config")))
+                .map(|d| d.join("git/config")),
+            home.map(|h| h.join(".gitconfig")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    };
+    let mut text =
+        String::from("# Written by Pitroom for one run: the user's global git config.\n");
+    for file in candidates.iter().filter(|f| f.is_file()) {
+        text.push_str(&format!(
+            "[include]\n\tpath = {}\n",
+            quoted_config_value(file)
+        ));
+    }
+    let path = run_dir.join("gitconfig");
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// A path as a git config value: quoted, with `\` and `"` escaped.
+fn quoted_config_value(path: &Path) -> String {
+    let raw = path.display().to_string();
+    format!("\"{}\"", raw.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
 /// The first `git` on `path` that is not the shim.
 fn real_git(path: &str, shim_dir: &Path) -> Option<PathBuf> {
     shim::find_on_path(OsStr::new(path), env::SHIM, |c| {
@@ -126,6 +176,29 @@ mod tests {
             hooks_dir: "/h/hooks".into(),
             target: "/usr/local/bin/pitroom-guard".into(),
         }
+    }
+
+    #[test]
+    fn a_workers_global_git_config_includes_only_the_users_own_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".config/git")).expect("dirs");
+        std::fs::write(home.join(".gitconfig"), "[user]\n\tname = U\n").expect("write");
+        let caller = vec![("HOME".to_string(), home.display().to_string())];
+        let written = global_config_for_worker(&caller, dir.path()).expect("written");
+        let text = std::fs::read_to_string(&written).expect("read");
+        assert!(text.contains(&format!("path = \"{}\"", home.join(".gitconfig").display())));
+        assert!(
+            !text.contains(".config/git/config"),
+            "absent files are not included: {text}"
+        );
+        let out = std::process::Command::new("git")
+            .args(["config", "--includes", "--global", "user.name"])
+            .env(GIT_CONFIG_GLOBAL, &written)
+            .env("XDG_CONFIG_HOME", dir.path().join("planted"))
+            .output()
+            .expect("git");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "U");
     }
 
     fn get<'a>(vars: &'a [(String, String)], k: &str) -> Option<&'a str> {

@@ -418,6 +418,10 @@ pub struct Safety {
     /// system", EACCES): the only trace a denied write leaves.
     #[serde(default)]
     pub blocked_writes: u32,
+    /// The sandbox `--verify` ran in (it runs the worker's code, so it is confined like the
+    /// worker). `None` when the run had no `--verify`, or in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_sandbox: Option<pitroom_proc::SandboxReport>,
 }
 
 impl RunRecord {

@@ -123,6 +123,50 @@ pub(crate) fn mount_own_proc() -> Result<(), String> {
     }
 }
 
+/// Whether an unprivileged process here can make a user namespace with a mount namespace in
+/// it: probed in a forked child, so this process (threaded, perhaps) stays as it is.
+#[cfg(target_os = "linux")]
+pub(crate) fn user_namespace_mounts_work() -> bool {
+    // SAFETY: the child makes one system call and `_exit`s: nothing that a fork of a threaded
+    // process may not do.
+    match unsafe { libc::fork() } {
+        0 => {
+            // SAFETY: plain system calls in the forked child.
+            let code = unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) };
+            unsafe { libc::_exit(if code == 0 { 0 } else { 1 }) }
+        }
+        pid if pid > 0 => {
+            let mut status = 0;
+            // SAFETY: waits for the child just forked.
+            let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+            waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+        _ => false,
+    }
+}
+
+/// Lets the init, started by an ordinary user's keeper inside the user namespace it made,
+/// keep `CAP_SYS_ADMIN` across its `execve` (a process whose uid is not 0 loses every
+/// capability there otherwise): it needs it for its own `/proc` and the sandbox's mounts, and
+/// gives it up ([`crate::harden`]) before the worker starts. Called between fork and exec.
+#[cfg(target_os = "linux")]
+pub(crate) fn keep_mount_right_across_exec() -> std::io::Result<()> {
+    use rustix::thread::{
+        capabilities, configure_capability_in_ambient_set, set_capabilities, CapabilitySet,
+    };
+    if rustix::process::getuid().is_root() {
+        return Ok(());
+    }
+    let mut sets = capabilities(None)?;
+    if !sets.permitted.contains(CapabilitySet::SYS_ADMIN) {
+        return Ok(());
+    }
+    sets.inheritable |= CapabilitySet::SYS_ADMIN;
+    set_capabilities(None, sets)?;
+    configure_capability_in_ambient_set(CapabilitySet::SYS_ADMIN, true)?;
+    Ok(())
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
     use nix::mount::{mount, MsFlags};

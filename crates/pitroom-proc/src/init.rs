@@ -17,7 +17,8 @@ use nix::unistd::Pid;
 
 use crate::contain::{mount_own_proc, ContainmentReport, Mechanism};
 use crate::keeper::{
-    confine, parse_sandbox_flag, spawn_in_own_session, status_code, wait_for_signal, waited_signals,
+    confine_or_harden, parse_sandbox_flag, spawn_in_own_session, status_code, wait_for_signal,
+    waited_signals,
 };
 use crate::landlock::SandboxSpec;
 use crate::tree::{has_no_children, reap_children};
@@ -111,11 +112,10 @@ pub fn init_main(argv: &[OsString]) -> i32 {
             eprintln!("pitroom: could not write the containment report: {e}");
         }
     }
-    if let Some(sandbox) = &args.sandbox {
-        if let Err(e) = confine(sandbox) {
-            eprintln!("pitroom: could not enter the sandbox: {e}");
-            return 127;
-        }
+    // stderr is the run's worker log.
+    if let Err(e) = confine_or_harden(args.sandbox.as_ref(), &mut std::io::stderr()) {
+        eprintln!("pitroom: could not enter the sandbox: {e}");
+        return 127;
     }
     // Blocked before the worker starts (and inherited blocked from the keeper), so no signal
     // is lost; the worker gets a clean mask (`spawn_in_own_session`). (PID 1 drops signals it

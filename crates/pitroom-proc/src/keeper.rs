@@ -354,6 +354,11 @@ fn start_init(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::Result<C
         .stdin(stdin)
         .stdout(Stdio::inherit())
         .stderr(stderr);
+    #[cfg(target_os = "linux")]
+    // SAFETY: capget, capset and prctl: system calls that touch no Rust state.
+    unsafe {
+        cmd.pre_exec(crate::contain::keep_mount_right_across_exec);
+    }
     spawn_init_in_own_session(cmd)
 }
 
@@ -370,9 +375,7 @@ fn write_containment(args: &KeeperArgs, report: &ContainmentReport) {
 }
 
 fn start_unnamespaced(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::Result<Child> {
-    if let Some(sandbox) = &args.sandbox {
-        confine(sandbox)?;
-    }
+    confine_or_harden(args.sandbox.as_ref(), &mut &stderr)?;
     let mut cmd = Command::new(&args.program);
     cmd.args(&args.args)
         .current_dir(&args.cwd)
@@ -425,7 +428,8 @@ fn spawn_session(mut cmd: Command, clear_mask: bool) -> std::io::Result<Child> {
 /// worker is not started, rather than started able to write the project or read its secrets.
 pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
     let mut report_file = File::create(&sandbox.report_file)?;
-    let report = enter_sandbox(sandbox);
+    let mut report = enter_sandbox(sandbox);
+    report.hardening = crate::harden::harden(true);
     let json = serde_json::to_string(&report).map_err(std::io::Error::other)?;
     report_file.write_all(json.as_bytes())?;
     match sandbox.strict_failure(&report) {
@@ -433,6 +437,25 @@ pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
             "the read-only view of the project did not hold: {why}"
         ))),
         None => Ok(()),
+    }
+}
+
+/// Confines this thread to `sandbox`, or — for a worker Pitroom does not sandbox (a CLI with
+/// its own) — still takes every privilege away from it; a failure of the latter is told in
+/// the worker's log (`stderr`), not fatal: such a run has no Pitroom sandbox to keep whole.
+pub(crate) fn confine_or_harden(
+    sandbox: Option<&SandboxSpec>,
+    log: &mut dyn Write,
+) -> std::io::Result<()> {
+    match sandbox {
+        Some(sandbox) => confine(sandbox),
+        None => {
+            let hardening = crate::harden::harden(false);
+            if let Some(why) = hardening.reason {
+                writeln!(log, "pitroom: the worker keeps some privileges: {why}")?;
+            }
+            Ok(())
+        }
     }
 }
 

@@ -104,6 +104,9 @@ pub struct SandboxReport {
     /// How many secret-looking files an empty file was bound over (a read run in place).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hidden: u32,
+    /// The privileges the worker gave up before it started (capabilities, the seccomp filter).
+    #[serde(default)]
+    pub hardening: crate::harden::Hardening,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -120,6 +123,7 @@ impl SandboxReport {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,
+            hardening: Default::default(),
         }
     }
 
@@ -132,6 +136,7 @@ impl SandboxReport {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,
+            hardening: Default::default(),
         }
     }
 
@@ -158,16 +163,21 @@ pub enum TreeAccess<'a> {
 impl SandboxSpec {
     /// The rules for one worker: `private_dirs` (its scratch dir and the CLI's state dirs) and
     /// `/dev/null` always; the tree only when it is writable, with every git dir beneath a
-    /// writable dir bind-mounted read-only. Paths are canonicalised (a rule lands on a
-    /// symlink's target anyway, so the record should say where writes really go); paths that
-    /// do not exist are left out; a dir beneath another allowed dir adds nothing and is dropped.
+    /// writable dir bind-mounted read-only. Paths that do not exist are left out.
+    ///
+    /// A private dir that lies beneath another, *as written*, adds nothing and is dropped
+    /// before any link is resolved: a worker may replace what is inside its own dirs (a
+    /// `cache` dir by a symlink to `<repo>/.git`), and resolving that link would grant the
+    /// next run write on its target. What remains is canonicalised (a rule lands on a
+    /// symlink's target anyway, so the record should say where writes really go); those are
+    /// dirs no worker can replace, since their parents are not writable to any.
     pub fn for_worker(
         access: TreeAccess<'_>,
         private_dirs: &[PathBuf],
         private_files: &[PathBuf],
         report_file: PathBuf,
     ) -> SandboxSpec {
-        let mut dirs: Vec<PathBuf> = private_dirs
+        let mut dirs: Vec<PathBuf> = outermost(private_dirs.iter().map(|d| lexical(d)).collect())
             .iter()
             .filter_map(|d| existing_dir(d))
             .collect();
@@ -218,6 +228,16 @@ impl SandboxSpec {
                 report.reason.as_deref().unwrap_or("no reason given")
             ));
         }
+        if !report.hardening.capabilities_dropped {
+            return Some(format!(
+                "the worker would keep capabilities that reach past the hidden files ({})",
+                report
+                    .hardening
+                    .reason
+                    .as_deref()
+                    .unwrap_or("no reason given")
+            ));
+        }
         if (report.hidden as usize) < self.hidden_files.len() {
             return Some(format!(
                 "only {} of {} secret-looking files could be hidden ({})",
@@ -228,6 +248,22 @@ impl SandboxSpec {
         }
         None
     }
+}
+
+/// `path` with `.` components dropped and `..` taken lexically, links left unresolved.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn existing_dir(path: &Path) -> Option<PathBuf> {
@@ -273,11 +309,16 @@ pub fn kernel_abi() -> Option<i32> {
     }
 }
 
-/// Whether this process may make a private mount namespace (to bind git dirs read-only).
+/// Whether a worker's keeper may make a private mount namespace (to bind git dirs read-only
+/// and hide secret files): with `CAP_SYS_ADMIN` (root), or — the usual case, an ordinary
+/// user — inside a user namespace of its own, where the kernel allows unprivileged ones and
+/// the PID namespace is not turned off (the keeper makes both together).
 pub fn can_protect_git_dir_with_mount() -> bool {
     #[cfg(target_os = "linux")]
     {
         has_cap_sys_admin()
+            || (std::env::var_os(crate::NO_PID_NAMESPACE_ENV).is_none()
+                && crate::contain::user_namespace_mounts_work())
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -330,6 +371,7 @@ pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,
+            hardening: Default::default(),
         }
     }
 }
@@ -342,13 +384,16 @@ mod linux {
     use std::path::{Path, PathBuf};
 
     use ::landlock::{
-        AccessFs, LandlockStatus, PathBeneath, PathFd, RestrictionStatus, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, RulesetError, RulesetStatus, ABI,
+        AccessFs, LandlockStatus, PathBeneath, RestrictionStatus, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, ABI,
     };
     use nix::mount::{mount, MsFlags};
     use nix::sched::{unshare, CloneFlags};
 
     use super::{kernel_abi, GitDirState, LandlockState, SandboxReport, SandboxSpec};
+
+    /// The first Landlock ABI with scopes (signals, abstract unix sockets): Linux 6.12.
+    const SCOPES_ABI: i32 = 6;
 
     /// The write rights of ABI 3 (ABI 5's `IOCTL_DEV` deliberately left out).
     fn write_rights() -> ::landlock::BitFlags<AccessFs> {
@@ -403,6 +448,7 @@ mod linux {
             git_dir,
             writable: spec.writable_dirs.clone(),
             hidden,
+            hardening: Default::default(),
         }
     }
 
@@ -479,19 +525,49 @@ mod linux {
     fn restrict(spec: &SandboxSpec) -> Result<RestrictionStatus, RulesetError> {
         let rights = write_rights();
         let file_rights = rights & AccessFs::from_file(ABI::V3);
-        let mut ruleset = Ruleset::default().handle_access(rights)?.create()?;
+        let mut ruleset = Ruleset::default().handle_access(rights)?;
+        if kernel_abi().is_some_and(|abi| abi >= SCOPES_ABI) {
+            // The worker may neither signal a process outside its sandbox (the user's shell,
+            // an editor) nor connect to an abstract socket made outside it (a session bus, an
+            // X server). Asked only of a kernel that has scopes, so an older one still reports
+            // the write rights as fully enforced.
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
+        }
+        let mut ruleset = ruleset.create()?;
         for dir in &spec.writable_dirs {
-            // A path that vanished since the spec was built simply grants nothing.
-            if let Ok(fd) = PathFd::new(dir) {
+            // A path that vanished since the spec was built, or that a link now stands in,
+            // simply grants nothing.
+            if let Some(fd) = open_without_links(dir) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, rights))?;
             }
         }
         for file in &spec.writable_files {
-            if let Ok(fd) = PathFd::new(file) {
+            if let Some(fd) = open_without_links(file) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
             }
         }
         ruleset.restrict_self()
+    }
+
+    /// The spec's paths are canonical: a rule is granted on exactly that inode, through no
+    /// link that appeared since the spec was built (`RESOLVE_NO_SYMLINKS`, an `O_PATH` open).
+    /// On a kernel without `openat2` (before 5.6; Landlock needs 5.13) it falls back to a
+    /// plain open.
+    fn open_without_links(path: &Path) -> Option<std::os::fd::OwnedFd> {
+        use rustix::fs::{openat2, Mode, OFlags, ResolveFlags, CWD};
+        match openat2(
+            CWD,
+            path,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS,
+        ) {
+            Ok(fd) => Some(fd),
+            Err(rustix::io::Errno::NOSYS) => {
+                rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()
+            }
+            Err(_) => None,
+        }
     }
 
     /// A private mount namespace for this thread, nothing propagating back (also where the
@@ -650,6 +726,27 @@ mod tests {
     }
 
     #[test]
+    fn a_link_a_worker_planted_inside_its_state_dir_grants_nothing_beyond_that_dir() {
+        let (_root, tree, scratch, state) = dirs();
+        // A read run replaced its cache dir with a link to the repository's .git; the next
+        // run names that dir (an XDG variable) among its private dirs.
+        let cache = state.join("cache");
+        std::os::unix::fs::symlink(tree.join(".git"), &cache).expect("symlink");
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::ReadOnly,
+            &[
+                scratch.clone(),
+                state.clone(),
+                cache,
+                scratch.join("../scratch/tmp"),
+            ],
+            &[],
+            PathBuf::from("/x"),
+        );
+        assert_eq!(spec.writable_dirs, vec![scratch, state]);
+    }
+
+    #[test]
     fn a_linked_credentials_file_is_writable_as_a_file_only() {
         let (_root, _tree, scratch, state) = dirs();
         let creds = state.join("auth.json");
@@ -689,11 +786,21 @@ mod tests {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden,
+            hardening: crate::harden::Hardening {
+                capabilities_dropped: true,
+                seccomp: true,
+                reason: None,
+            },
         };
         assert_eq!(
             spec.strict_failure(&report(LandlockState::Enforced, 2)),
             None
         );
+        let mut privileged = report(LandlockState::Enforced, 2);
+        privileged.hardening.capabilities_dropped = false;
+        assert!(spec
+            .strict_failure(&privileged)
+            .is_some_and(|w| w.contains("capabilities")));
         assert!(spec
             .strict_failure(&report(LandlockState::Enforced, 1))
             .is_some_and(|w| w.contains("only 1 of 2")));
@@ -718,6 +825,7 @@ mod tests {
             git_dir: GitDirState::ReadOnlyMount,
             writable: vec![PathBuf::from("/w")],
             hidden: 2,
+            hardening: Default::default(),
         };
         let text = serde_json::to_string(&report).expect("json");
         assert!(text.contains("\"landlock\":\"enforced\""), "{text}");

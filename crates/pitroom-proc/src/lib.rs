@@ -14,13 +14,16 @@
 
 mod contain;
 mod drive;
+mod harden;
 mod init;
 mod keeper;
 pub mod landlock;
+pub mod private_dir;
 mod tree;
 
 pub use contain::{ContainmentReport, Mechanism, NO_PID_NAMESPACE_ENV};
 pub use drive::{drive, AfterLine, Bounds, Decision, Driven, Watcher, POLL};
+pub use harden::Hardening;
 pub use init::INIT_SUBCOMMAND;
 pub use keeper::{
     internal_main, keeper_main, spawn_keeper, KeeperHandle, KeeperSpec, SpawnError,
@@ -32,6 +35,7 @@ pub use landlock::{
 };
 pub use tree::{
     descendants, is_running, process_start_time, terminate_descendants, terminate_exact,
+    worker_tree_holder,
 };
 
 /// Exit code the keeper uses when it stopped the worker on request.

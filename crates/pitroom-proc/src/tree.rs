@@ -35,6 +35,37 @@ pub fn process_start_time(pid: i32) -> Option<u64> {
     stat(pid).map(|(_, start)| start)
 }
 
+/// The nearest ancestor of this process that is a Pitroom keeper or init — the process that
+/// holds a worker's tree — or `None` outside every worker tree. A worker can unset any
+/// variable, but not re-parent itself out of its keeper's tree (the keeper is its subreaper,
+/// the init its namespace's PID 1) nor rewrite an ancestor's command line, so this is what
+/// refuses a Pitroom started by a worker.
+pub fn worker_tree_holder() -> Option<i32> {
+    let mut pid = std::process::id() as i32;
+    // Bounded: a chain of parents ends at PID 1 (or 0) long before this.
+    for _ in 0..256 {
+        let (parent, _) = stat(pid)?;
+        if parent <= 0 || parent == pid {
+            return None;
+        }
+        if is_worker_holder(parent) {
+            return Some(parent);
+        }
+        pid = parent;
+    }
+    None
+}
+
+/// Whether `pid` runs `<exe> __keeper …` or `<exe> __init …`.
+fn is_worker_holder(pid: i32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let second = cmdline.split(|b| *b == 0).nth(1).unwrap_or_default();
+    second == crate::keeper::KEEPER_SUBCOMMAND.as_bytes()
+        || second == crate::init::INIT_SUBCOMMAND.as_bytes()
+}
+
 /// Whether `pid` is running (exists and is not a zombie waiting to be reaped).
 pub fn is_running(pid: i32) -> bool {
     stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))

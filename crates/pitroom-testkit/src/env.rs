@@ -27,8 +27,15 @@ pub struct TestEnv {
     pub state: PathBuf,
     pub bin: PathBuf,
     extra: Vec<(String, String)>,
+    /// Variables removed from every command (after the defaults are set).
+    removed: Vec<String>,
     fixed_clock: bool,
+    /// Every command runs as this uid and gid (an ordinary user) when set.
+    user: Option<u32>,
 }
+
+/// The ordinary user the unprivileged variants of the safety tests run as: `nobody`.
+pub const UNPRIVILEGED_UID: u32 = 65534;
 
 impl TestEnv {
     /// A new environment for the `pitroom` executable at `bin`.
@@ -61,7 +68,9 @@ impl TestEnv {
             state,
             bin: bin.to_path_buf(),
             extra: Vec::new(),
+            removed: Vec::new(),
             fixed_clock: true,
+            user: None,
         }
     }
 
@@ -71,11 +80,36 @@ impl TestEnv {
         self.extra.push((key.to_string(), value.into()));
     }
 
+    /// Removes a variable (one of the defaults, e.g. `GIT_CONFIG_GLOBAL`) from every command.
+    pub fn unset(&mut self, key: &str) {
+        self.extra.retain(|(k, _)| k != key);
+        self.removed.push(key.to_string());
+    }
+
     /// Lets commands stamp records and ids with the wall clock and a random salt, for a test
     /// that compares stamps with real time (how long a run lived, what a `--since` window of
     /// records made elsewhere holds).
     pub fn real_clock(&mut self) {
         self.fixed_clock = false;
+    }
+
+    /// Runs every command of this environment (pitroom, git, anything [`TestEnv::apply`]
+    /// touches) as the ordinary user [`UNPRIVILEGED_UID`], with the environment's files handed
+    /// to that user before each command: the safety floor must hold for the usual user, not
+    /// only for root. Only root can do this; `bin` and the executables it needs beside it (the
+    /// guard, the fake worker) must be reachable by that user ([`reachable_by_others`]).
+    pub fn run_unprivileged(&mut self, bin: PathBuf) {
+        assert!(
+            effective_uid() == 0,
+            "only root can run a test's commands as another user"
+        );
+        self.bin = bin;
+        self.user = Some(UNPRIVILEGED_UID);
+    }
+
+    /// The uid commands run as when [`TestEnv::run_unprivileged`] was called.
+    pub fn user(&self) -> Option<u32> {
+        self.user
     }
 
     /// A command for `pitroom ARGS` in `dir`, with a clean environment.
@@ -108,6 +142,15 @@ impl TestEnv {
         }
         for (k, v) in &self.extra {
             cmd.env(k, v);
+        }
+        for k in &self.removed {
+            cmd.env_remove(k);
+        }
+        if let Some(uid) = self.user {
+            use std::os::unix::process::CommandExt;
+            // Files the test made since the last command (as root) become the user's too.
+            hand_over(&self.root, uid);
+            cmd.uid(uid).gid(uid);
         }
     }
 
@@ -149,6 +192,71 @@ impl TestEnv {
         let d = self.root.join(name);
         std::fs::create_dir_all(&d).expect("dir");
         d
+    }
+}
+
+/// The effective uid of the test process.
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no failure mode and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+/// Gives every file beneath `root` (and `root`) to `uid`, links themselves not followed.
+fn hand_over(root: &Path, uid: u32) {
+    std::os::unix::fs::lchown(root, Some(uid), Some(uid)).expect("chown the test dir");
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            hand_over(&path, uid);
+        } else {
+            std::os::unix::fs::lchown(&path, Some(uid), Some(uid)).expect("chown a test file");
+        }
+    }
+}
+
+/// The executables `files`, hard-linked (or copied) into one directory every user can reach
+/// (`/tmp/pitroom-test-bin-<pid>/`), so a command run as another user can execute them even
+/// when the build lies under a private home. Names are kept: a binary that looks for its
+/// siblings beside itself finds them.
+pub fn reachable_by_others(files: &[&Path]) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = std::env::temp_dir();
+    remove_stale_bin_dirs(&tmp);
+    let dir = tmp.join(format!("{BIN_DIR_PREFIX}{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("shared bin dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    files
+        .iter()
+        .map(|file| {
+            let name = file.file_name().expect("a file name");
+            let at = dir.join(name);
+            if !at.exists() && std::fs::hard_link(file, &at).is_err() {
+                std::fs::copy(file, &at).expect("copy the executable");
+            }
+            at
+        })
+        .collect()
+}
+
+const BIN_DIR_PREFIX: &str = "pitroom-test-bin-";
+
+/// Removes the shared bin dirs of test processes that are gone (their links hold whole builds).
+fn remove_stale_bin_dirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(BIN_DIR_PREFIX) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            // Another test process may race us to it; whoever loses has nothing left to do.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -106,6 +106,10 @@ pub(super) fn capture_changes(
     record.after_tree = Some(after.tree.clone());
     let changes = after.diff_from(&base, tree)?;
     if changes.is_empty() {
+        // Taken again after --verify: a patch of the first take must not outlive it.
+        record.changes.clear();
+        record.unreported.clear();
+        crate::log::remove_file(&run_dir.join("changes.patch"), "a superseded patch");
         return Ok(());
     }
     std::fs::write(run_dir.join("changes.patch"), &changes.patch)

@@ -114,7 +114,7 @@ impl Engine {
             }
         }
         prepare_dirs(&req.dirs, &invocation.links);
-        write_settings(&invocation.files)?;
+        write_settings(&req.dirs, &invocation.files)?;
 
         let (mode, task) = (record.spec.mode, &record.spec.task);
         let mut prompt_text = match (handoff, &record.spec.parent) {
@@ -134,7 +134,7 @@ impl Engine {
             stdin_file,
             stderr_file: run_dir.join("stderr.log"),
             env: with_worker_cli(
-                self.guarded_env(worker_env(&self.env, &invocation), tree)?,
+                self.guarded_env(worker_env(&self.env, &invocation), tree, run_dir)?,
                 &invocation.program,
             ),
             grace: GRACE,
@@ -183,18 +183,13 @@ impl Engine {
             ));
             return None;
         }
-        if self
-            .env
-            .iter()
-            .any(|(k, v)| k == super::LANDLOCK_ENV && v == "off")
-        {
+        if self.landlock_off() {
             safety.landlock = Some(SandboxReport::skipped(
                 "turned off with PITROOM_LANDLOCK=off",
             ));
             return None;
         }
         let mut private_dirs = vec![req.dirs.scratch.clone(), req.dirs.shared.clone()];
-        private_dirs.extend(record.spec.sandbox_writable.iter().cloned());
         private_dirs.extend(
             invocation
                 .env
@@ -203,46 +198,36 @@ impl Engine {
                 .map(|(_, v)| PathBuf::from(v)),
         );
         let link_targets: Vec<PathBuf> = invocation.links.iter().map(|(_, t)| t.clone()).collect();
-        let mut git_dirs: Vec<PathBuf> = tree.copy.iter().map(|c| c.join(".git")).collect();
-        if let Some(repo) = &tree.repo {
-            // In a linked worktree `.git` is a file pointing at the git dir: rewritten, it would
-            // hand the supervisor's next git call a config of the worker's making.
-            git_dirs.extend([
-                repo.git_dir.clone(),
-                repo.common_dir.clone(),
-                repo.toplevel.join(".git"),
-            ]);
-        }
-        // Edit runs write the tree their patch covers: the copy, or the user's repository.
-        let writable_tree = tree
-            .copy
-            .clone()
-            .or_else(|| tree.repo.as_ref().map(|r| r.toplevel.clone()))
-            .unwrap_or_else(|| tree.workdir.clone());
-        let access = match record.spec.mode {
-            Mode::Read => TreeAccess::ReadOnly,
-            Mode::Isolate | Mode::Write => TreeAccess::Writable {
-                tree: &writable_tree,
-                git_dirs: &git_dirs,
-            },
-        };
         let report = run_dir.join(SANDBOX_REPORT);
-        // A report left by an earlier attempt must not stand for this one's.
-        crate::log::remove_file(&report, "the previous attempt's sandbox report");
-        let spec = SandboxSpec::for_worker(access, &private_dirs, &link_targets, report);
-        Some(match &tree.in_place {
-            Some(view) => spec.reading_in_place(view.hidden.clone(), view.blank.clone()),
-            None => spec,
-        })
+        Some(tree_sandbox(
+            record,
+            tree,
+            private_dirs,
+            &link_targets,
+            report,
+        ))
+    }
+
+    /// Whether the caller turned Landlock off (`PITROOM_LANDLOCK=off`).
+    pub(super) fn landlock_off(&self) -> bool {
+        self.env
+            .iter()
+            .any(|(k, v)| k == super::LANDLOCK_ENV && v == "off")
     }
 
     /// Puts the git guard around the worker's environment: the shim first on `PATH`, the
-    /// hook and push rewrite in git's environment config, the repositories it protects.
-    fn guarded_env(
+    /// hook and push rewrite in git's environment config, the repositories it protects, and a
+    /// global git config of Pitroom's writing (the user's own, included) in `run_dir`.
+    pub(super) fn guarded_env(
         &self,
         mut env: Vec<(OsString, OsString)>,
         tree: &TreeSetup,
+        run_dir: &Path,
     ) -> Result<Vec<(OsString, OsString)>, EngineError> {
+        let global = crate::guard_env::global_config_for_worker(&self.env, run_dir)
+            .map_err(io("writing the worker's git config"))?;
+        env.retain(|(k, _)| k != crate::guard_env::GIT_CONFIG_GLOBAL);
+        env.push((crate::guard_env::GIT_CONFIG_GLOBAL.into(), global.into()));
         let links = crate::guard_env::install_links(&self.home, &self.exe)
             .map_err(io("installing the git guard links"))?;
         let mut protected: Vec<PathBuf> = Vec::new();
@@ -270,6 +255,51 @@ impl Engine {
     }
 }
 
+/// The sandbox of anything that runs in the worker's tree — the worker, `--verify` — for a
+/// run of `record`'s mode: `private_dirs` (plus the config's `sandbox_writable`) and
+/// `link_targets` writable; the tree the patch covers writable in edit runs with its git dirs
+/// bound read-only; a read run's tree read-only, and read in place with its secret-looking
+/// files hidden. `report` is where the keeper says what held (a stale one is removed).
+pub(super) fn tree_sandbox(
+    record: &RunRecord,
+    tree: &TreeSetup,
+    mut private_dirs: Vec<PathBuf>,
+    link_targets: &[PathBuf],
+    report: PathBuf,
+) -> SandboxSpec {
+    private_dirs.extend(record.spec.sandbox_writable.iter().cloned());
+    let mut git_dirs: Vec<PathBuf> = tree.copy.iter().map(|c| c.join(".git")).collect();
+    if let Some(repo) = &tree.repo {
+        // In a linked worktree `.git` is a file pointing at the git dir: rewritten, it would
+        // hand the supervisor's next git call a config of the worker's making.
+        git_dirs.extend([
+            repo.git_dir.clone(),
+            repo.common_dir.clone(),
+            repo.toplevel.join(".git"),
+        ]);
+    }
+    // Edit runs write the tree their patch covers: the copy, or the user's repository.
+    let writable_tree = tree
+        .copy
+        .clone()
+        .or_else(|| tree.repo.as_ref().map(|r| r.toplevel.clone()))
+        .unwrap_or_else(|| tree.workdir.clone());
+    let access = match record.spec.mode {
+        Mode::Read => TreeAccess::ReadOnly,
+        Mode::Isolate | Mode::Write => TreeAccess::Writable {
+            tree: &writable_tree,
+            git_dirs: &git_dirs,
+        },
+    };
+    // A report left by an earlier attempt must not stand for this one's.
+    crate::log::remove_file(&report, "the previous attempt's sandbox report");
+    let spec = SandboxSpec::for_worker(access, &private_dirs, link_targets, report);
+    match &tree.in_place {
+        Some(view) => spec.reading_in_place(view.hidden.clone(), view.blank.clone()),
+        None => spec,
+    }
+}
+
 /// Tells the floor (`pitroom_git::guard::floor`) which CLI the worker is, so it may run itself again while other
 /// agent CLIs are refused.
 fn with_worker_cli(
@@ -291,11 +321,12 @@ fn prompt_file(scratch: &Path) -> PathBuf {
 
 /// Writes the files a CLI reads its settings from, each replaced whole (a temp file renamed
 /// over it, so a run starting at the same moment never reads half a file) and private (mode
-/// 0600: settings may hold keys). A file that cannot be written stops the launch: the CLI
-/// would run without its safety settings.
-pub(super) fn write_settings(files: &[SettingsFile]) -> Result<(), EngineError> {
+/// 0600: settings may hold keys), into the CLI's private dirs reached without following a link
+/// (a worker may have planted one there). A file that cannot be written stops the launch: the
+/// CLI would run without its safety settings.
+pub(super) fn write_settings(dirs: &StateDirs, files: &[SettingsFile]) -> Result<(), EngineError> {
     for file in files {
-        write_private(&file.path, &file.content).map_err(|e| {
+        write_private(dirs, &file.path, &file.content).map_err(|e| {
             EngineError::Refused(format!(
                 "could not write the worker's settings file {}: {e}; check that the state dir \
                  (PITROOM_HOME) is writable",
@@ -306,16 +337,14 @@ pub(super) fn write_settings(files: &[SettingsFile]) -> Result<(), EngineError> 
     Ok(())
 }
 
-fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    // `NamedTempFile` creates its file with mode 0600.
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(content.as_bytes())?;
-    tmp.as_file().sync_data()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+fn write_private(dirs: &StateDirs, path: &Path, content: &str) -> std::io::Result<()> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a file path",
+        ));
+    };
+    super::tree::private_dir(dirs, parent)?.write_file(name, content.as_bytes())
 }
 
 /// The worker's argv and stdin: the prompt on stdin (the file, then EOF), or, where the

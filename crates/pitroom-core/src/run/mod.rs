@@ -200,6 +200,12 @@ impl Engine {
                 "refusing to delegate from inside a Pitroom worker (PITROOM_ACTIVE=1)".into(),
             ));
         }
+        // The variable can be unset; the process tree a worker runs in cannot be left.
+        if let Some(holder) = pitroom_proc::worker_tree_holder() {
+            return Err(EngineError::Refused(format!(
+                "refusing to delegate from inside a Pitroom worker (process {holder} holds this worker's tree)"
+            )));
+        }
         if let Some(group) = &spec.group {
             crate::home::check_group_name(group).map_err(EngineError::Usage)?;
         }
@@ -467,6 +473,16 @@ impl Engine {
             interrupt.check()?;
             self.enter(record, RunPhase::Verify)?;
             self.run_verify(record, run_dir, tree, interrupt)?;
+            if record.spec.mode.may_edit() {
+                // The check ran the worker's code in the tree: what it changed is recorded too.
+                let before = record.after_tree.clone();
+                changes::capture_changes(record, run_dir, tree, stream)?;
+                if record.after_tree != before {
+                    record.warnings.push(
+                        "--verify changed the tree after the worker; those changes are in the patch too".into(),
+                    );
+                }
+            }
         }
         Ok(())
     }

@@ -41,7 +41,7 @@ impl Engine {
             .models_invocation(&req)
             .map_err(|e| EngineError::Refused(e.to_string()))?;
         prepare_dirs(&req.dirs, &invocation.links);
-        super::launch::write_settings(&invocation.files)?;
+        super::launch::write_settings(&req.dirs, &invocation.files)?;
         let keeper_spec = KeeperSpec {
             program: invocation.program.clone(),
             args: invocation.args.clone(),

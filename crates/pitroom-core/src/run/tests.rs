@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use pitroom_proc::{GitDirState, LandlockState, SandboxReport};
 use pitroom_workers::{
-    adapter_for, Adapter, FailureKind, Invocation, Mode, PromptInput, SettingsFile, ToolOutcome,
-    WorkerEvent,
+    adapter_for, Adapter, FailureKind, Invocation, Mode, PromptInput, SettingsFile, StateDirs,
+    ToolOutcome, WorkerEvent,
 };
 
 use super::changes::unreported;
@@ -227,7 +227,11 @@ fn settings_files_are_written_private_whole_and_in_their_own_folders() {
         path: path.clone(),
         content: "{\"k\": \"it's $HOME `x`\"}".into(),
     }];
-    write_settings(&files).expect("written");
+    let dirs = StateDirs {
+        shared: dir.path().join("a"),
+        scratch: dir.path().join("run/scratch"),
+    };
+    write_settings(&dirs, &files).expect("written");
     assert_eq!(
         std::fs::read_to_string(&path).expect("read"),
         "{\"k\": \"it's $HOME `x`\"}"
@@ -241,12 +245,55 @@ fn settings_files_are_written_private_whole_and_in_their_own_folders() {
 }
 
 #[test]
+fn a_link_a_worker_left_in_its_state_dir_never_steers_the_next_runs_writes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let victim = dir.path().join("repo/.git/hooks");
+    std::fs::create_dir_all(&victim).expect("hooks");
+    let dirs = StateDirs {
+        shared: dir.path().join("workers/cli"),
+        scratch: dir.path().join("runs/1/scratch"),
+    };
+    std::fs::create_dir_all(&dirs.shared).expect("shared");
+    // The previous run replaced its config dir by a link into the repository.
+    std::os::unix::fs::symlink(&victim, dirs.shared.join("config")).expect("plant");
+    super::tree::prepare_dirs(
+        &dirs,
+        &[(
+            dirs.shared.join("config/cli/auth.json"),
+            dir.path().join("auth.json"),
+        )],
+    );
+    let files = [SettingsFile {
+        path: dirs.shared.join("config/cli/post-checkout"),
+        content: "#!/bin/sh\necho owned\n".into(),
+    }];
+    write_settings(&dirs, &files).expect("written");
+    assert!(std::fs::symlink_metadata(dirs.shared.join("config"))
+        .expect("config")
+        .is_dir());
+    assert_eq!(
+        std::fs::read_dir(&victim).expect("hooks").count(),
+        0,
+        "nothing landed in the link's target"
+    );
+    let outside = [SettingsFile {
+        path: dir.path().join("repo/.git/config"),
+        content: String::new(),
+    }];
+    assert!(write_settings(&dirs, &outside).is_err());
+}
+
+#[test]
 fn a_settings_file_that_cannot_be_written_stops_the_launch_and_names_the_file() {
     let files = [SettingsFile {
         path: "/proc/nope/settings.json".into(),
         content: "{}".into(),
     }];
-    let e = write_settings(&files).expect_err("refused");
+    let dirs = StateDirs {
+        shared: "/proc/nope".into(),
+        scratch: "/proc/nope/scratch".into(),
+    };
+    let e = write_settings(&dirs, &files).expect_err("refused");
     assert!(e.to_string().contains("/proc/nope/settings.json"), "{e}");
 }
 

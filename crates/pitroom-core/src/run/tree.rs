@@ -6,6 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use pitroom_git::Repo;
+use pitroom_proc::private_dir::PrivateDir;
 use pitroom_workers::{Mode, StateDirs};
 
 use super::{io, Engine, EngineError};
@@ -376,13 +377,14 @@ fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) -> Result<(), Eng
 
 /// Creates the CLI's private state directories and its links to the user's credential files
 /// (best effort: a missing link surfaces as the CLI's own error, and the run log says why).
+/// Every one is reached without following a link: a worker may have replaced any of them.
 pub(super) fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
     let made = ["data", "config", "cache"]
         .map(|sub| dirs.shared.join(sub))
         .into_iter()
         .chain(["state", "tmp"].map(|sub| dirs.scratch.join(sub)));
     for dir in made {
-        if let Err(e) = std::fs::create_dir_all(&dir) {
+        if let Err(e) = private_dir(dirs, &dir) {
             tracing::warn!(
                 "could not create the worker's state dir {}: {e}",
                 dir.display()
@@ -390,7 +392,7 @@ pub(super) fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
         }
     }
     for (link, target) in links {
-        if let Err(e) = credential_link(link, target) {
+        if let Err(e) = credential_link(dirs, link, target) {
             tracing::warn!(
                 "could not link {} to {}: {e}; the worker may not find its login",
                 link.display(),
@@ -400,16 +402,37 @@ pub(super) fn prepare_dirs(dirs: &StateDirs, links: &[(PathBuf, PathBuf)]) {
     }
 }
 
+/// Opens `dir` — the CLI's shared state dir, the run's scratch dir, or a dir beneath either —
+/// as a plain directory reached from the dir above them (which no worker may write) without
+/// following a link, replacing whatever a worker left there that is not a plain directory.
+pub(super) fn private_dir(dirs: &StateDirs, dir: &Path) -> std::io::Result<PrivateDir> {
+    let root = [&dirs.shared, &dirs.scratch]
+        .into_iter()
+        .find(|root| dir.starts_with(root))
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} lies outside the worker's private dirs ({} and {})",
+                    dir.display(),
+                    dirs.shared.display(),
+                    dirs.scratch.display()
+                ),
+            )
+        })?;
+    let anchor = root.parent().unwrap_or(root);
+    pitroom_proc::private_dir::open_beneath(anchor, dir)
+}
+
 /// Points `link` at `target` (the user's credential file), replacing an older link.
-fn credential_link(link: &Path, target: &Path) -> std::io::Result<()> {
-    if let Some(parent) = link.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    if std::fs::read_link(link).ok().as_deref() == Some(target) {
-        return Ok(());
-    }
-    crate::log::unless_gone(std::fs::remove_file(link))?;
-    std::os::unix::fs::symlink(target, link)
+fn credential_link(dirs: &StateDirs, link: &Path, target: &Path) -> std::io::Result<()> {
+    let (Some(parent), Some(name)) = (link.parent(), link.file_name()) else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} names no file", link.display()),
+        ));
+    };
+    private_dir(dirs, parent)?.symlink(name, target)
 }
 
 #[cfg(test)]

@@ -1,16 +1,20 @@
 //! Verify: the primary agent's own check (`--verify`: tests, a build), run in the worker's
-//! directory once the worker is done. A failure fails the run (exit 6).
+//! directory once the worker is done. A failure fails the run (exit 6). The check runs the
+//! worker's code, so it runs confined like the worker (sandbox, git guard, PID namespace,
+//! time limit), and an edit run's changes are taken again after it.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pitroom_proc::{spawn_keeper, AfterLine, Bounds, Decision, KeeperSpec, Watcher};
+use pitroom_proc::{
+    spawn_keeper, AfterLine, Bounds, Decision, KeeperSpec, SandboxReport, SandboxSpec, Watcher,
+};
 
 use super::interrupt::Interrupt;
-use super::launch::GRACE;
+use super::launch::{tree_sandbox, GRACE};
 use super::tree::TreeSetup;
 use super::{Engine, EngineError};
 use crate::record::{RunRecord, RunState};
@@ -31,22 +35,15 @@ impl Engine {
             return Ok(());
         };
         let log_path = run_dir.join("verify.log");
-        let mut env: Vec<(OsString, OsString)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect();
-        env.push(("PITROOM_ACTIVE".into(), "1".into()));
         let spec = KeeperSpec {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), format!("exec 2>&1\n{command}").into()],
             cwd: tree.workdir.clone(),
             stdin_file: None,
             stderr_file: log_path.clone(),
-            env,
+            env: self.verify_env(tree, run_dir)?,
             grace: GRACE,
-            // The primary agent's own check (tests, a build), not the worker's: unconfined.
-            sandbox: None,
+            sandbox: self.verify_sandbox(record, tree, run_dir),
             containment_report: None,
         };
         let limit = Duration::from_secs_f64(record.spec.verify_timeout_secs);
@@ -89,6 +86,13 @@ impl Engine {
             tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
         };
         record.verify = Some(outcome);
+        let safety = record.safety.get_or_insert_with(Default::default);
+        safety.verify_sandbox = match &spec.sandbox {
+            Some(sandbox) => SandboxReport::read(&sandbox.report_file),
+            None => Some(SandboxReport::skipped(
+                "turned off with PITROOM_LANDLOCK=off",
+            )),
+        };
         if interrupted {
             return Err(EngineError::Interrupted);
         }
@@ -97,6 +101,78 @@ impl Engine {
             record.error = Some(error);
         }
         Ok(())
+    }
+}
+
+impl Engine {
+    /// The check's environment: the caller's, with the git guard around it (the worker's own
+    /// code runs in it: a test that imports what the worker edited) and its temp and cache
+    /// dirs in the run's `verify/` dir, which its sandbox lets it write.
+    fn verify_env(
+        &self,
+        tree: &TreeSetup,
+        run_dir: &Path,
+    ) -> Result<Vec<(OsString, OsString)>, EngineError> {
+        let dirs = verify_dirs(run_dir);
+        for dir in [&dirs.tmp, &dirs.cache] {
+            std::fs::create_dir_all(dir).map_err(super::io("making the --verify temp dir"))?;
+        }
+        let mut env: Vec<(OsString, OsString)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect();
+        for (k, v) in [
+            ("PITROOM_ACTIVE", OsString::from("1")),
+            ("TMPDIR", dirs.tmp.into_os_string()),
+            ("XDG_CACHE_HOME", dirs.cache.into_os_string()),
+        ] {
+            env.retain(|(existing, _)| existing != k);
+            env.push((k.into(), v));
+        }
+        self.guarded_env(env, tree, run_dir)
+    }
+
+    /// The check runs the worker's code, so it is confined like the worker: the same tree
+    /// rules for the run's mode (the git dirs read-only, a read run's tree read-only and its
+    /// secrets hidden), its own `verify/` dir writable; `None` only when Landlock is turned
+    /// off. A CLI that keeps its own sandbox does not matter here: this is Pitroom's command.
+    fn verify_sandbox(
+        &self,
+        record: &RunRecord,
+        tree: &TreeSetup,
+        run_dir: &Path,
+    ) -> Option<SandboxSpec> {
+        if self.landlock_off() {
+            return None;
+        }
+        let dirs = verify_dirs(run_dir);
+        Some(tree_sandbox(
+            record,
+            tree,
+            vec![dirs.root],
+            &[],
+            run_dir.join(VERIFY_SANDBOX_REPORT),
+        ))
+    }
+}
+
+/// Where the keeper reports what the check's sandbox held.
+const VERIFY_SANDBOX_REPORT: &str = "verify-sandbox.json";
+
+/// The check's own writable dirs, beneath the run dir (which no worker may write).
+struct VerifyDirs {
+    root: PathBuf,
+    tmp: PathBuf,
+    cache: PathBuf,
+}
+
+fn verify_dirs(run_dir: &Path) -> VerifyDirs {
+    let root = run_dir.join("verify");
+    VerifyDirs {
+        tmp: root.join("tmp"),
+        cache: root.join("cache"),
+        root,
     }
 }
 

@@ -1,3 +1,4 @@
+mod adversary;
 mod apply_edges;
 mod cli;
 mod common;

@@ -1,0 +1,37 @@
+//! Class 11: a worker cannot start Pitroom again by unsetting the variable that says it is a
+//! worker: what refuses it is the process tree it runs in, which it cannot leave.
+
+use super::{attack_env, list, users};
+
+#[test]
+fn a_nested_pitroom_is_refused_even_with_its_variable_unset() {
+    for user in users() {
+        let mut a = attack_env(user, serde_json::json!([]));
+        let nested = format!(
+            "env -u PITROOM_ACTIVE '{}' run 'nested task' 2>&1; echo \"exit=$?\"",
+            a.pitroom.display()
+        );
+        let detached = format!(
+            "setsid env -u PITROOM_ACTIVE '{}' run 'nested task' > \"$TMPDIR/out\" 2>&1 & wait $!; cat \"$TMPDIR/out\"",
+            a.pitroom.display()
+        );
+        a.script(&[nested, detached]);
+        let (code, out) = a.run(&["start pitroom again"]);
+        assert_eq!(code, 0, "{}: {out}", a.who());
+        let calls = a.shell_calls();
+        for call in &calls {
+            assert!(
+                call.2
+                    .contains("refusing to delegate from inside a Pitroom worker"),
+                "{}: {call:?}",
+                a.who()
+            );
+        }
+        assert_eq!(
+            list(&a.env.state.join("runs")).len(),
+            1,
+            "{}: only the outer run exists",
+            a.who()
+        );
+    }
+}
