@@ -5,6 +5,81 @@
 /// rules; read copies, redaction and attachments use the same matcher.
 pub use pitroom_workers::secret_files::is_secret_path;
 
+/// Credential dirs in the user's home a read run must not read (`~/.ssh`, cloud and tool
+/// logins): hidden behind an empty directory, like the project's secret files. Only those
+/// that exist.
+pub fn credential_dirs(home: &std::path::Path) -> Vec<std::path::PathBuf> {
+    const DIRS: &[&str] = &[
+        ".ssh",
+        ".gnupg",
+        ".aws",
+        ".azure",
+        ".kube",
+        ".docker",
+        ".config/gh",
+        ".config/gcloud",
+        ".config/hub",
+        ".config/op",
+        ".password-store",
+        ".local/share/keyrings",
+    ];
+    DIRS.iter()
+        .map(|d| home.join(d))
+        .filter(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+        .collect()
+}
+
+/// Variables through which a worker would reach the user's session — a terminal multiplexer
+/// (`tmux send-keys` runs a command outside every sandbox), the ssh and gpg agents, the
+/// session bus, a docker daemon, the display: removed from every worker's environment.
+pub const SESSION_VARS: &[&str] = &[
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DOCKER_HOST",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+];
+
+/// The sockets (and socket dirs) of the user's session a worker could find without the
+/// variables: masked by an empty file or directory in every run. `env` is the caller's; only
+/// paths that exist are returned.
+pub fn session_sockets(env: &dyn Fn(&str) -> Option<String>, uid: u32) -> Vec<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let tmux_tmp = env("TMUX_TMPDIR").unwrap_or_else(|| "/tmp".into());
+    let runtime = env("XDG_RUNTIME_DIR").unwrap_or_else(|| format!("/run/user/{uid}"));
+    let mut paths: Vec<PathBuf> = vec![
+        PathBuf::from(tmux_tmp).join(format!("tmux-{uid}")),
+        PathBuf::from("/run/screen"),
+        PathBuf::from("/var/run/screen"),
+        PathBuf::from("/tmp/.X11-unix"),
+        PathBuf::from("/run/docker.sock"),
+        PathBuf::from("/var/run/docker.sock"),
+        PathBuf::from(&runtime).join("bus"),
+        PathBuf::from(&runtime).join("docker.sock"),
+        PathBuf::from(&runtime).join("gnupg"),
+        PathBuf::from(&runtime).join("keyring"),
+        PathBuf::from(&runtime).join("podman"),
+    ];
+    if let Some(agent) = env("SSH_AUTH_SOCK").filter(|s| s.starts_with('/')) {
+        paths.push(PathBuf::from(agent));
+    }
+    if let Some(bus) = env("DBUS_SESSION_BUS_ADDRESS").and_then(|a| {
+        a.strip_prefix("unix:path=")
+            .map(|p| p.split(',').next().unwrap_or(p).to_string())
+    }) {
+        paths.push(PathBuf::from(bus));
+    }
+    paths.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
 /// Secret-looking files directly inside `dir`, by name.
 pub fn secret_files_in(dir: &std::path::Path) -> Vec<String> {
     let mut found: Vec<String> = std::fs::read_dir(dir)
@@ -21,19 +96,26 @@ pub fn secret_files_in(dir: &std::path::Path) -> Vec<String> {
 
 /// Every secret-looking file a worker could open beneath `root` (tracked, untracked or
 /// ignored alike: a `.env` usually is ignored), by the rule of [`is_secret_path`]: regular files,
-/// and links that lead to one. Git dirs are not entered; links to directories are not followed.
-/// Stops once it found more than `limit` (the caller then keeps such a tree out of reach by
-/// other means).
+/// and links that lead to one. Git dirs are not entered. Links to directories are followed —
+/// a worker reads through them as easily — each directory walked once (by its real path), so
+/// a loop of links ends. Stops once it found more than `limit` (the caller then keeps such a
+/// tree out of reach by other means).
 pub fn secret_files_under(root: &std::path::Path, limit: usize) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
+    let mut walked = std::collections::HashSet::new();
     while let Some(dir) = dirs.pop() {
+        if !walked.insert(std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone())) {
+            continue;
+        }
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
             let name = entry.file_name();
-            if kind.is_dir() {
+            let leads_to_dir =
+                kind.is_symlink() && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            if kind.is_dir() || leads_to_dir {
                 if name != ".git" {
                     dirs.push(entry.path());
                 }

@@ -201,6 +201,8 @@ mod tests {
             read_only_binds: vec!["/w/.git".into()],
             hidden_files: vec!["/w/.env".into()],
             blank_file: Some("/run/blank".into()),
+            masked: vec!["/run/user/0/bus".into()],
+            blank_dir: Some("/run/blank.d".into()),
             strict: true,
             report_file: "/run/sandbox.json".into(),
         };

@@ -120,6 +120,7 @@ pub(crate) fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
         ("--write-file", &sandbox.writable_files),
         ("--ro-bind", &sandbox.read_only_binds),
         ("--hide", &sandbox.hidden_files),
+        ("--mask", &sandbox.masked),
     ] {
         for path in paths {
             args.push(flag.into());
@@ -128,6 +129,10 @@ pub(crate) fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
     }
     if let Some(blank) = &sandbox.blank_file {
         args.push("--blank".into());
+        args.push(blank.clone().into());
+    }
+    if let Some(blank) = &sandbox.blank_dir {
+        args.push("--blank-dir".into());
         args.push(blank.clone().into());
     }
     if sandbox.strict {
@@ -215,6 +220,8 @@ pub(crate) fn parse_sandbox_flag<'a>(
         "--ro-bind" => sandbox.as_mut()?.read_only_binds.push(value),
         "--hide" => sandbox.as_mut()?.hidden_files.push(value),
         "--blank" => sandbox.as_mut()?.blank_file = Some(value),
+        "--mask" => sandbox.as_mut()?.masked.push(value),
+        "--blank-dir" => sandbox.as_mut()?.blank_dir = Some(value),
         _ => return None,
     }
     Some(())
@@ -554,6 +561,8 @@ mod tests {
             read_only_binds: vec!["/w/.git".into()],
             hidden_files: vec!["/w/.env".into(), "/w/certs/a b.pem".into()],
             blank_file: Some("/run/blank".into()),
+            masked: vec!["/tmp/tmux-0".into(), "/home/u/.ssh".into()],
+            blank_dir: Some("/run/blank.d".into()),
             strict: true,
             report_file: "/run/sandbox.json".into(),
         };

@@ -39,6 +39,12 @@ pub struct SandboxSpec {
     pub hidden_files: Vec<PathBuf>,
     /// The empty file bound over each hidden file (it lies outside every writable dir).
     pub blank_file: Option<PathBuf>,
+    /// Paths masked whatever the run reads (the user's session sockets; a read run's
+    /// credential dirs in HOME): [`SandboxSpec::blank_file`] bound over a file or socket,
+    /// [`SandboxSpec::blank_dir`] over a directory. Best effort: the report counts them.
+    pub masked: Vec<PathBuf>,
+    /// The empty read-only directory bound over each masked directory.
+    pub blank_dir: Option<PathBuf>,
     /// The worker reads the live project in place: it must not start unless Landlock is fully
     /// enforced and every hidden file is covered.
     pub strict: bool,
@@ -104,6 +110,9 @@ pub struct SandboxReport {
     /// How many secret-looking files an empty file was bound over (a read run in place).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hidden: u32,
+    /// How many session sockets and credential dirs were masked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub masked: u32,
     /// The privileges the worker gave up before it started (capabilities, the seccomp filter).
     #[serde(default)]
     pub hardening: crate::harden::Hardening,
@@ -123,6 +132,7 @@ impl SandboxReport {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,
+            masked: 0,
             hardening: Default::default(),
         }
     }
@@ -136,6 +146,7 @@ impl SandboxReport {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,
+            masked: 0,
             hardening: Default::default(),
         }
     }
@@ -213,6 +224,20 @@ impl SandboxSpec {
         self.hidden_files = hidden;
         self.blank_file = Some(blank);
         self.strict = true;
+        self
+    }
+
+    /// The same rules with `masked` paths covered: `blank_file` over files and sockets,
+    /// `blank_dir` over directories (both empty, read-only, outside every writable dir).
+    pub fn masking(
+        mut self,
+        masked: Vec<PathBuf>,
+        blank_file: PathBuf,
+        blank_dir: PathBuf,
+    ) -> SandboxSpec {
+        self.masked = masked;
+        self.blank_file.get_or_insert(blank_file);
+        self.blank_dir = Some(blank_dir);
         self
     }
 
@@ -371,6 +396,7 @@ pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,
+            masked: 0,
             hardening: Default::default(),
         }
     }
@@ -402,7 +428,9 @@ mod linux {
 
     pub(super) fn enter(spec: &SandboxSpec) -> SandboxReport {
         // Mounts first: a Landlocked process may no longer change mounts.
-        let needs_namespace = !spec.read_only_binds.is_empty() || !spec.hidden_files.is_empty();
+        let needs_namespace = !spec.read_only_binds.is_empty()
+            || !spec.hidden_files.is_empty()
+            || !spec.masked.is_empty();
         let namespace = if needs_namespace {
             private_mount_namespace()
         } else {
@@ -424,6 +452,10 @@ mod linux {
             (Err(e), _) => (0, Some(format!("no private mount namespace ({e})"))),
             (Ok(()), None) => (0, Some("no empty file to bind over them".into())),
             (Ok(()), Some(blank)) => hide_files(&spec.hidden_files, blank),
+        };
+        let masked = match namespace {
+            Ok(()) => mask(spec),
+            Err(_) => 0,
         };
         let git_reason = match (git_reason, hide_reason) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
@@ -448,6 +480,7 @@ mod linux {
             git_dir,
             writable: spec.writable_dirs.clone(),
             hidden,
+            masked,
             hardening: Default::default(),
         }
     }
@@ -468,6 +501,26 @@ mod linux {
             }
         }
         (hidden, failure)
+    }
+
+    /// Binds the blank file over each masked file or socket and the blank dir over each
+    /// masked dir; returns how many are masked.
+    fn mask(spec: &SandboxSpec) -> u32 {
+        let mut masked = 0;
+        for path in &spec.masked {
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                continue;
+            };
+            let blank = if meta.is_dir() {
+                spec.blank_dir.as_ref()
+            } else {
+                spec.blank_file.as_ref()
+            };
+            if blank.is_some_and(|b| bind_over(b, path).is_ok()) {
+                masked += 1;
+            }
+        }
+        masked
     }
 
     /// `source` bound over `target`, read-only (the remount keeps the flags the file system is
@@ -786,6 +839,7 @@ mod tests {
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden,
+            masked: 0,
             hardening: crate::harden::Hardening {
                 capabilities_dropped: true,
                 seccomp: true,
@@ -825,6 +879,7 @@ mod tests {
             git_dir: GitDirState::ReadOnlyMount,
             writable: vec![PathBuf::from("/w")],
             hidden: 2,
+            masked: 1,
             hardening: Default::default(),
         };
         let text = serde_json::to_string(&report).expect("json");

@@ -120,6 +120,7 @@ impl Engine {
         let mut env: Vec<(OsString, OsString)> = self
             .env
             .iter()
+            .filter(|(k, _)| !crate::secrets::SESSION_VARS.contains(&k.as_str()))
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect();
         for (k, v) in [
@@ -147,13 +148,14 @@ impl Engine {
             return None;
         }
         let dirs = verify_dirs(run_dir);
-        Some(tree_sandbox(
+        let spec = tree_sandbox(
             record,
             tree,
             vec![dirs.root],
             &[],
             run_dir.join(VERIFY_SANDBOX_REPORT),
-        ))
+        );
+        Some(self.masking(record.spec.mode, run_dir, spec))
     }
 }
 

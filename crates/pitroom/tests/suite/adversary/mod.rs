@@ -6,6 +6,7 @@
 //! dir — and that the record says which layer held.
 
 mod git_config;
+mod hiding;
 mod nesting;
 mod privilege;
 mod state_dir;
