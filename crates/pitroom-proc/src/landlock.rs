@@ -334,6 +334,38 @@ pub fn kernel_abi() -> Option<i32> {
     }
 }
 
+/// How a worker's keeper gets the private mount namespace that keeps `.git` read-only and
+/// hides secret files, on this machine for this user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MountRoute {
+    /// This process holds `CAP_SYS_ADMIN` (root).
+    Privileged,
+    /// An ordinary user: inside a user namespace of the keeper's own.
+    UserNamespace,
+    /// Neither: no private mount namespace for workers.
+    Unavailable,
+}
+
+/// Which [`MountRoute`] workers started from this process get.
+pub fn mount_route() -> MountRoute {
+    #[cfg(target_os = "linux")]
+    {
+        if has_cap_sys_admin() {
+            MountRoute::Privileged
+        } else if std::env::var_os(crate::NO_PID_NAMESPACE_ENV).is_none()
+            && crate::contain::user_namespace_mounts_work()
+        {
+            MountRoute::UserNamespace
+        } else {
+            MountRoute::Unavailable
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        MountRoute::Unavailable
+    }
+}
+
 /// Whether a worker's keeper may make a private mount namespace (to bind git dirs read-only
 /// and hide secret files): with `CAP_SYS_ADMIN` (root), or — the usual case, an ordinary
 /// user — inside a user namespace of its own, where the kernel allows unprivileged ones and
@@ -341,9 +373,7 @@ pub fn kernel_abi() -> Option<i32> {
 pub fn can_protect_git_dir_with_mount() -> bool {
     #[cfg(target_os = "linux")]
     {
-        has_cap_sys_admin()
-            || (std::env::var_os(crate::NO_PID_NAMESPACE_ENV).is_none()
-                && crate::contain::user_namespace_mounts_work())
+        mount_route() != MountRoute::Unavailable
     }
     #[cfg(not(target_os = "linux"))]
     {

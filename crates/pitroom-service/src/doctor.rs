@@ -53,6 +53,7 @@ impl Service {
         });
         checks.push(self.guard_check());
         checks.push(landlock_check());
+        checks.push(privilege_check());
         checks.push(self.containment_check());
         let rg = version_of(Path::new("rg"), &["--version"]);
         checks.push(Check {
@@ -236,10 +237,22 @@ impl Service {
 
 /// Layer 3: whether runs are Landlocked here, and whether edit runs keep `.git` read-only.
 fn landlock_check() -> Check {
-    let git_dir = if pitroom_proc::landlock::can_protect_git_dir_with_mount() {
-        "edit runs bind the repository's .git read-only in a private mount namespace"
+    use pitroom_proc::landlock::MountRoute;
+    let git_dir = match pitroom_proc::landlock::mount_route() {
+        MountRoute::Privileged => {
+            "edit runs bind the repository's .git read-only and read runs hide secret files in a private mount namespace"
+        }
+        MountRoute::UserNamespace => {
+            "edit runs bind the repository's .git read-only and read runs hide secret files in a private mount namespace, inside a user namespace of the worker's own"
+        }
+        MountRoute::Unavailable => {
+            "no private mount namespace: unprivileged user namespaces are off here (sysctl kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0, or AppArmor's kernel.apparmor_restrict_unprivileged_userns=1) or PITROOM_NO_PID_NAMESPACE is set, so in edit runs .git stays writable to plain file writes (layers 1–2 still stop git) and read runs read copies"
+        }
+    };
+    let scopes = if pitroom_proc::kernel_abi().is_some_and(|abi| abi >= 6) {
+        "; signals and abstract sockets are scoped to the worker's tree"
     } else {
-        "no CAP_SYS_ADMIN for a private mount namespace, so in edit runs .git stays writable to plain file writes (layers 1–2 still stop git)"
+        ""
     };
     match pitroom_proc::kernel_abi() {
         Some(abi) if abi >= 3 => Check {
@@ -247,7 +260,7 @@ fn landlock_check() -> Check {
             ok: true,
             essential: false,
             detail: format!(
-                "ABI {abi}: enforced around every worker except Codex (its own sandbox); {git_dir}"
+                "ABI {abi}: enforced around every worker except Codex (its own sandbox), and around --verify{scopes}; {git_dir}"
             ),
         },
         Some(abi) => Check {
@@ -263,6 +276,22 @@ fn landlock_check() -> Check {
             ok: false,
             essential: false,
             detail: "not offered here (Linux 5.13+ with Landlock enabled): runs go on with layers 1–2 only, and say so".into(),
+        },
+    }
+}
+
+/// No privilege in the worker's tree: what every worker gives up before it starts.
+fn privilege_check() -> Check {
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
+    Check {
+        name: "privileges".into(),
+        ok: seccomp,
+        essential: false,
+        detail: if seccomp {
+            "every worker starts with no capability (bounding, ambient and permitted sets emptied, securebits locked, no_new_privs) and, when Landlocked, a seccomp filter refusing the mount API, open_by_handle_at, device nodes, ptrace, keyrings, module loading and bpf".into()
+        } else {
+            "no seccomp in this kernel: workers still lose every capability, but no system call is filtered".into()
         },
     }
 }

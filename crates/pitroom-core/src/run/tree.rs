@@ -286,8 +286,24 @@ impl Engine {
         index: &Path,
     ) -> Result<String, EngineError> {
         let is_secret = |p: &str| crate::secrets::is_secret_path(p);
+        // Left out of staging, not only dropped after it: a file `add` stages is hashed into
+        // the user's object store, which every read copy borrows, and a worker reading a copy
+        // could print it with `git cat-file --batch-all-objects`. (Tracked ones are there
+        // already, as the user committed them; they are dropped from the copy's index.)
+        let top = std::fs::canonicalize(&repo.toplevel).unwrap_or_else(|_| repo.toplevel.clone());
+        let secrets: Vec<String> = crate::secrets::secret_files_under(&repo.toplevel, MAX_HIDDEN)
+            .iter()
+            .filter_map(|p| p.strip_prefix(&repo.toplevel).ok())
+            // Git stages a linked dir as the link: what lies beyond it is never hashed, and
+            // naming it in a pathspec is an error.
+            .filter(|rel| {
+                let parent = rel.parent().unwrap_or(Path::new(""));
+                std::fs::canonicalize(repo.toplevel.join(parent)).ok() == Some(top.join(parent))
+            })
+            .map(|p| p.display().to_string())
+            .collect();
         let options = pitroom_git::SnapshotOptions {
-            exclude: &[],
+            exclude: &secrets,
             drop: Some(&is_secret),
             seed_tree: None,
         };

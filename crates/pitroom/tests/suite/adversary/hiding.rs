@@ -53,11 +53,7 @@ fn a_read_worker_reads_no_secret_file_credential_dir_or_session_socket() {
         let calls = a.shell_calls();
         assert_eq!(calls.len(), 3, "{calls:#?}");
         for call in &calls {
-            assert!(
-                !call.2.contains(SECRET),
-                "{}: {call:?}",
-                a.who()
-            );
+            assert!(!call.2.contains(SECRET), "{}: {call:?}", a.who());
         }
         assert!(
             !calls[1].2.lines().any(|l| l.trim() == "id_ed25519"),

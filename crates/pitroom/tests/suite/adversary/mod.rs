@@ -8,6 +8,7 @@
 mod git_config;
 mod hiding;
 mod nesting;
+mod object_store;
 mod privilege;
 mod state_dir;
 mod verify;
