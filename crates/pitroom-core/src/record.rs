@@ -339,6 +339,10 @@ pub struct RunRecord {
     /// Write mode: changed files the worker's events never mention.
     #[serde(default)]
     pub unreported: Vec<String>,
+    /// Write mode: ignored files the worker added, removed or changed. No patch holds them
+    /// and `revert` cannot undo them; the report lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_changes: Vec<String>,
     #[serde(default)]
     pub read_only_violation: bool,
     pub error: Option<String>,
@@ -478,6 +482,7 @@ impl RunRecord {
             answer: None,
             changes: Vec::new(),
             unreported: Vec::new(),
+            ignored_changes: Vec::new(),
             read_only_violation: false,
             error: None,
             failure: None,

@@ -9,6 +9,7 @@ mod copy;
 mod diff;
 mod edges;
 pub mod guard;
+mod ignored;
 mod repo;
 mod snapshot;
 
@@ -19,6 +20,7 @@ pub use copy::{
 };
 pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
 pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, PatchEntry};
+pub use ignored::IgnoredFiles;
 pub use repo::Repo;
 pub use snapshot::{inexact_paths, snapshot, snapshot_with, Snapshot, SnapshotOptions};
 

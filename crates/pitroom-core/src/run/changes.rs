@@ -97,6 +97,7 @@ pub(super) fn capture_changes(
     tree: &TreeSetup,
     stream: &Stream,
 ) -> Result<(), EngineError> {
+    note_ignored_changes(record, tree)?;
     let Some(base) = record.base_tree.clone() else {
         return Ok(());
     };
@@ -125,6 +126,46 @@ pub(super) fn capture_changes(
     }
     Ok(())
 }
+
+/// Compares a write run's ignored files with how they were before it, into the record and a
+/// warning: git stages none of them, so no patch or revert covers what changed there.
+fn note_ignored_changes(record: &mut RunRecord, tree: &TreeSetup) -> Result<(), EngineError> {
+    let (Some(before), Some(repo)) = (&tree.ignored_before, &tree.repo) else {
+        return Ok(());
+    };
+    let Some(after) =
+        pitroom_git::IgnoredFiles::list(&repo.git_dir, &repo.toplevel, super::tree::MAX_IGNORED)?
+    else {
+        return Ok(());
+    };
+    record.ignored_changes = before.changed_in(&after);
+    record
+        .warnings
+        .retain(|w| !w.starts_with(IGNORED_CHANGES_NOTE));
+    if !record.ignored_changes.is_empty() {
+        let shown: Vec<&str> = record
+            .ignored_changes
+            .iter()
+            .take(5)
+            .map(String::as_str)
+            .collect();
+        record.warnings.push(format!(
+            "{IGNORED_CHANGES_NOTE} {} ignored file(s), which no patch or revert covers: {}{}",
+            record.ignored_changes.len(),
+            shown.join(", "),
+            if record.ignored_changes.len() > 5 {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// How the warning on changed ignored files begins (taken again after `--verify`, it replaces
+/// the first).
+const IGNORED_CHANGES_NOTE: &str = "the worker changed";
 
 /// The diff's files as the record lists them.
 fn changed_files(changes: &Changes) -> Vec<ChangedFile> {

@@ -21,9 +21,15 @@ pub(super) struct TreeSetup {
     pub(super) isolated: bool,
     /// A read run on the live tree (no copy): what its sandbox hides and binds over it.
     pub(super) in_place: Option<InPlace>,
+    /// A write run's ignored files as they were before the worker, to report what it changed
+    /// there (no snapshot stages them). `None` for other runs, or past the limit.
+    pub(super) ignored_before: Option<pitroom_git::IgnoredFiles>,
     /// Keeps a read copy from being recycled or pruned while the run uses it.
     _lease: Option<pitroom_git::CopyLease>,
 }
+
+/// More ignored files than this and a write run does not compare them (the record says so).
+pub(super) const MAX_IGNORED: usize = 200_000;
 
 /// A read run in place: the worker reads the live project, read-only under Landlock, with an
 /// empty file bound over each secret-looking file in its private mount namespace.
@@ -94,6 +100,7 @@ impl TreeSetup {
             copy: None,
             isolated: false,
             in_place: None,
+            ignored_before: None,
             _lease: None,
         }
     }
@@ -119,6 +126,7 @@ impl TreeSetup {
             copy: Some(copy),
             isolated,
             in_place: None,
+            ignored_before: None,
             _lease: None,
         })
     }
@@ -217,7 +225,16 @@ impl Engine {
                     pitroom_git::snapshot(&repo.git_dir, &repo.toplevel, &repo.index, &base_index)?;
                 record.base_tree = Some(base.tree);
                 record.workdir = Some(dir.clone());
-                Ok(TreeSetup::in_place(dir, Some(repo)))
+                let ignored =
+                    pitroom_git::IgnoredFiles::list(&repo.git_dir, &repo.toplevel, MAX_IGNORED)?;
+                if ignored.is_none() {
+                    record.warnings.push(format!(
+                        "more than {MAX_IGNORED} ignored files: changes the worker makes to them are not checked"
+                    ));
+                }
+                let mut setup = TreeSetup::in_place(dir, Some(repo));
+                setup.ignored_before = ignored;
+                Ok(setup)
             }
         }
     }

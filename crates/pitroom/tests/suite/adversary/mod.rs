@@ -7,6 +7,7 @@
 
 mod git_config;
 mod hiding;
+mod ignored;
 mod nesting;
 mod object_store;
 mod privilege;
