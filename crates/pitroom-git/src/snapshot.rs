@@ -183,25 +183,38 @@ fn stage(
             .map(|p| format!(":(top,literal,exclude){p}")),
     );
     let changed = !git.run(&add)?.is_empty();
-    let mut dropped = Vec::new();
+    // An excluded path the `drop` rule names was kept out before staging (never hashed): it
+    // counts among the dropped.
+    let mut dropped: Vec<String> = match options.drop {
+        Some(drop) => options
+            .exclude
+            .iter()
+            .filter(|p| !ignored.contains(p) && drop(p))
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
     if let Some(drop) = options.drop {
         // Listing the staged index is cheap (no work-tree scan); only matches are removed.
         let listed = git.run(["ls-files", "-z", "--cached"])?;
-        dropped = listed
+        let staged_secrets: Vec<String> = listed
             .split(|b| *b == 0)
             .filter(|p| !p.is_empty())
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .filter(|p| drop(p))
             .collect();
-        if !dropped.is_empty() {
+        if !staged_secrets.is_empty() {
             let out = git.output(
                 ["update-index", "--force-remove", "-z", "--stdin"],
-                Some(&nul_joined(&dropped)),
+                Some(&nul_joined(&staged_secrets)),
             )?;
             if out.code != 0 {
                 return Err(out.into_error());
             }
         }
+        dropped.extend(staged_secrets);
+        dropped.sort();
+        dropped.dedup();
     }
     Ok(Staged {
         git,

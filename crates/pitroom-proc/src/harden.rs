@@ -13,8 +13,10 @@
 //!   the system calls no worker needs and that would reach past the sandbox with any privilege
 //!   it might still find: the mount API old and new, `open_by_handle_at`, device nodes,
 //!   `ptrace` and the cross-process memory calls, the kernel keyrings, module and kexec
-//!   loading, `bpf`. A CLI that keeps its own sandbox (Codex builds it with mounts in a user
-//!   namespace of its own) gets the capability drop only.
+//!   loading, `bpf`.
+//!
+//! A CLI that keeps its own sandbox (Codex) is not hardened here: its bubblewrap, started by
+//! root, takes root's privileged path and needs root's capabilities.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,15 +34,15 @@ pub struct Hardening {
     pub reason: Option<String>,
 }
 
-/// Gives up every privilege of the calling thread (which then starts the worker), and with
-/// `filter` installs the seccomp filter. Never fails: what did not hold is in the result.
-pub fn harden(filter: bool) -> Hardening {
+/// Gives up every privilege of the calling thread (which then starts the worker) and installs
+/// the seccomp filter. Never fails: what did not hold is in the result.
+pub fn harden() -> Hardening {
     #[cfg(target_os = "linux")]
     {
         let mut reasons = Vec::new();
         // The filter first: installing it needs `no_new_privs` (set by `apply_filter`), not a
         // capability, and it must not depend on the capability drop having worked.
-        let seccomp = filter && linux::install_filter().map_err(|e| reasons.push(e)).is_ok();
+        let seccomp = linux::install_filter().map_err(|e| reasons.push(e)).is_ok();
         let capabilities_dropped = linux::drop_capabilities()
             .map_err(|e| reasons.push(e))
             .is_ok();
@@ -52,7 +54,6 @@ pub fn harden(filter: bool) -> Hardening {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = filter;
         Hardening {
             capabilities_dropped: false,
             seccomp: false,
@@ -74,8 +75,9 @@ mod linux {
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
 
-    /// Empties every capability set for good. The order matters: the securebits and the
-    /// bounding set need `CAP_SETPCAP`, which the last step removes.
+    /// Empties every capability set for good, also for every `execve` by uid 0. The order
+    /// matters: the securebits and the bounding set need `CAP_SETPCAP`, which the last step
+    /// removes.
     pub(super) fn drop_capabilities() -> Result<(), String> {
         let held = capabilities(None).map_err(|e| format!("reading capabilities: {e}"))?;
         if held.effective.contains(CapabilitySet::SETPCAP) {
@@ -225,7 +227,7 @@ mod tests {
     #[test]
     fn a_hardened_process_holds_no_capability_and_cannot_use_the_denied_calls() {
         let code = in_child(|| {
-            let report = harden(true);
+            let report = harden();
             if !report.capabilities_dropped || !report.seccomp {
                 return 10;
             }

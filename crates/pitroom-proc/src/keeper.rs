@@ -436,7 +436,7 @@ fn spawn_session(mut cmd: Command, clear_mask: bool) -> std::io::Result<Child> {
 pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
     let mut report_file = File::create(&sandbox.report_file)?;
     let mut report = enter_sandbox(sandbox);
-    report.hardening = crate::harden::harden(true);
+    report.hardening = crate::harden::harden();
     let json = serde_json::to_string(&report).map_err(std::io::Error::other)?;
     report_file.write_all(json.as_bytes())?;
     match sandbox.strict_failure(&report) {
@@ -447,9 +447,10 @@ pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
     }
 }
 
-/// Confines this thread to `sandbox`, or — for a worker Pitroom does not sandbox (a CLI with
-/// its own) — still takes every privilege away from it; a failure of the latter is told in
-/// the worker's log (`stderr`), not fatal: such a run has no Pitroom sandbox to keep whole.
+/// Confines this thread to `sandbox` (and takes every privilege away from it, `harden`). A
+/// worker Pitroom does not sandbox — a CLI with its own, Codex — keeps what it was started
+/// with: its bubblewrap, run by root, takes root's privileged path and needs root's
+/// capabilities; `log` (the worker's log) says so when there are any to keep.
 pub(crate) fn confine_or_harden(
     sandbox: Option<&SandboxSpec>,
     log: &mut dyn Write,
@@ -457,9 +458,11 @@ pub(crate) fn confine_or_harden(
     match sandbox {
         Some(sandbox) => confine(sandbox),
         None => {
-            let hardening = crate::harden::harden(false);
-            if let Some(why) = hardening.reason {
-                writeln!(log, "pitroom: the worker keeps some privileges: {why}")?;
+            if crate::landlock::has_any_capability() {
+                writeln!(
+                    log,
+                    "pitroom: the worker keeps its capabilities: it runs in its own sandbox, not Pitroom's"
+                )?;
             }
             Ok(())
         }

@@ -381,6 +381,19 @@ pub fn can_protect_git_dir_with_mount() -> bool {
     }
 }
 
+/// Whether this process holds any effective capability.
+pub(crate) fn has_any_capability() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps != 0)
+}
+
 #[cfg(target_os = "linux")]
 pub(crate) fn has_cap_sys_admin() -> bool {
     const CAP_SYS_ADMIN: u32 = 21;

@@ -289,9 +289,9 @@ fn privilege_check() -> Check {
         ok: seccomp,
         essential: false,
         detail: if seccomp {
-            "every worker starts with no capability (bounding, ambient and permitted sets emptied, securebits locked, no_new_privs) and, when Landlocked, a seccomp filter refusing the mount API, open_by_handle_at, device nodes, ptrace, keyrings, module loading and bpf".into()
+            "every Landlocked worker (all but Codex, which keeps its own sandbox) starts with no capability (bounding, ambient and permitted sets emptied, securebits locked, no_new_privs) and a seccomp filter refusing the mount API, open_by_handle_at, device nodes, ptrace, keyrings, module loading and bpf".into()
         } else {
-            "no seccomp in this kernel: workers still lose every capability, but no system call is filtered".into()
+            "no seccomp in this kernel: Landlocked workers still lose every capability, but no system call is filtered".into()
         },
     }
 }
