@@ -2,7 +2,7 @@
 //! Linux. The dynamic loader then applies a few hundred relocations at start-up instead of
 //! ~23,000 relative ones into `.data.rel.ro`, each page of which it would copy on write; that
 //! was most of what starting `pitroom` (a hook, the status line, `--version`) and `pitroom-guard`
-//! (every git call inside a worker) cost beyond the exec itself (README, Benchmarks). The price
+//! (every git call inside a worker) cost beyond the exec itself (docs/benchmarks.md). The price
 //! is address randomisation of the executable's own image — its libraries, heap and stack stay
 //! randomised. `PITROOM_PIE=1` at build time keeps a position-independent executable.
 
