@@ -343,6 +343,9 @@ pub struct RunRecord {
     /// and `revert` cannot undo them; the report lists them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_changes: Vec<String>,
+    /// Bytes the worker left in its CLI's shared state dir (which persists between runs).
+    #[serde(default, skip_serializing_if = "is_zero_bytes")]
+    pub state_growth_bytes: u64,
     #[serde(default)]
     pub read_only_violation: bool,
     pub error: Option<String>,
@@ -483,6 +486,7 @@ impl RunRecord {
             changes: Vec::new(),
             unreported: Vec::new(),
             ignored_changes: Vec::new(),
+            state_growth_bytes: 0,
             read_only_violation: false,
             error: None,
             failure: None,
@@ -576,4 +580,8 @@ fn write_replacing(path: &Path, data: &[u8], durable: bool) -> std::io::Result<(
         let _ = std::fs::remove_file(&tmp);
     }
     replaced
+}
+
+fn is_zero_bytes(n: &u64) -> bool {
+    *n == 0
 }

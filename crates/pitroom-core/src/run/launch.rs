@@ -150,8 +150,10 @@ impl Engine {
                 super::READ_VIEW_ENV
             )));
         }
+        let state_before = tree_bytes(&req.dirs.shared);
         let ending = self.supervise(record, run_dir, &spec, adapter, interrupt, stream, observer);
         note_sandbox(record, run_dir, spec.sandbox.is_some());
+        note_state_growth(record, &req.dirs.shared, state_before);
         if record.reported_model.is_none() {
             // A CLI whose stream never names the model may keep it in its session data.
             if let Some(session) = &record.session {
@@ -313,6 +315,46 @@ pub(super) fn tree_sandbox(
         Some(view) => spec.reading_in_place(view.hidden.clone(), view.blank.clone()),
         None => spec,
     }
+}
+
+/// More than this left in a CLI's shared state by one run is told in the report: the state
+/// persists between runs, and a worker may fill it with anything.
+const STATE_GROWTH_NOTE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How the note on a CLI's grown state begins.
+const STATE_GROWTH_NOTE: &str = "the worker left";
+
+/// Adds what an attempt left in the CLI's shared state dir (`shared`, `before` bytes when it
+/// started) to the record, with a note past [`STATE_GROWTH_NOTE_BYTES`].
+fn note_state_growth(record: &mut RunRecord, shared: &Path, before: u64) {
+    let grown = tree_bytes(shared).saturating_sub(before);
+    record.state_growth_bytes = record.state_growth_bytes.saturating_add(grown);
+    record
+        .warnings
+        .retain(|w| !w.starts_with(STATE_GROWTH_NOTE));
+    if record.state_growth_bytes > STATE_GROWTH_NOTE_BYTES {
+        record.warnings.push(format!(
+            "{STATE_GROWTH_NOTE} {} MiB in its CLI's state dir ({}), which persists between runs",
+            record.state_growth_bytes / (1024 * 1024),
+            shared.display()
+        ));
+    }
+}
+
+/// The bytes of the regular files beneath `dir`, links not followed.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => dirs.push(entry.path()),
+                Ok(meta) if meta.is_file() => total = total.saturating_add(meta.len()),
+                _ => {}
+            }
+        }
+    }
+    total
 }
 
 /// The empty read-only file and directory, in the run dir, that hidden and masked paths are

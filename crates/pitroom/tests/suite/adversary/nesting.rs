@@ -1,5 +1,6 @@
-//! Class 11: a worker cannot start Pitroom again by unsetting the variable that says it is a
-//! worker: what refuses it is the process tree it runs in, which it cannot leave.
+//! Class 11: what a worker leaves behind. It cannot start Pitroom again by unsetting the
+//! variable that says it is a worker (what refuses it is the process tree it runs in, which it
+//! cannot leave), and what it leaves in its CLI's persistent state is measured and told.
 
 use super::{attack_env, list, users};
 
@@ -31,6 +32,27 @@ fn a_nested_pitroom_is_refused_even_with_its_variable_unset() {
             list(&a.env.state.join("runs")).len(),
             1,
             "{}: only the outer run exists",
+            a.who()
+        );
+    }
+}
+
+#[test]
+fn what_a_worker_leaves_in_its_clis_state_is_measured_and_told() {
+    for user in users() {
+        let mut a = attack_env(user, serde_json::json!([]));
+        a.script(&["head -c 68157440 /dev/zero > \"$XDG_DATA_HOME/filler\" && echo filled".into()]);
+        let (code, out) = a.run(&["fill the state dir"]);
+        assert_eq!(code, 0, "{}: {out}", a.who());
+        let r = a.record();
+        assert!(
+            r["state_growth_bytes"].as_u64().unwrap_or(0) >= 68_157_440,
+            "{}: {r:#}",
+            a.who()
+        );
+        assert!(
+            out.contains("the worker left 65 MiB in its CLI's state dir"),
+            "{}: {out}",
             a.who()
         );
     }
