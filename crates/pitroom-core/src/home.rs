@@ -115,9 +115,18 @@ impl Home {
         self.root.join("snapshots")
     }
 
-    /// State a backend keeps across runs (its sessions, so `--continue` works).
-    pub fn worker_state(&self, backend: &str) -> PathBuf {
-        self.root.join("workers").join(backend)
+    /// State a backend keeps across runs (its sessions, so `--continue` works): one dir per
+    /// mode and directory. A worker may plant anything in its CLI's state (instructions,
+    /// plugins, a git config, a helper binary the CLI runs), so a run only ever meets what runs
+    /// of its own mode in its own directory left: a read run can plant nothing a write run
+    /// executes, and a run in one project nothing a run in another executes. A follow-up keeps
+    /// its parent's mode and directory, so it finds its session.
+    pub fn worker_state(&self, backend: &str, mode: &str, dir: &Path) -> PathBuf {
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        self.root.join("workers").join(backend).join(format!(
+            "{mode}-{:016x}",
+            fnv1a(dir.as_os_str().as_encoded_bytes())
+        ))
     }
 
     fn io(&self, path: &Path) -> impl Fn(std::io::Error) -> HomeError + '_ {

@@ -67,7 +67,9 @@ impl Engine {
             web: spec.web,
             workdir: workdir.to_path_buf(),
             dirs: StateDirs {
-                shared: self.home.worker_state(&spec.backend),
+                shared: self
+                    .home
+                    .worker_state(&spec.backend, spec.mode.as_str(), &spec.dir),
                 scratch: scratch.to_path_buf(),
             },
             resume_session: session,

@@ -23,8 +23,14 @@ pub fn fake_env(script: Value) -> TestEnv {
     let mut env = TestEnv::new(Path::new(PITROOM));
     env.set("PITROOM_OPENCODE_BIN", fake_worker().display().to_string());
     env.set("PITROOM_FAKE_SCRIPT", script.to_string());
+    // Where the fake worker records its invocations: a dir of the test's, opened to workers.
+    let records = env.dir(FAKE_RECORDS);
+    env.set("PITROOM_SANDBOX_WRITABLE", records.display().to_string());
     env
 }
+
+/// The dir, in a [`fake_env`], the fake worker may record its invocations in.
+const FAKE_RECORDS: &str = "fake-records";
 
 /// A fake worker's script: each of `commands` as a shell call, then the answer `answer`.
 pub fn shell_script<'a>(commands: impl IntoIterator<Item = &'a str>, answer: &str) -> Value {
@@ -46,13 +52,12 @@ pub fn background_job_env(marker: &str) -> TestEnv {
     ]))
 }
 
-/// Where the fake worker records its invocation (`PITROOM_FAKE_RECORD`): in the backend's
-/// private state dir, one of the few places a worker may write under Landlock.
+/// Where the fake worker records its invocation (`PITROOM_FAKE_RECORD`): in the dir a
+/// [`fake_env`] opens to workers (`sandbox_writable`), one file per backend.
 pub fn invocation_file(env: &TestEnv, backend: &str) -> PathBuf {
-    env.state
-        .join("workers")
-        .join(backend)
-        .join("fake-invocation.json")
+    env.root
+        .join(FAKE_RECORDS)
+        .join(format!("{backend}-invocation.json"))
 }
 
 /// A [`fake_env`] whose fake worker records each OpenCode invocation (read it with

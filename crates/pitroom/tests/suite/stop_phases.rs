@@ -253,8 +253,9 @@ fn the_worker_starts_with_no_signal_blocked_so_a_stop_reaches_it() {
     // The keeper and the init block the signals they wait for; a worker that inherited that
     // mask ignored the sweep's SIGTERM, and only the SIGKILL after the grace period ended it.
     let mut env = TestEnv::new(Path::new(super::common::PITROOM));
-    let marks = env.state.join("workers").join("opencode");
-    std::fs::create_dir_all(&marks).expect("dir");
+    // A dir of the test's, opened to the worker.
+    let marks = env.dir("marks");
+    env.set("PITROOM_SANDBOX_WRITABLE", marks.display().to_string());
     let worker = env.dir("bin").join("mask-reporting-worker");
     // The shell reads its own mask with builtins only (a child it forks gets a cleared mask,
     // and while it waits for one it shows a full mask for a moment), then becomes the sleep.
@@ -286,7 +287,8 @@ fn the_worker_starts_with_no_signal_blocked_so_a_stop_reaches_it() {
 fn a_stop_during_verify_kills_its_command_and_keeps_the_workers_work() {
     let env = fake_env(writing_worker());
     let dir = pitroom_testkit::repo::dirty_repo(&env, "repo");
-    let marker = env.root.join("verify-started");
+    // In the tree: --verify runs in the worker's sandbox, which writes nothing outside it.
+    let marker = dir.join("verify-started");
     let verify = format!(": > '{}'; exec sleep 297.3", marker.display());
     let id = start(&env, &dir, &["-w", "--verify", &verify, "edit in place"]);
     wait_for("the --verify command", || marker.exists());

@@ -120,6 +120,20 @@ impl Attack {
         }
     }
 
+    /// The CLI's shared state dir the latest run wrote in (one per mode and directory), as
+    /// its sandbox report lists it.
+    pub fn cli_state_dir(&self) -> PathBuf {
+        let r = self.record();
+        r["safety"]["landlock"]["writable"]
+            .as_array()
+            .expect("writable dirs")
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|w| w.contains("/workers/"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("no CLI state dir among the writable dirs: {r:#}"))
+    }
+
     /// Where the variant's label goes in an assertion message.
     pub fn who(&self) -> String {
         format!("{:?}", self.user)
