@@ -188,10 +188,15 @@ impl SandboxSpec {
         private_files: &[PathBuf],
         report_file: PathBuf,
     ) -> SandboxSpec {
-        let mut dirs: Vec<PathBuf> = outermost(private_dirs.iter().map(|d| lexical(d)).collect())
-            .iter()
-            .filter_map(|d| existing_dir(d))
-            .collect();
+        let mut dirs: Vec<PathBuf> = outermost(
+            private_dirs
+                .iter()
+                .map(|d| normalize_lexically(d))
+                .collect(),
+        )
+        .iter()
+        .filter_map(|d| existing_dir(d))
+        .collect();
         let mut binds = Vec::new();
         if let TreeAccess::Writable { tree, git_dirs } = access {
             dirs.extend(existing_dir(tree));
@@ -275,8 +280,9 @@ impl SandboxSpec {
     }
 }
 
-/// `path` with `.` components dropped and `..` taken lexically, links left unresolved.
-fn lexical(path: &Path) -> PathBuf {
+/// `path` with `.` components dropped and `..` taken lexically, without touching the disk
+/// (links left unresolved).
+pub fn normalize_lexically(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for component in path.components() {

@@ -103,29 +103,6 @@ impl PrivateDir {
         &self.path
     }
 
-    /// The plain directory `name` (one or more plain components) beneath this one.
-    pub fn subdir(&self, name: &Path) -> io::Result<PrivateDir> {
-        let mut fd = rfs::openat(
-            self.fd.as_fd(),
-            ".",
-            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        for component in name.components() {
-            let Component::Normal(part) = component else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{} is not a plain relative path", name.display()),
-                ));
-            };
-            fd = plain_subdir(fd.as_fd(), part)?;
-        }
-        Ok(PrivateDir {
-            fd,
-            path: self.path.join(name),
-        })
-    }
-
     /// Replaces the file `name` whole with `content`, mode 0600: written to a fresh temporary
     /// file beside it (created exclusively, never through a link) and renamed over it, so a
     /// reader never sees half a file and a link standing at `name` is replaced, not followed.

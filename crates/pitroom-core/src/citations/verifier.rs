@@ -52,7 +52,7 @@ impl Verifier {
                 .map(|d| d.join(root))
                 .unwrap_or_else(|_| root.to_path_buf())
         };
-        let root = normalize_lexically(&absolute);
+        let root = pitroom_proc::landlock::normalize_lexically(&absolute);
         Verifier {
             root_canonical: fs::canonicalize(&root).ok(),
             root,
@@ -211,7 +211,9 @@ impl Verifier {
         }
         if path.starts_with('/') {
             let rel = self
-                .inside_root(&normalize_lexically(Path::new(path)))
+                .inside_root(&pitroom_proc::landlock::normalize_lexically(Path::new(
+                    path,
+                )))
                 .ok_or(Verdict::OutsideProject)?;
             return if !rel.is_empty() && self.root.join(&rel).is_file() {
                 Ok(Some(rel))
@@ -283,21 +285,6 @@ fn relative_forms(path: &str) -> Result<Vec<String>, Verdict> {
     }
     rels.retain(|r| !r.is_empty());
     Ok(rels)
-}
-
-/// Resolves `.` and `..` without touching the disk.
-fn normalize_lexically(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// `./src/../a.rs` → `a.rs`; `None` when `..` climbs out of the project.
