@@ -42,6 +42,11 @@ fn settings(env: &TestEnv) -> insta::Settings {
     for path in [real_root, root] {
         settings.add_filter(&regex_escape(&path), "[ROOT]");
     }
+    // A CLI's state dir is named for the run's directory, which is a fresh temp dir.
+    settings.add_filter(
+        r"/workers/([a-z-]+)/(read|isolate|write)-[0-9a-f]{16}",
+        "/workers/$1/$2-[DIR HASH]",
+    );
     // Measured, not stamped: worker and queue time, a process's id, start time and memory,
     // and the kernel's Landlock ABI.
     settings.add_filter(
