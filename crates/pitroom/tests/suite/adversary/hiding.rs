@@ -48,6 +48,15 @@ fn a_read_worker_reads_no_secret_file_credential_dir_or_session_socket() {
                 tmux.display()
             ),
         ]);
+        if !a.mounts_available() {
+            // Without a mount namespace nothing can be masked; the copy view still keeps the
+            // project's secrets out (isolate.rs, object_store.rs).
+            eprintln!(
+                "{}: no private mount namespace here; masking not tested",
+                a.who()
+            );
+            continue;
+        }
         let (code, out) = a.run(&["read everything"]);
         assert_eq!(code, 0, "{}: {out}", a.who());
         let calls = a.shell_calls();

@@ -134,6 +134,15 @@ impl Attack {
             .unwrap_or_else(|| panic!("no CLI state dir among the writable dirs: {r:#}"))
     }
 
+    /// Whether workers started by this variant's user get a private mount namespace here (the
+    /// read-only `.git`, hidden files, masked sockets), as `pitroom doctor` run as that user
+    /// says: a kernel may refuse unprivileged user namespaces (Ubuntu's AppArmor setting).
+    pub fn mounts_available(&self) -> bool {
+        let (_, doctor) = self.run(&["doctor"]);
+        assert!(doctor.contains("landlock"), "doctor: {doctor}");
+        !doctor.contains("no private mount namespace")
+    }
+
     /// Where the variant's label goes in an assertion message.
     pub fn who(&self) -> String {
         format!("{:?}", self.user)
