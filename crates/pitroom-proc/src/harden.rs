@@ -20,7 +20,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What [`harden`] achieved, as the sandbox report keeps it.
+/// What the worker gave up before it started (capabilities, the seccomp filter), as the sandbox
+/// report keeps it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hardening {
     /// Every capability set is empty and none can come back through `execve`.
