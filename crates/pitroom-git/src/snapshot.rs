@@ -12,6 +12,9 @@ pub struct Snapshot {
     pub index: PathBuf,
     /// Files the snapshot's `drop` rule left out.
     pub dropped: Vec<String>,
+    /// Paths git could not stage, so the snapshot does not hold them: a nested repository with
+    /// no commit yet, a file it may not read.
+    pub unstaged: Vec<String>,
 }
 
 /// What a snapshot leaves out.
@@ -58,6 +61,7 @@ pub fn snapshot(
         tree,
         index: staged.index,
         dropped: staged.dropped,
+        unstaged: staged.unstaged,
     })
 }
 
@@ -115,6 +119,7 @@ pub fn snapshot_with(
         tree,
         index: staged.index,
         dropped: staged.dropped,
+        unstaged: staged.unstaged,
     })
 }
 
@@ -126,6 +131,8 @@ struct Staged {
     index: PathBuf,
     /// Files the `drop` rule left out.
     dropped: Vec<String>,
+    /// Paths git could not stage (`add --ignore-errors` named them).
+    unstaged: Vec<String>,
     /// Whether staging changed any entry of the seed (added, removed, or new content or mode):
     /// without, the staged index holds the seed's tree.
     changed: bool,
@@ -165,10 +172,14 @@ fn stage(
     }
     // `--verbose` names every path whose entry it adds, replaces (new content or mode) or
     // removes, and nothing else (a refreshed stat is no change): silence means the seed's tree.
+    // `--ignore-errors`: a path git cannot stage (a nested repository with no commit yet, a
+    // file it may not read) is left out and named, not allowed to fail the snapshot — else a
+    // worker that makes one would keep every change it made out of the record.
     let mut add = vec![
         "add".to_string(),
         "-A".into(),
         "--verbose".into(),
+        "--ignore-errors".into(),
         "--".into(),
         ":/".into(),
     ];
@@ -182,7 +193,13 @@ fn stage(
             .filter(|p| !ignored.contains(p))
             .map(|p| format!(":(top,literal,exclude){p}")),
     );
-    let changed = !git.run(&add)?.is_empty();
+    let added = git.output(&add, None)?;
+    let unstaged = match added.code {
+        0 => Vec::new(),
+        1 => unstaged_paths(&added.stderr),
+        _ => return Err(added.into_error()),
+    };
+    let changed = !added.stdout.is_empty();
     // An excluded path the `drop` rule names was kept out before staging (never hashed): it
     // counts among the dropped.
     let mut dropped: Vec<String> = match options.drop {
@@ -220,8 +237,26 @@ fn stage(
         git,
         index: out_index.to_path_buf(),
         dropped,
+        unstaged,
         changed,
     })
+}
+
+/// The paths `add --ignore-errors` names as not staged: `error: 'sub/' does not have a commit
+/// checked out`, `error: open("f"): Permission denied`, `error: unable to index file 'f'`.
+fn unstaged_paths(stderr: &str) -> Vec<String> {
+    let mut paths: Vec<String> = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("error: "))
+        .filter_map(|rest| {
+            let quoted = rest.split_once('\'').or_else(|| rest.split_once('"'))?.1;
+            let end = quoted.find(['\'', '"'])?;
+            Some(quoted[..end].to_string())
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// Paths as git's `-z --stdin` reads them: each followed by a NUL.
@@ -275,6 +310,19 @@ fn lock_path(index: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_paths_add_could_not_stage_are_read_from_its_errors() {
+        let stderr = "error: 'sub/' does not have a commit checked out\n\
+                      error: open(\"secret.txt\"): Permission denied\n\
+                      error: unable to index file 'big.bin'\n\
+                      fatal: adding files failed\n";
+        assert_eq!(
+            unstaged_paths(stderr),
+            vec!["big.bin".to_string(), "secret.txt".into(), "sub/".into()]
+        );
+        assert!(unstaged_paths("warning: LF will be replaced\n").is_empty());
+    }
     use pitroom_testkit::repo::git_ok;
     use std::os::unix::fs::PermissionsExt;
     use std::time::{Duration, SystemTime};

@@ -21,6 +21,8 @@ pub(super) struct After {
     seed: PathBuf,
     /// The snapshot's own index.
     index: PathBuf,
+    /// Paths git could not stage: in no patch.
+    pub(super) unstaged: Vec<String>,
 }
 
 /// Takes the "after" snapshot of the tree the patch covers; `None` when there is no repository
@@ -67,6 +69,7 @@ pub(super) fn snapshot_after(
         work_tree,
         seed,
         index: after.index,
+        unstaged: after.unstaged,
     }))
 }
 
@@ -105,6 +108,7 @@ pub(super) fn capture_changes(
         return Ok(());
     };
     record.after_tree = Some(after.tree.clone());
+    note_unstaged(record, &after.unstaged);
     let changes = after.diff_from(&base, tree)?;
     if changes.is_empty() {
         // Taken again after --verify: a patch of the first take must not outlive it.
@@ -161,6 +165,25 @@ fn note_ignored_changes(record: &mut RunRecord, tree: &TreeSetup) -> Result<(), 
         ));
     }
     Ok(())
+}
+
+/// How the warning on paths the snapshot could not hold begins.
+const UNSTAGED_NOTE: &str = "git could not record";
+
+/// Warns of the paths git could not stage into a snapshot (a nested repository with no commit,
+/// an unreadable file): no patch holds them and `revert` cannot undo them.
+pub(super) fn note_unstaged(record: &mut RunRecord, unstaged: &[String]) {
+    record.warnings.retain(|w| !w.starts_with(UNSTAGED_NOTE));
+    if unstaged.is_empty() {
+        return;
+    }
+    let shown: Vec<&str> = unstaged.iter().take(5).map(String::as_str).collect();
+    record.warnings.push(format!(
+        "{UNSTAGED_NOTE} {} path(s), which no patch or revert covers (a nested repository with no commit, an unreadable file): {}{}",
+        unstaged.len(),
+        shown.join(", "),
+        if unstaged.len() > 5 { ", …" } else { "" }
+    ));
 }
 
 /// How the warning on changed ignored files begins (taken again after `--verify`, it replaces

@@ -11,6 +11,7 @@ mod ignored;
 mod nesting;
 mod object_store;
 mod privilege;
+mod snapshot;
 mod state_dir;
 mod verify;
 
