@@ -224,7 +224,7 @@ pub fn render_profile(spec: &SandboxSpec) -> SeatbeltProfile {
         &allowed,
     );
 
-    let mut single: Vec<String> = files
+    let single: Vec<String> = files
         .iter()
         .flat_map(|f| f.keys.iter().map(|k| format!("(literal {})", param(k))))
         .collect();
@@ -235,7 +235,7 @@ pub fn render_profile(spec: &SandboxSpec) -> SeatbeltProfile {
         "allow file-write-data",
         &single,
     );
-    single = [
+    let devices = [
         "(literal \"/dev/null\")",
         "(literal \"/dev/tty\")",
         "(literal \"/dev/stdout\")",
@@ -249,7 +249,7 @@ pub fn render_profile(spec: &SandboxSpec) -> SeatbeltProfile {
         &mut text,
         "The terminal and the standard streams, by name.",
         "allow file-write-data",
-        &single,
+        &devices,
     );
 
     rule(
@@ -389,8 +389,16 @@ mod tests {
         }
         let expected = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {e} (PITROOM_BLESS=1 writes it)", path.display()));
+        if let Some(report) = difference(&path, &expected, &actual) {
+            panic!("{report}");
+        }
+    }
+
+    /// Each line where `actual` differs from `expected` as `- old` / `+ new`, then the whole
+    /// of `actual`; `None` when they are equal.
+    fn difference(path: &Path, expected: &str, actual: &str) -> Option<String> {
         if expected == actual {
-            return;
+            return None;
         }
         let mut report = format!(
             "the rendered profile differs from {} (PITROOM_BLESS=1 rewrites it):\n",
@@ -406,8 +414,28 @@ mod tests {
                 let _ = writeln!(report, "  + {}", n.copied().unwrap_or("<none>"));
             }
         }
+        if expected.lines().eq(actual.lines()) {
+            report.push_str("  (the line endings or the final newline differ)\n");
+        }
         let _ = write!(report, "--- rendered ---\n{actual}");
-        panic!("{report}");
+        Some(report)
+    }
+
+    #[test]
+    fn a_profile_that_drifts_from_its_fixture_is_reported_line_by_line() {
+        let path = Path::new(FIXTURES).join("write.sb");
+        let expected = std::fs::read_to_string(&path).unwrap();
+        let drifted = expected.replace("(deny file-write*)", "(allow file-write*)");
+        let report = difference(&path, &expected, &drifted).unwrap();
+        assert!(
+            report.contains("  - (deny file-write*)\n  + (allow file-write*)\n"),
+            "{report}"
+        );
+        let unterminated = expected.trim_end_matches('\n');
+        assert!(difference(&path, &expected, unterminated)
+            .unwrap()
+            .contains("final newline"));
+        assert_eq!(difference(&path, &expected, &expected), None);
     }
 
     /// A top-level rule: its head (`deny file-read*`) and the parameter keys it names.
@@ -581,7 +609,7 @@ mod tests {
         );
         let tree = std::fs::canonicalize(&tree).unwrap();
         let git = std::fs::canonicalize(&git).unwrap();
-        assert_eq!(spec.read_only_binds, [git.clone()]);
+        assert_eq!(spec.read_only_binds, std::slice::from_ref(&git));
 
         let profile = render_profile(&spec);
         let rules = parse_rules(&profile.text);
