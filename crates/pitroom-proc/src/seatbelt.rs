@@ -542,7 +542,30 @@ mod tests {
 
     #[test]
     fn every_hidden_secret_is_denied_to_read_and_a_read_run_cannot_write_its_tree() {
-        let spec = read_run();
+        // The samples of the secret-file policy (pitroom-workers' `secret_files::check`), one
+        // or more per rule family, as the walk of a tree read in place would list them.
+        const SECRETS: &[&str] = &[
+            ".env",
+            "config/.env.production",
+            ".env.staging",
+            "certs/server.pem",
+            "tls.key",
+            "deploy/store.p12",
+            "home/.ssh/id_rsa",
+            "id_ed25519.pub",
+            ".netrc",
+            ".npmrc",
+            "pkg/.pypirc",
+            "home/.git-credentials",
+            "gcp/credentials.json",
+            "a/b/secrets.yml",
+            "deploy/ci-service-account.json",
+        ];
+        let tree = Path::new("/Users/ana/code/shop");
+        let spec = SandboxSpec {
+            hidden_files: SECRETS.iter().map(|s| tree.join(s)).collect(),
+            ..read_run()
+        };
         let profile = render_profile(&spec);
         let rules = parse_rules(&profile.text);
         for secret in &spec.hidden_files {
@@ -562,8 +585,10 @@ mod tests {
                 assert!(named_by(&rules, "deny network-outbound", key), "{key}");
             }
         }
+        // No rule grants a read, so no rule order can let one win over these denies: only the
+        // default allows reads.
+        assert!(!rules.iter().any(|r| r.head.starts_with("allow file-read")));
         // Nothing beneath the project is granted any write.
-        let tree = Path::new("/Users/ana/code/shop");
         for (key, path) in &profile.params {
             if path.starts_with(tree) {
                 assert!(
