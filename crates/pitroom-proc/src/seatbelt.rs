@@ -195,7 +195,12 @@ pub fn render_profile(spec: &SandboxSpec) -> SeatbeltProfile {
     for dir in &dirs {
         let inside: Vec<&Named> = read_only
             .iter()
-            .filter(|g| g.path.starts_with(&dir.path))
+            .filter(|g| {
+                // In any form: a `/tmp/x` tree holds a `/private/tmp/x/.git`.
+                forms(&g.path)
+                    .iter()
+                    .any(|g| forms(&dir.path).iter().any(|d| g.starts_with(d)))
+            })
             .collect();
         for key in &dir.keys {
             if inside.is_empty() {
@@ -743,6 +748,24 @@ mod tests {
         assert_eq!(given("HIDDEN_1"), "/private/etc/secret.key");
         let rules = parse_rules(&profile.text);
         assert!(named_by(&rules, "deny file-read*", "HIDDEN_1"));
+
+        // A git dir given in the other form is still excluded from its tree's allow.
+        let profile = render_profile(&SandboxSpec {
+            writable_dirs: paths(&["/tmp/run"]),
+            read_only_binds: paths(&["/private/tmp/run/.git"]),
+            ..SandboxSpec::default()
+        });
+        let allow = parse_rules(&profile.text)
+            .into_iter()
+            .find(|r| r.head == "allow file-write*")
+            .unwrap();
+        assert_eq!(
+            allow
+                .text
+                .matches("(require-not (subpath (param \"READ_ONLY_0\")))")
+                .count(),
+            2
+        );
     }
 
     #[test]
