@@ -19,6 +19,7 @@ mod init;
 mod keeper;
 pub mod landlock;
 pub mod private_dir;
+pub mod seatbelt;
 mod tree;
 
 pub use contain::{ContainmentReport, Mechanism, NO_PID_NAMESPACE_ENV};
