@@ -17,7 +17,7 @@ mod fuzz;
 pub mod guard_env;
 pub mod home;
 pub mod isolate;
-
+pub mod landing;
 pub mod log;
 mod patch;
 pub mod plan;

@@ -87,6 +87,23 @@ pub struct ApplyArgs {
     pub group: Option<String>,
     /// Allow deleting files.
     pub allow_delete: bool,
+    /// Allow files the patch view shows with [REDACTED]: their real bytes land. Only after
+    /// the user has read them in the run's copy.
+    pub allow_redacted: bool,
+    /// Allow binary content (a new executable, a file with a NUL byte), which the patch view
+    /// does not show. Only after the user has checked it.
+    pub allow_binary: bool,
+}
+
+impl ApplyArgs {
+    /// What the call allows beyond a patch shown whole.
+    pub fn allow(&self) -> pitroom_service::changes::Allow {
+        pitroom_service::changes::Allow {
+            delete: self.allow_delete,
+            redacted: self.allow_redacted,
+            binary: self.allow_binary,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

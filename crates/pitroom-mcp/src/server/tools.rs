@@ -200,7 +200,7 @@ impl PitroomMcp {
     ) -> Result<CallToolResult, McpError> {
         self.answer(move |s| {
             if let Some(group) = &args.group {
-                let outcome = s.apply_group(group, args.allow_delete)?;
+                let outcome = s.apply_group(group, args.allow())?;
                 let value = serde_json::json!({
                     "group": group,
                     "applied": outcome.applied,
@@ -221,7 +221,7 @@ impl PitroomMcp {
                 };
                 return Ok(structured(value, text, outcome.error.is_some()));
             }
-            let (record, files) = s.apply(args.run.as_deref(), args.allow_delete)?;
+            let (record, files) = s.apply(args.run.as_deref(), args.allow())?;
             Ok(structured(
                 serde_json::json!({"run": record.id, "applied": true, "files": files}),
                 format!(
@@ -322,7 +322,11 @@ impl PitroomMcp {
 fn show_text(s: &Service, record: &RunRecord, view: &str) -> Result<String, ServiceError> {
     let uri = format!("pitroom://run/{}", record.id);
     match view {
-        "report" => Ok(render::cap(report::render(record, false), &uri)),
+        "report" => {
+            let mut text = report::render(record, false);
+            text.push_str(&s.landing_note(record).unwrap_or_default());
+            Ok(render::cap(text, &uri))
+        }
         "full" => {
             let stderr = s.run_file(record, RunFile::Stderr)?.unwrap_or_default();
             let stderr = pitroom_core::redact::Redactor::for_dirs(&[])

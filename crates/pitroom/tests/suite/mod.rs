@@ -1,3 +1,4 @@
+mod adversary_apply;
 mod apply_edges;
 mod cli;
 mod common;
