@@ -24,7 +24,8 @@ pub fn shown_patch(patch: &[u8], redactor: &Redactor) -> String {
 }
 
 /// The files (as git quotes their names) with a line whose shown form differs from what
-/// would land, in patch order. Should the shown text ever lose a line, every file counts.
+/// would land (an added or removed line, or a header), in patch order. Should the shown text
+/// ever lose a line, every file counts.
 pub fn redacted_files(patch: &[u8], redactor: &Redactor) -> Vec<String> {
     let raw = String::from_utf8_lossy(patch);
     let shown = redactor.redact(&raw);
@@ -37,8 +38,10 @@ pub fn redacted_files(patch: &[u8], redactor: &Redactor) -> Vec<String> {
     if raw_lines.len() != shown_lines.len() {
         return entries.iter().map(entry_name).collect();
     }
+    // A context line (a leading blank) lands nothing: it is already in the user's file, so a
+    // secret masked there hides no change.
     let changed: Vec<usize> = (0..raw_lines.len())
-        .filter(|&i| raw_lines[i] != shown_lines[i])
+        .filter(|&i| raw_lines[i] != shown_lines[i] && !raw_lines[i].starts_with(' '))
         .collect();
     entries
         .iter()

@@ -58,8 +58,12 @@ impl Service {
 
     /// The lines a run's report adds when its patch holds what its preview does not show:
     /// binary files (executables and `#!` scripts named as such) and files shown redacted,
-    /// with the flag `apply` needs for each. `None` when there are none, or no patch.
+    /// with the flag `apply` needs for each. `None` when there are none, or nothing is left to
+    /// apply (not an isolated run, or applied already: the flags would mean nothing).
     pub fn landing_note(&self, record: &RunRecord) -> Option<String> {
+        if record.spec.mode != Mode::Isolate || record.applied {
+            return None;
+        }
         let bytes = self.run_file(record, RunFile::Patch).ok().flatten()?;
         let unseen = landing::unseen_files(&bytes);
         let redacted = landing::redacted_files(&bytes, &landing::redactor_for(record));

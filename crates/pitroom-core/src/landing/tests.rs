@@ -85,6 +85,29 @@ fn a_value_of_the_projects_secret_files_makes_its_file_redacted_too() {
 }
 
 #[test]
+fn a_secret_only_in_unchanged_context_lines_does_not_make_a_file_redacted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    git(d, &["init", "-q"]);
+    std::fs::write(
+        d.join("conf.py"),
+        "TOKEN = 'correct-horse-battery'\nDEBUG = False\n",
+    )
+    .expect("write");
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "base"]);
+    std::fs::write(
+        d.join("conf.py"),
+        "TOKEN = 'correct-horse-battery'\nDEBUG = True\n",
+    )
+    .expect("write");
+    let patch = git(d, &["diff", "--binary", "--full-index"]);
+    let redactor = Redactor::new(vec!["correct-horse-battery".into()]);
+    assert!(shown_patch(&patch, &redactor).contains(&format!(" TOKEN = '{MASK}'")));
+    assert!(redacted_files(&patch, &redactor).is_empty());
+}
+
+#[test]
 fn a_new_executable_script_with_a_nul_byte_is_unseen_executable_and_a_script() {
     let patch = patch_of(|d| executable(&d.join("run.sh"), b"#!/bin/sh\necho hi\x00\nrm -rf ~\n"));
     assert_eq!(

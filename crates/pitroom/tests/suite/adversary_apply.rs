@@ -111,6 +111,9 @@ fn apply_refuses_both_without_flags_and_lands_them_exactly_with_both() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o755);
+    // Landed: the report no longer asks for flags that would mean nothing.
+    let report = stdout(&env.run_expecting(&repo, &["show"], 0));
+    assert!(!report.contains("--allow-binary"), "{report}");
 }
 
 #[test]
