@@ -14,8 +14,8 @@ use rmcp::service::RequestContext;
 use rmcp::{tool, tool_router, ErrorData as McpError, RoleServer};
 
 use super::{
-    error_text, structured, ApplyArgs, InfoArgs, PitroomMcp, ReviewArgs, RunArgs, RunRef, ShowArgs,
-    StopArgs, WaitArgs, STOP_SETTLE,
+    error_text, structured, text_block, ApplyArgs, InfoArgs, PitroomMcp, ReviewArgs, RunArgs,
+    RunRef, ShowArgs, StopArgs, WaitArgs, STOP_SETTLE,
 };
 use crate::render;
 use crate::schema;
@@ -184,7 +184,13 @@ impl PitroomMcp {
         self.answer(move |s| {
             let record = s.load(args.run.as_deref())?;
             let text = show_text(s, &record, args.view.as_deref().unwrap_or("report"))?;
-            Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+            // The record view is JSON, exact; the others are text a host may print.
+            let block = if args.view.as_deref() == Some("record") {
+                ContentBlock::text(text)
+            } else {
+                text_block(&text)
+            };
+            Ok(CallToolResult::success(vec![block]))
         })
         .await
     }
