@@ -138,7 +138,9 @@ fn binary_literal_head(section: &[u8]) -> Option<Vec<u8>> {
     lines.find(|l| l.starts_with(b"GIT binary patch"))?;
     lines.next()?.strip_prefix(b"literal ")?;
     let mut deflated = Vec::new();
-    for line in lines.take_while(|l| !l.is_empty()) {
+    // The first lines hold the stream's first block header and its first bytes: a file of
+    // 100 MB is not decoded whole to read two.
+    for line in lines.take_while(|l| !l.is_empty()).take(HEAD_LINES) {
         deflated.extend(base85_line(line)?);
     }
     // Enough to read a `#!`; a partial inflate is no error here.
@@ -148,6 +150,9 @@ fn binary_literal_head(section: &[u8]) -> Option<Vec<u8>> {
     };
     Some(head)
 }
+
+/// How many lines of a binary literal (52 bytes each) are decoded to read its first bytes.
+const HEAD_LINES: usize = 64;
 
 /// Git's base85 alphabet (`base85.c`).
 const BASE85: &[u8; 85] =

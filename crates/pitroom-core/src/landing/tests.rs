@@ -122,6 +122,22 @@ fn a_new_executable_script_with_a_nul_byte_is_unseen_executable_and_a_script() {
 }
 
 #[test]
+fn a_large_incompressible_binary_script_is_read_as_a_script_from_its_first_lines() {
+    let mut bytes = b"#!/bin/sh\n\x00".to_vec();
+    let mut state: u32 = 0x9e37_79b9;
+    bytes.extend((0..200_000).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state.to_le_bytes()[0]
+    }));
+    let patch = patch_of(|d| executable(&d.join("big.sh"), &bytes));
+    let unseen = unseen_files(&patch);
+    assert_eq!(unseen.len(), 1, "{unseen:?}");
+    assert!(unseen[0].script && unseen[0].executable && unseen[0].new);
+}
+
+#[test]
 fn a_changed_binary_file_is_unseen_but_not_new_and_a_deleted_one_is_not_listed() {
     let patch = patch_of(|d| {
         std::fs::write(d.join("logo.bin"), b"\x00\x02new").expect("write");

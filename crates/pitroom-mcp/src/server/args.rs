@@ -87,21 +87,17 @@ pub struct ApplyArgs {
     pub group: Option<String>,
     /// Allow deleting files.
     pub allow_delete: bool,
-    /// Allow files the patch view shows with [REDACTED]: their real bytes land. Only after
-    /// the user has read them in the run's copy.
-    pub allow_redacted: bool,
-    /// Allow binary content (a new executable, a file with a NUL byte), which the patch view
-    /// does not show. Only after the user has checked it.
-    pub allow_binary: bool,
 }
 
 impl ApplyArgs {
-    /// What the call allows beyond a patch shown whole.
+    /// What the call allows beyond a patch shown whole. Files shown redacted and binary
+    /// content have no override here: the agent calling may be acting on the very worker's
+    /// words that hid them, so the refusal's hint sends the user to the CLI
+    /// (`pitroom apply --allow-redacted`/`--allow-binary`) once they have read the files.
     pub fn allow(&self) -> pitroom_service::changes::Allow {
         pitroom_service::changes::Allow {
             delete: self.allow_delete,
-            redacted: self.allow_redacted,
-            binary: self.allow_binary,
+            ..Default::default()
         }
     }
 }
