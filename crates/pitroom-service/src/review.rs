@@ -108,6 +108,10 @@ impl Service {
             "\n## The change (±10 lines of context)\n\n```diff\n{}\n```\n",
             diff.trim_end()
         ));
+        // A binary file's content is base85 above: say what it is, so it is not skimmed over.
+        if let Some(note) = self.landing_note(&record) {
+            text.push_str(&format!("\n## What the diff above does not show\n\n{note}"));
+        }
         let path = self
             .home()
             .run_dir(&id)

@@ -327,6 +327,14 @@ pub(crate) struct ApplyArgs {
     /// Apply deletions too (refused otherwise, listing them).
     #[arg(long)]
     pub allow_delete: bool,
+    /// Apply files that `show --patch` shows with [REDACTED]: their real bytes land, secret
+    /// and all (refused otherwise, listing them).
+    #[arg(long)]
+    pub allow_redacted: bool,
+    /// Apply binary content (a new executable, a file with a NUL byte), which no preview
+    /// shows (refused otherwise, listing each file and whether it is executable or a #! script).
+    #[arg(long)]
+    pub allow_binary: bool,
     /// Apply every unapplied isolated run of the group, in start order; stop at the first conflict.
     #[arg(short = 'g', long = "group", value_name = "NAME")]
     pub group: Option<String>,

@@ -3,19 +3,31 @@
 //! [`say!`] (results, on stdout), [`tell!`] (notes for the person, on stderr), [`error`] and
 //! [`warning`]; a command's failure reaches [`error`] and [`hint`] only through
 //! `CliError::report`. The crate denies `print_stdout`/`print_stderr` everywhere else.
+//!
+//! Every text these print is neutralised (`pitroom_core::terminal::neutralise`): a worker's
+//! answer, patch, file names or error cannot move the cursor or erase a line. Two paths print
+//! exactly instead: [`json`] (JSON escapes control characters itself, and stays byte-exact)
+//! and [`report`] (the run report, whose strings `report::render` neutralised before adding its
+//! own colours).
 
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use pitroom_core::report::human_count;
+use pitroom_core::terminal::neutralise;
 use pitroom_core::{Observer, RunRecord};
 
-/// Writes `text` to stdout as is: the one place results reach stdout. A reader that went away
-/// (`pitroom history | head`) is no error to report: there is no one left to read it, and the
-/// command ends as it would have.
+/// Writes `text` to stdout, neutralised: the one place results reach stdout.
 pub(crate) fn print_out(text: std::fmt::Arguments<'_>) {
+    let text = text.to_string();
+    print_exact(&neutralise(&text));
+}
+
+/// Writes `text` to stdout as is. A reader that went away (`pitroom history | head`) is no
+/// error to report: there is no one left to read it, and the command ends as it would have.
+fn print_exact(text: &str) {
     let mut out = std::io::stdout().lock();
-    let written = out.write_fmt(text).and_then(|()| out.flush());
+    let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     if let Err(e) = written {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             print_err(format_args!("pitroom: could not write to stdout: {e}"));
@@ -23,11 +35,12 @@ pub(crate) fn print_out(text: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Writes one line to stderr: the one place notes for the person reach stderr. When stderr
-/// itself is gone there is nowhere left to say so.
+/// Writes one line to stderr, neutralised: the one place notes for the person reach stderr.
+/// When stderr itself is gone there is nowhere left to say so.
 pub(crate) fn print_err(text: std::fmt::Arguments<'_>) {
+    let text = text.to_string();
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{text}");
+    let _ = writeln!(err, "{}", neutralise(&text));
 }
 
 /// Prints a line of a command's result on stdout (`println!` through the printer).
@@ -69,10 +82,21 @@ pub(crate) fn warning(message: impl std::fmt::Display) {
     print_err(format_args!("pitroom: warning: {message}"));
 }
 
-/// Prints a value as pretty JSON on stdout.
+/// The run's report on stdout, coloured on a terminal: printed exactly, since
+/// `report::render` neutralised every string of the record and its only escapes are colours.
+/// Then what its patch would land unshown (binary or redacted files), neutralised.
+pub(crate) fn report(service: &pitroom_service::Service, record: &RunRecord) {
+    print_exact(&pitroom_core::report::render(record, stdout_color()));
+    if let Some(note) = service.landing_note(record) {
+        say_raw!("{note}");
+    }
+}
+
+/// Prints a value as pretty JSON on stdout, byte-exact: JSON escapes control characters, and
+/// the characters it leaves (DEL, C1) are part of the value a program reads.
 pub(crate) fn json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(text) => say!("{text}"),
+        Ok(text) => print_exact(&format!("{text}\n")),
         Err(e) => error(format!("could not encode JSON: {e}")),
     }
 }
@@ -123,7 +147,8 @@ impl Observer for Progress {
             line.push_str(" · ");
             line.push_str(last);
         }
-        let line: String = line.chars().take(width).collect();
+        // `last` is the worker's latest tool call, in its words.
+        let line: String = neutralise(&line).chars().take(width).collect();
         let mut err = std::io::stderr();
         let _ = write!(err, "\r\x1b[2K{line}");
         let _ = err.flush();

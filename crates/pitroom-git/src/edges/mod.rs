@@ -45,6 +45,9 @@ pub struct PatchEntry {
     pub new_text: Option<Vec<u8>>,
     /// Where the section lies in the patch.
     pub range: Range<usize>,
+    /// Whether git wrote the content as binary (`GIT binary patch`, `Binary files … differ`):
+    /// it is not readable in the patch.
+    pub binary: bool,
 }
 
 /// One reason a patch cannot land exactly.

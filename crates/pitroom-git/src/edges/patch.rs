@@ -230,6 +230,7 @@ impl Section {
             } else if body.starts_with(b"GIT binary patch") || body.starts_with(b"Binary files ") {
                 self.in_header = false;
                 self.whole = false;
+                e.binary = true;
             }
             return;
         }

@@ -89,6 +89,19 @@ pub struct ApplyArgs {
     pub allow_delete: bool,
 }
 
+impl ApplyArgs {
+    /// What the call allows beyond a patch shown whole. Files shown redacted and binary
+    /// content have no override here: the agent calling may be acting on the very worker's
+    /// words that hid them, so the refusal's hint sends the user to the CLI
+    /// (`pitroom apply --allow-redacted`/`--allow-binary`) once they have read the files.
+    pub fn allow(&self) -> pitroom_service::changes::Allow {
+        pitroom_service::changes::Allow {
+            delete: self.allow_delete,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RunRef {

@@ -167,7 +167,9 @@ impl ServerHandler for PitroomMcp {
             .blocking(move |s| {
                 let record = s.load(Some(&id))?;
                 if patch {
-                    Ok(s.patch(&record)?.unwrap_or_default())
+                    // As a terminal may show it; the stored patch is what apply lands.
+                    let shown = s.patch(&record)?.unwrap_or_default();
+                    Ok(pitroom_core::terminal::neutralise(&shown).into_owned())
                 } else {
                     Ok::<_, ServiceError>(report::render(&record, false))
                 }

@@ -82,7 +82,14 @@ impl PitroomMcp {
 
 /// A tool-level error: the model reads it (isError), the protocol is fine.
 fn error_text(message: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message.into())])
+    CallToolResult::error(vec![text_block(&message.into())])
+}
+
+/// A text block with control characters neutralised: a host may print a tool's text on the
+/// user's terminal, and a worker's escape sequences must not drive it. Structured content
+/// (JSON) is left exact.
+fn text_block(text: &str) -> ContentBlock {
+    ContentBlock::text(pitroom_core::terminal::neutralise(text).into_owned())
 }
 
 fn service_error(e: &ServiceError) -> CallToolResult {
@@ -97,9 +104,9 @@ fn service_error(e: &ServiceError) -> CallToolResult {
 
 fn structured(value: impl serde::Serialize, text: String, is_error: bool) -> CallToolResult {
     let mut result = if is_error {
-        CallToolResult::error(vec![ContentBlock::text(text)])
+        CallToolResult::error(vec![text_block(&text)])
     } else {
-        CallToolResult::success(vec![ContentBlock::text(text)])
+        CallToolResult::success(vec![text_block(&text)])
     };
     result.structured_content = serde_json::to_value(value).ok();
     result
@@ -107,4 +114,19 @@ fn structured(value: impl serde::Serialize, text: String, is_error: bool) -> Cal
 
 fn wait_for(given: Option<u64>) -> u64 {
     given.unwrap_or(DEFAULT_WAIT).min(MAX_WAIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_texts_escape_sequences_reach_the_host_as_visible_text() {
+        let result = error_text("run failed\n\u{1b}[1A\u{1b}[2Kall good");
+        let text = result.content[0].as_text().map(|t| t.text.clone());
+        assert_eq!(
+            text.as_deref(),
+            Some("run failed\n\\x1b[1A\\x1b[2Kall good")
+        );
+    }
 }

@@ -14,8 +14,8 @@ use rmcp::service::RequestContext;
 use rmcp::{tool, tool_router, ErrorData as McpError, RoleServer};
 
 use super::{
-    error_text, structured, ApplyArgs, InfoArgs, PitroomMcp, ReviewArgs, RunArgs, RunRef, ShowArgs,
-    StopArgs, WaitArgs, STOP_SETTLE,
+    error_text, structured, text_block, ApplyArgs, InfoArgs, PitroomMcp, ReviewArgs, RunArgs,
+    RunRef, ShowArgs, StopArgs, WaitArgs, STOP_SETTLE,
 };
 use crate::render;
 use crate::schema;
@@ -184,7 +184,13 @@ impl PitroomMcp {
         self.answer(move |s| {
             let record = s.load(args.run.as_deref())?;
             let text = show_text(s, &record, args.view.as_deref().unwrap_or("report"))?;
-            Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+            // The record view is JSON, exact; the others are text a host may print.
+            let block = if args.view.as_deref() == Some("record") {
+                ContentBlock::text(text)
+            } else {
+                text_block(&text)
+            };
+            Ok(CallToolResult::success(vec![block]))
         })
         .await
     }
@@ -200,7 +206,7 @@ impl PitroomMcp {
     ) -> Result<CallToolResult, McpError> {
         self.answer(move |s| {
             if let Some(group) = &args.group {
-                let outcome = s.apply_group(group, args.allow_delete)?;
+                let outcome = s.apply_group(group, args.allow())?;
                 let value = serde_json::json!({
                     "group": group,
                     "applied": outcome.applied,
@@ -221,7 +227,7 @@ impl PitroomMcp {
                 };
                 return Ok(structured(value, text, outcome.error.is_some()));
             }
-            let (record, files) = s.apply(args.run.as_deref(), args.allow_delete)?;
+            let (record, files) = s.apply(args.run.as_deref(), args.allow())?;
             Ok(structured(
                 serde_json::json!({"run": record.id, "applied": true, "files": files}),
                 format!(
@@ -322,7 +328,11 @@ impl PitroomMcp {
 fn show_text(s: &Service, record: &RunRecord, view: &str) -> Result<String, ServiceError> {
     let uri = format!("pitroom://run/{}", record.id);
     match view {
-        "report" => Ok(render::cap(report::render(record, false), &uri)),
+        "report" => {
+            let mut text = report::render(record, false);
+            text.push_str(&s.landing_note(record).unwrap_or_default());
+            Ok(render::cap(text, &uri))
+        }
         "full" => {
             let stderr = s.run_file(record, RunFile::Stderr)?.unwrap_or_default();
             let stderr = pitroom_core::redact::Redactor::for_dirs(&[])

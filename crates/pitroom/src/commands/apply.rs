@@ -1,6 +1,7 @@
 //! `pitroom apply` and `pitroom discard`.
 
 use pitroom_core::exit::Exit;
+use pitroom_service::changes::Allow;
 
 use super::Outcome;
 use crate::cli::{ApplyArgs, RunRefArgs};
@@ -9,10 +10,15 @@ use crate::output::say;
 
 pub(super) fn apply(args: ApplyArgs) -> Outcome {
     let service = super::service()?;
+    let allow = Allow {
+        delete: args.allow_delete,
+        redacted: args.allow_redacted,
+        binary: args.allow_binary,
+    };
     if let Some(group) = &args.group {
-        return apply_group(&service, group, args.allow_delete, args.json);
+        return apply_group(&service, group, allow, args.json);
     }
-    let (record, n) = service.apply(args.run.as_deref(), args.allow_delete)?;
+    let (record, n) = service.apply(args.run.as_deref(), allow)?;
     if args.json {
         output::json(&serde_json::json!({"run": record.id, "applied": true, "files": n}));
     } else {
@@ -29,10 +35,10 @@ pub(super) fn apply(args: ApplyArgs) -> Outcome {
 fn apply_group(
     service: &pitroom_service::Service,
     group: &str,
-    allow_delete: bool,
+    allow: Allow,
     json: bool,
 ) -> Outcome {
-    let outcome = service.apply_group(group, allow_delete)?;
+    let outcome = service.apply_group(group, allow)?;
     if json {
         output::json(&serde_json::json!({
             "group": group,

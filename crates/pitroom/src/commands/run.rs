@@ -5,7 +5,7 @@ use std::io::Read;
 
 use pitroom_core::exit::Exit;
 use pitroom_core::target::Target;
-use pitroom_core::{report, RunRecord};
+use pitroom_core::RunRecord;
 use pitroom_service::RunRequest;
 use pitroom_workers::Mode;
 
@@ -13,7 +13,7 @@ use super::Outcome;
 use crate::cli::{ModeFlags, ModelsArgs, RunArgs, SuperviseArgs, WorkerOptions};
 use crate::error::CliError;
 use crate::output::{self, Progress};
-use crate::output::{say, say_raw, tell};
+use crate::output::{say, tell};
 
 pub(super) fn run(args: RunArgs) -> Outcome {
     let service = super::service()?;
@@ -57,7 +57,7 @@ pub(super) fn carry_out(
     if json {
         output::json(&record);
     } else {
-        say_raw!("{}", report::render(&record, output::stdout_color()));
+        output::report(service, &record);
     }
     Ok(record.exit())
 }

@@ -4,13 +4,14 @@ use std::io::Write;
 
 use pitroom_core::exit::Exit;
 use pitroom_core::report;
+use pitroom_core::terminal::neutralise;
 use pitroom_service::changes::RunFile;
 
 use super::Outcome;
 use crate::cli::{LsArgs, ShowArgs};
 use crate::error::CliError;
 use crate::output;
-use crate::output::{say, say_raw, tell};
+use crate::output::{say, tell};
 
 pub(super) fn show(args: ShowArgs) -> Outcome {
     let service = super::service()?;
@@ -20,16 +21,19 @@ pub(super) fn show(args: ShowArgs) -> Outcome {
         output::json(&record);
     } else if args.patch {
         match service.patch(&record)? {
-            Some(shown) => write_stdout(shown.as_bytes()),
+            // Neutralised like every text on a terminal: an escape sequence in the patch is
+            // shown as `\x1b`, not obeyed. `apply` lands the stored patch, not this text.
+            Some(shown) => write_stdout(neutralise(&shown).as_bytes()),
             None => tell!("pitroom: run {id} changed nothing; there is no patch"),
         }
     } else if args.events {
+        // JSON lines, byte-exact: JSON escapes the control characters a terminal obeys.
         match service.run_file(&record, RunFile::Events)? {
             Some(bytes) => write_stdout(&bytes),
             None => return Err(CliError::refused(format!("run {id} has no events.jsonl"))),
         }
     } else {
-        say_raw!("{}", report::render(&record, output::stdout_color()));
+        output::report(&service, &record);
         if args.full {
             let stderr = service
                 .run_file(&record, RunFile::Stderr)

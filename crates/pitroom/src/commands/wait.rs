@@ -6,24 +6,24 @@ use pitroom_core::duration::parse_duration;
 use pitroom_core::exit::Exit;
 use pitroom_core::{report, RunRecord};
 use pitroom_service::runs::set_exit;
-use pitroom_service::Selector;
+use pitroom_service::{Selector, Service};
 
 use super::Outcome;
 use crate::cli::{StatusArgs, StopArgs, WaitArgs};
 use crate::error::CliError;
 use crate::output;
-use crate::output::{say, say_raw, tell};
+use crate::output::{say, tell};
 
 /// How long `stop` waits for the supervisors to record `stopped`.
 const STOP_SETTLE: Duration = Duration::from_secs(15);
 
-fn print_one(record: &RunRecord, json: bool, brief: bool) {
+fn print_one(service: &Service, record: &RunRecord, json: bool, brief: bool) {
     if json {
         output::json(record);
     } else if brief {
         say!("{}", report::brief(record));
     } else {
-        say_raw!("{}", report::render(record, output::stdout_color()));
+        output::report(service, record);
     }
 }
 
@@ -59,7 +59,7 @@ pub(super) fn status(args: StatusArgs) -> Outcome {
     let selector = service.select(&args.runs, args.group.as_deref())?;
     let records = super::load_selected(&service, &selector);
     match records.as_slice() {
-        [one] if single => print_one(one, args.json, false),
+        [one] if single => print_one(&service, one, args.json, false),
         _ => print_table(&records, args.json),
     }
     Ok(set_exit(&records))
@@ -73,7 +73,13 @@ pub(super) fn wait(args: WaitArgs) -> Outcome {
     let selector = service.select(&args.runs, args.group.as_deref())?;
     let outcome = service.wait(&selector, Instant::now() + limit, args.any);
     if outcome.satisfied {
-        return Ok(report_finished(&outcome.records, single, &args, &selector));
+        return Ok(report_finished(
+            &service,
+            &outcome.records,
+            single,
+            &args,
+            &selector,
+        ));
     }
     print_set_brief(&outcome.records, single, args.json);
     tell!(
@@ -85,6 +91,7 @@ pub(super) fn wait(args: WaitArgs) -> Outcome {
 }
 
 fn report_finished(
+    service: &Service,
     records: &[RunRecord],
     single: bool,
     args: &WaitArgs,
@@ -96,14 +103,14 @@ fn report_finished(
         .cloned()
         .collect();
     match records {
-        [one] if single => print_one(one, args.json, args.brief),
+        [one] if single => print_one(service, one, args.json, args.brief),
         _ if args.json => output::json(&records),
         _ => {
             for r in &finished {
                 if args.brief {
                     say!("{}", report::brief(r));
                 } else {
-                    say_raw!("{}", report::render(r, output::stdout_color()));
+                    output::report(service, r);
                     say!();
                 }
             }
@@ -121,7 +128,7 @@ fn report_finished(
 
 fn print_set_brief(records: &[RunRecord], single: bool, json: bool) {
     match records {
-        [one] if single => print_one(one, json, true),
+        [one] if single && json => output::json(one),
         _ if json => output::json(&records),
         _ => {
             for r in records {

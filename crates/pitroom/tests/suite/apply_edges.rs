@@ -117,9 +117,15 @@ fn isolated(env: &TestEnv, repo: &Path) -> PathBuf {
 
 /// Apply succeeds and the tree becomes exactly what the worker left in its copy.
 fn assert_applies_exactly(env: &TestEnv, repo: &Path) {
+    assert_applies_exactly_with(env, repo, &[]);
+}
+
+/// As [`assert_applies_exactly`], with `flags` given to `apply`.
+fn assert_applies_exactly_with(env: &TestEnv, repo: &Path, flags: &[&str]) {
     let copy = isolated(env, repo);
     let expected = exact(&copy);
-    env.run_expecting(repo, &["apply"], 0);
+    let args: Vec<&str> = ["apply"].iter().chain(flags).copied().collect();
+    env.run_expecting(repo, &args, 0);
     assert_eq!(
         exact(repo),
         expected,
@@ -342,7 +348,8 @@ const BIG: &str =
 #[test]
 fn apply_lands_a_file_over_100_mb_exactly() {
     let (env, repo) = shell_worker(BIG);
-    assert_applies_exactly(&env, &repo);
+    // Its NUL bytes make it binary: content no preview shows needs --allow-binary.
+    assert_applies_exactly_with(&env, &repo, &["--allow-binary"]);
     assert_eq!(
         std::fs::metadata(repo.join("big.bin")).unwrap().len(),
         104_857_705

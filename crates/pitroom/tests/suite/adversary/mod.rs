@@ -5,6 +5,7 @@
 //! test asserts what the attack was after is untouched — git state, the tree, HOME, the state
 //! dir — and that the record says which layer held.
 
+mod apply;
 mod git_config;
 mod hiding;
 mod ignored;
