@@ -187,12 +187,20 @@ pub(crate) mod check {
         "gcp/credentials.json",
         "a/b/secrets.yml",
         "deploy/ci-service-account.json",
+        // The secret scanners' path rules: direnv, a stage's env file, Cloudflare's local
+        // vars, Terraform variables and state, Streamlit's secrets.
+        ".envrc",
+        "deploy/prod.env",
+        "worker/.dev.vars",
+        "infra/terraform.tfvars",
+        "infra/terraform.tfstate",
+        ".streamlit/secrets.toml",
     ];
     /// Files a worker must be able to read.
     pub const ORDINARY: &[&str] = &[
         "src/main.rs",
         "README.md",
-        ".envrc",
+        "docs/envrc.md",
         "keyboard.ts",
         "docs/credentials.md",
         "src/key.rs",
@@ -328,7 +336,9 @@ mod tests {
             "docs/credentials.md",
             "environment.ts",
             "monkey.py",
-            ".envrc",
+            "docs/envrc.md",
+            "src/env.rs",
+            "variables.tf",
         ] {
             assert!(!is_secret_path(p), "{p}");
         }
