@@ -327,7 +327,7 @@ pub(crate) struct ApplyArgs {
     /// Apply deletions too (refused otherwise, listing them).
     #[arg(long)]
     pub allow_delete: bool,
-    /// Apply files that `show --patch` shows with [REDACTED]: their real bytes land, secret
+    /// Apply files that `show --patch` shows with `[REDACTED]`: their real bytes land, secret
     /// and all (refused otherwise, listing them).
     #[arg(long)]
     pub allow_redacted: bool,
