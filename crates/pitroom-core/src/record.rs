@@ -343,6 +343,10 @@ pub struct RunRecord {
     /// and `revert` cannot undo them; the report lists them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_changes: Vec<String>,
+    /// Write mode: secret-looking files the worker added, removed or changed. Pitroom never
+    /// stages them (their contents stay out of git's object store), so no patch holds them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_changes: Vec<String>,
     /// Bytes the worker left in its CLI's shared state dir (which persists between runs).
     #[serde(default, skip_serializing_if = "is_zero_bytes")]
     pub state_growth_bytes: u64,
@@ -486,6 +490,7 @@ impl RunRecord {
             changes: Vec::new(),
             unreported: Vec::new(),
             ignored_changes: Vec::new(),
+            secret_changes: Vec::new(),
             state_growth_bytes: 0,
             read_only_violation: false,
             error: None,

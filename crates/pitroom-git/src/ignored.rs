@@ -1,7 +1,8 @@
-//! The ignored files of a work tree, with what `lstat` says of each: a write run's snapshots
-//! never stage them (git leaves them out of every tree), so what a worker changes there — a
-//! `.venv/bin/activate`, a new directory holding its own `.gitignore` of `*` — is compared
-//! here, file by file, to be reported.
+//! Files no snapshot stages, with what `lstat` says of each, so what a worker changes there
+//! is compared here, file by file, to be reported: the ignored files of a work tree (git leaves
+//! them out of every tree: a `.venv/bin/activate`, a new directory holding its own
+//! `.gitignore` of `*`), and the secret-looking files Pitroom keeps out of staging so their
+//! contents never reach the object store.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -19,19 +20,32 @@ pub struct FileStamp {
     ino: u64,
 }
 
-/// Every ignored file of a work tree and its stamp; `None` when there are more than the limit
-/// (the caller says the check was skipped).
+/// Files of a work tree (relative paths) and their stamps.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IgnoredFiles(BTreeMap<String, FileStamp>);
+pub struct FileStamps(BTreeMap<String, FileStamp>);
 
-impl IgnoredFiles {
+impl FileStamps {
+    /// The stamps of `paths` (relative to `work_tree`) that exist, links not followed.
+    pub fn of(work_tree: &Path, paths: &[String]) -> FileStamps {
+        FileStamps(
+            paths
+                .iter()
+                .filter_map(|path| {
+                    let meta = std::fs::symlink_metadata(work_tree.join(path)).ok()?;
+                    Some((path.clone(), stamp(&meta)))
+                })
+                .collect(),
+        )
+    }
+
     /// The ignored files of `work_tree` (git's own ignore rules, nested `.gitignore` files
     /// included), at most `limit` of them.
-    pub fn list(
+    /// `None` when there are more than `limit` (the caller says the check was skipped).
+    pub fn ignored(
         git_dir: &Path,
         work_tree: &Path,
         limit: usize,
-    ) -> Result<Option<IgnoredFiles>, GitError> {
+    ) -> Result<Option<FileStamps>, GitError> {
         let git = Git::for_repo(git_dir, work_tree);
         let out = git.run([
             "ls-files",
@@ -50,11 +64,11 @@ impl IgnoredFiles {
                 files.insert(path, stamp(&meta));
             }
         }
-        Ok(Some(IgnoredFiles(files)))
+        Ok(Some(FileStamps(files)))
     }
 
     /// The paths added, removed or changed from `self` to `after`, sorted.
-    pub fn changed_in(&self, after: &IgnoredFiles) -> Vec<String> {
+    pub fn changed_in(&self, after: &FileStamps) -> Vec<String> {
         let mut changed: Vec<String> = after
             .0
             .iter()
@@ -115,7 +129,7 @@ mod tests {
         std::fs::write(top.join(".venv/bin/activate"), "export A=1\n").expect("activate");
         std::fs::write(top.join(".venv/keep"), "same\n").expect("keep");
         let git_dir = top.join(".git");
-        let before = IgnoredFiles::list(&git_dir, top, 100)
+        let before = FileStamps::ignored(&git_dir, top, 100)
             .expect("list")
             .expect("under the limit");
         assert_eq!(before.len(), 2);
@@ -128,7 +142,7 @@ mod tests {
         std::fs::create_dir_all(top.join("hidden")).expect("dir");
         std::fs::write(top.join("hidden/.gitignore"), "*\n").expect("self-ignoring");
         std::fs::write(top.join("hidden/payload.sh"), "echo hi\n").expect("payload");
-        let after = IgnoredFiles::list(&git_dir, top, 100)
+        let after = FileStamps::ignored(&git_dir, top, 100)
             .expect("list")
             .expect("under the limit");
 
@@ -140,7 +154,7 @@ mod tests {
                 "hidden/payload.sh".into()
             ]
         );
-        assert!(IgnoredFiles::list(&git_dir, top, 1)
+        assert!(FileStamps::ignored(&git_dir, top, 1)
             .expect("list")
             .is_none());
     }

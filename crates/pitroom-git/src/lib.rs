@@ -20,9 +20,11 @@ pub use copy::{
 };
 pub use diff::{apply_patch, diff_trees, ApplyCheck, ChangeStatus, Changes, Direction, FileChange};
 pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, PatchEntry};
-pub use ignored::IgnoredFiles;
+pub use ignored::FileStamps;
 pub use repo::Repo;
-pub use snapshot::{inexact_paths, snapshot, snapshot_with, Snapshot, SnapshotOptions};
+pub use snapshot::{
+    inexact_paths, snapshot, snapshot_excluding, snapshot_with, Snapshot, SnapshotOptions,
+};
 
 /// The id of git's empty tree.
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";

@@ -40,13 +40,23 @@ pub fn snapshot(
     seed_index: &Path,
     out_index: &Path,
 ) -> Result<Snapshot, GitError> {
-    let staged = stage(
-        git_dir,
-        work_tree,
-        seed_index,
-        out_index,
-        &SnapshotOptions::default(),
-    )?;
+    snapshot_excluding(git_dir, work_tree, seed_index, out_index, &[])
+}
+
+/// [`snapshot`] with `exclude` (paths relative to the work tree's top) never staged: the
+/// "before" snapshot of an edit run, which keeps secret files out of the object store.
+pub fn snapshot_excluding(
+    git_dir: &Path,
+    work_tree: &Path,
+    seed_index: &Path,
+    out_index: &Path,
+    exclude: &[String],
+) -> Result<Snapshot, GitError> {
+    let options = SnapshotOptions {
+        exclude,
+        ..SnapshotOptions::default()
+    };
+    let staged = stage(git_dir, work_tree, seed_index, out_index, &options)?;
     // The tree and the revert note both read only what was staged (git replaces the index
     // file whole when it caches the tree in it), so the two go at once: the note's git calls
     // no longer add to the snapshot's time.

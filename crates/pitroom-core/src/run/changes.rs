@@ -51,8 +51,19 @@ pub(super) fn snapshot_after(
         ),
         (None, None) => return Ok(None),
     };
+    // In the user's repository secret files are never staged: those of the "before"
+    // snapshot, and any that appeared since.
+    let mut exclude: Vec<String> = links.to_vec();
+    if let (None, Some(repo)) = (&tree.copy, &tree.repo) {
+        exclude.extend(super::tree::stageable_secrets(repo));
+        if let Some((before, _)) = &tree.secrets_before {
+            exclude.extend(before.iter().cloned());
+        }
+        exclude.sort();
+        exclude.dedup();
+    }
     let options = pitroom_git::SnapshotOptions {
-        exclude: links,
+        exclude: &exclude,
         drop: None,
         seed_tree,
     };
@@ -101,6 +112,7 @@ pub(super) fn capture_changes(
     stream: &Stream,
 ) -> Result<(), EngineError> {
     note_ignored_changes(record, tree)?;
+    note_secret_changes(record, tree);
     let Some(base) = record.base_tree.clone() else {
         return Ok(());
     };
@@ -138,7 +150,7 @@ fn note_ignored_changes(record: &mut RunRecord, tree: &TreeSetup) -> Result<(), 
         return Ok(());
     };
     let Some(after) =
-        pitroom_git::IgnoredFiles::list(&repo.git_dir, &repo.toplevel, super::tree::MAX_IGNORED)?
+        pitroom_git::FileStamps::ignored(&repo.git_dir, &repo.toplevel, super::tree::MAX_IGNORED)?
     else {
         return Ok(());
     };
@@ -165,6 +177,32 @@ fn note_ignored_changes(record: &mut RunRecord, tree: &TreeSetup) -> Result<(), 
         ));
     }
     Ok(())
+}
+
+/// How the warning on changed secret files begins.
+const SECRET_CHANGES_NOTE: &str = "the worker changed secret-looking file(s)";
+
+/// Compares a write run's secret-looking files with how they were before it (no snapshot
+/// stages them, so no patch or revert covers them), into the record and a warning.
+fn note_secret_changes(record: &mut RunRecord, tree: &TreeSetup) {
+    let (Some((before_paths, before)), Some(repo)) = (&tree.secrets_before, &tree.repo) else {
+        return;
+    };
+    let mut paths = super::tree::stageable_secrets(repo);
+    paths.extend(before_paths.iter().cloned());
+    paths.sort();
+    paths.dedup();
+    let after = pitroom_git::FileStamps::of(&repo.toplevel, &paths);
+    record.secret_changes = before.changed_in(&after);
+    record
+        .warnings
+        .retain(|w| !w.starts_with(SECRET_CHANGES_NOTE));
+    if !record.secret_changes.is_empty() {
+        record.warnings.push(format!(
+            "{SECRET_CHANGES_NOTE}, which Pitroom never stages (their contents stay out of git's object store), so no patch or revert covers them: {}",
+            record.secret_changes.join(", ")
+        ));
+    }
 }
 
 /// How the warning on paths the snapshot could not hold begins.

@@ -9,7 +9,7 @@ use pitroom_git::Repo;
 use pitroom_proc::private_dir::PrivateDir;
 use pitroom_workers::{Mode, StateDirs};
 
-use super::{io, Engine, EngineError};
+use super::{changes, io, Engine, EngineError};
 use crate::record::{ReadView, RunRecord};
 
 /// Where an attempt's worker runs, and what its tree is a copy of.
@@ -23,7 +23,10 @@ pub(super) struct TreeSetup {
     pub(super) in_place: Option<InPlace>,
     /// A write run's ignored files as they were before the worker, to report what it changed
     /// there (no snapshot stages them). `None` for other runs, or past the limit.
-    pub(super) ignored_before: Option<pitroom_git::IgnoredFiles>,
+    pub(super) ignored_before: Option<pitroom_git::FileStamps>,
+    /// A write run's secret-looking files, which no snapshot stages, and their stamps before the
+    /// worker, to report what it changed there.
+    pub(super) secrets_before: Option<(Vec<String>, pitroom_git::FileStamps)>,
     /// Keeps a read copy from being recycled or pruned while the run uses it.
     _lease: Option<pitroom_git::CopyLease>,
 }
@@ -101,6 +104,7 @@ impl TreeSetup {
             isolated: false,
             in_place: None,
             ignored_before: None,
+            secrets_before: None,
             _lease: None,
         }
     }
@@ -127,6 +131,7 @@ impl TreeSetup {
             isolated,
             in_place: None,
             ignored_before: None,
+            secrets_before: None,
             _lease: None,
         })
     }
@@ -201,11 +206,13 @@ impl Engine {
                         (p.base_tree.clone().unwrap_or_default(), copy)
                     }
                     None => {
-                        let base = pitroom_git::snapshot(
+                        // Secret files stay out of the copy and of the user's object store.
+                        let base = pitroom_git::snapshot_excluding(
                             &repo.git_dir,
                             &repo.toplevel,
                             &repo.index,
                             &base_index,
+                            &stageable_secrets(&repo),
                         )?
                         .tree;
                         let copy =
@@ -221,12 +228,22 @@ impl Engine {
                 Ok(setup)
             }
             Mode::Write => {
-                let base =
-                    pitroom_git::snapshot(&repo.git_dir, &repo.toplevel, &repo.index, &base_index)?;
+                // Secret files are never staged (their contents would enter the user's object
+                // store); what the worker does to them is compared by stamp instead.
+                let secrets = stageable_secrets(&repo);
+                let base = pitroom_git::snapshot_excluding(
+                    &repo.git_dir,
+                    &repo.toplevel,
+                    &repo.index,
+                    &base_index,
+                    &secrets,
+                )?;
+                changes::note_unstaged(record, &base.unstaged);
                 record.base_tree = Some(base.tree);
+                let secrets_before = pitroom_git::FileStamps::of(&repo.toplevel, &secrets);
                 record.workdir = Some(dir.clone());
                 let ignored =
-                    pitroom_git::IgnoredFiles::list(&repo.git_dir, &repo.toplevel, MAX_IGNORED)?;
+                    pitroom_git::FileStamps::ignored(&repo.git_dir, &repo.toplevel, MAX_IGNORED)?;
                 if ignored.is_none() {
                     record.warnings.push(format!(
                         "more than {MAX_IGNORED} ignored files: changes the worker makes to them are not checked"
@@ -234,6 +251,7 @@ impl Engine {
                 }
                 let mut setup = TreeSetup::in_place(dir, Some(repo));
                 setup.ignored_before = ignored;
+                setup.secrets_before = Some((secrets, secrets_before));
                 Ok(setup)
             }
         }
@@ -307,18 +325,7 @@ impl Engine {
         // the user's object store, which every read copy borrows, and a worker reading a copy
         // could print it with `git cat-file --batch-all-objects`. (Tracked ones are there
         // already, as the user committed them; they are dropped from the copy's index.)
-        let top = std::fs::canonicalize(&repo.toplevel).unwrap_or_else(|_| repo.toplevel.clone());
-        let secrets: Vec<String> = crate::secrets::secret_files_under(&repo.toplevel, MAX_HIDDEN)
-            .iter()
-            .filter_map(|p| p.strip_prefix(&repo.toplevel).ok())
-            // Git stages a linked dir as the link: what lies beyond it is never hashed, and
-            // naming it in a pathspec is an error.
-            .filter(|rel| {
-                let parent = rel.parent().unwrap_or(Path::new(""));
-                std::fs::canonicalize(repo.toplevel.join(parent)).ok() == Some(top.join(parent))
-            })
-            .map(|p| p.display().to_string())
-            .collect();
+        let secrets = stageable_secrets(repo);
         let options = pitroom_git::SnapshotOptions {
             exclude: &secrets,
             drop: Some(&is_secret),
@@ -342,6 +349,24 @@ impl Engine {
         }
         Ok(snap.tree)
     }
+}
+
+/// The secret-looking files of `repo`'s tree that a snapshot could stage, relative to its top:
+/// kept out of every snapshot Pitroom takes in the user's repository, so their contents are
+/// never hashed into its object store (which read copies borrow and a later worker could read).
+/// Files beyond a linked directory are left out of the list: git stages the link, never what
+/// lies beyond it, and naming such a path in a pathspec is an error.
+pub(super) fn stageable_secrets(repo: &Repo) -> Vec<String> {
+    let top = std::fs::canonicalize(&repo.toplevel).unwrap_or_else(|_| repo.toplevel.clone());
+    crate::secrets::secret_files_under(&repo.toplevel, MAX_HIDDEN)
+        .iter()
+        .filter_map(|p| p.strip_prefix(&repo.toplevel).ok())
+        .filter(|rel| {
+            let parent = rel.parent().unwrap_or(Path::new(""));
+            std::fs::canonicalize(repo.toplevel.join(parent)).ok() == Some(top.join(parent))
+        })
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 /// Builds the isolated copy of `base` for run `id` under `copies`: in a `.tmp-` directory first,
