@@ -23,6 +23,8 @@ pub(super) struct After {
     index: PathBuf,
     /// Paths git could not stage: in no patch.
     pub(super) unstaged: Vec<String>,
+    /// The secret-looking files the snapshot left out (in the user's repository).
+    pub(super) secrets: Vec<String>,
 }
 
 /// Takes the "after" snapshot of the tree the patch covers; `None` when there is no repository
@@ -53,15 +55,17 @@ pub(super) fn snapshot_after(
     };
     // In the user's repository secret files are never staged: those of the "before"
     // snapshot, and any that appeared since.
-    let mut exclude: Vec<String> = links.to_vec();
+    let mut secrets = Vec::new();
     if let (None, Some(repo)) = (&tree.copy, &tree.repo) {
-        exclude.extend(super::tree::stageable_secrets(repo));
+        secrets = super::tree::stageable_secrets(repo);
         if let Some((before, _)) = &tree.secrets_before {
-            exclude.extend(before.iter().cloned());
+            secrets.extend(before.iter().cloned());
         }
-        exclude.sort();
-        exclude.dedup();
+        secrets.sort();
+        secrets.dedup();
     }
+    let mut exclude: Vec<String> = links.to_vec();
+    exclude.extend(secrets.iter().cloned());
     let options = pitroom_git::SnapshotOptions {
         exclude: &exclude,
         drop: None,
@@ -81,6 +85,7 @@ pub(super) fn snapshot_after(
         seed,
         index: after.index,
         unstaged: after.unstaged,
+        secrets,
     }))
 }
 
@@ -111,14 +116,23 @@ pub(super) fn capture_changes(
     tree: &TreeSetup,
     stream: &Stream,
 ) -> Result<(), EngineError> {
-    note_ignored_changes(record, tree)?;
-    note_secret_changes(record, tree);
     let Some(base) = record.base_tree.clone() else {
         return Ok(());
     };
-    let Some(after) = snapshot_after(&record.spec.link, run_dir, tree, Some(&base))? else {
+    let (after, ignored) = std::thread::scope(|scope| {
+        // The ignored files are listed while the tree is staged: two scans at once.
+        let ignored = scope.spawn(|| ignored_after(tree));
+        let after = snapshot_after(&record.spec.link, run_dir, tree, Some(&base));
+        let ignored = ignored
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (after, ignored)
+    });
+    note_ignored_changes(record, tree, ignored?.as_ref());
+    let Some(after) = after? else {
         return Ok(());
     };
+    note_secret_changes(record, tree, &after.secrets);
     record.after_tree = Some(after.tree.clone());
     note_unstaged(record, &after.unstaged);
     let changes = after.diff_from(&base, tree)?;
@@ -145,16 +159,15 @@ pub(super) fn capture_changes(
 
 /// Compares a write run's ignored files with how they were before it, into the record and a
 /// warning: git stages none of them, so no patch or revert covers what changed there.
-fn note_ignored_changes(record: &mut RunRecord, tree: &TreeSetup) -> Result<(), EngineError> {
-    let (Some(before), Some(repo)) = (&tree.ignored_before, &tree.repo) else {
-        return Ok(());
+fn note_ignored_changes(
+    record: &mut RunRecord,
+    tree: &TreeSetup,
+    after: Option<&pitroom_git::FileStamps>,
+) {
+    let (Some(before), Some(after)) = (&tree.ignored_before, after) else {
+        return;
     };
-    let Some(after) =
-        pitroom_git::FileStamps::ignored(&repo.git_dir, &repo.toplevel, super::tree::MAX_IGNORED)?
-    else {
-        return Ok(());
-    };
-    record.ignored_changes = before.changed_in(&after);
+    record.ignored_changes = before.changed_in(after);
     record
         .warnings
         .retain(|w| !w.starts_with(IGNORED_CHANGES_NOTE));
@@ -176,7 +189,18 @@ fn note_ignored_changes(record: &mut RunRecord, tree: &TreeSetup) -> Result<(), 
             }
         ));
     }
-    Ok(())
+}
+
+/// A write run's ignored files after the worker, when they were listed before it.
+fn ignored_after(tree: &TreeSetup) -> Result<Option<pitroom_git::FileStamps>, EngineError> {
+    let (Some(_), Some(repo)) = (&tree.ignored_before, &tree.repo) else {
+        return Ok(None);
+    };
+    Ok(pitroom_git::FileStamps::ignored(
+        &repo.git_dir,
+        &repo.toplevel,
+        super::tree::MAX_IGNORED,
+    )?)
 }
 
 /// How the warning on changed secret files begins.
@@ -184,15 +208,11 @@ const SECRET_CHANGES_NOTE: &str = "the worker changed secret-looking file(s)";
 
 /// Compares a write run's secret-looking files with how they were before it (no snapshot
 /// stages them, so no patch or revert covers them), into the record and a warning.
-fn note_secret_changes(record: &mut RunRecord, tree: &TreeSetup) {
-    let (Some((before_paths, before)), Some(repo)) = (&tree.secrets_before, &tree.repo) else {
+fn note_secret_changes(record: &mut RunRecord, tree: &TreeSetup, secrets: &[String]) {
+    let (Some((_, before)), Some(repo)) = (&tree.secrets_before, &tree.repo) else {
         return;
     };
-    let mut paths = super::tree::stageable_secrets(repo);
-    paths.extend(before_paths.iter().cloned());
-    paths.sort();
-    paths.dedup();
-    let after = pitroom_git::FileStamps::of(&repo.toplevel, &paths);
+    let after = pitroom_git::FileStamps::of(&repo.toplevel, secrets);
     record.secret_changes = before.changed_in(&after);
     record
         .warnings

@@ -230,20 +230,30 @@ impl Engine {
             Mode::Write => {
                 // Secret files are never staged (their contents would enter the user's object
                 // store); what the worker does to them is compared by stamp instead.
-                let secrets = stageable_secrets(&repo);
-                let base = pitroom_git::snapshot_excluding(
-                    &repo.git_dir,
-                    &repo.toplevel,
-                    &repo.index,
-                    &base_index,
-                    &secrets,
-                )?;
+                let (base, ignored) = std::thread::scope(|scope| {
+                    // The ignored files are listed while the tree is staged: two scans at once.
+                    let ignored = scope.spawn(|| {
+                        pitroom_git::FileStamps::ignored(&repo.git_dir, &repo.toplevel, MAX_IGNORED)
+                    });
+                    let base = stageable_secrets(&repo);
+                    let snapshot = pitroom_git::snapshot_excluding(
+                        &repo.git_dir,
+                        &repo.toplevel,
+                        &repo.index,
+                        &base_index,
+                        &base,
+                    );
+                    let ignored = ignored
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (snapshot.map(|s| (s, base)), ignored)
+                });
+                let (base, secrets) = base?;
+                let ignored = ignored?;
                 changes::note_unstaged(record, &base.unstaged);
                 record.base_tree = Some(base.tree);
                 let secrets_before = pitroom_git::FileStamps::of(&repo.toplevel, &secrets);
                 record.workdir = Some(dir.clone());
-                let ignored =
-                    pitroom_git::FileStamps::ignored(&repo.git_dir, &repo.toplevel, MAX_IGNORED)?;
                 if ignored.is_none() {
                     record.warnings.push(format!(
                         "more than {MAX_IGNORED} ignored files: changes the worker makes to them are not checked"
