@@ -277,21 +277,32 @@ mod tests {
             .args(["-c", "sleep 30 & wait"])
             .spawn()
             .unwrap();
+        let child_pid = child.id() as i32;
         let deadline = Instant::now() + Duration::from_secs(5);
         let me = std::process::id() as i32;
-        let mut found = Vec::new();
+        // Only this test's processes: other tests of this process start children of their own,
+        // which must be neither counted nor killed here.
+        let mut grandchildren = Vec::new();
+        let mut seen_from_me = Vec::new();
         while Instant::now() < deadline {
-            found = descendants(me);
-            if found.len() >= 2 {
+            grandchildren = descendants(child_pid);
+            seen_from_me = descendants(me)
+                .into_iter()
+                .filter(|p| p.pid == child_pid || grandchildren.contains(p))
+                .collect();
+            if !grandchildren.is_empty() && seen_from_me.len() > grandchildren.len() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = child.kill();
-        for p in &found {
+        for p in &grandchildren {
             let _ = nix::sys::signal::kill(Pid::from_raw(p.pid), Signal::SIGKILL);
         }
+        let _ = child.kill();
         let _ = child.wait();
-        assert!(found.len() >= 2, "child and grandchild: {found:?}");
+        assert!(
+            seen_from_me.len() >= 2,
+            "child and grandchild, from this process: {seen_from_me:?}"
+        );
     }
 }
