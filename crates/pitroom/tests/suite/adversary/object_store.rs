@@ -59,12 +59,7 @@ fn write_and_isolated_runs_never_stage_a_secret_and_report_what_the_worker_did_t
         let (code, out) = a.run(&["-w", "edit code and the env file"]);
         assert_eq!(code, 0, "{}: {out}", a.who());
         let r = a.record();
-        let changed: Vec<&str> = r["changes"]
-            .as_array()
-            .expect("changes")
-            .iter()
-            .filter_map(|c| c["path"].as_str())
-            .collect();
+        let changed = crate::suite::common::changed(&r);
         assert_eq!(changed, ["calc.py"], "{}: {r:#}", a.who());
         assert_eq!(
             r["secret_changes"],

@@ -22,12 +22,7 @@ fn a_nested_repository_without_a_commit_cannot_hide_a_write_runs_other_changes()
             a.who()
         );
         let r = a.record();
-        let changed: Vec<&str> = r["changes"]
-            .as_array()
-            .expect("changes")
-            .iter()
-            .filter_map(|c| c["path"].as_str())
-            .collect();
+        let changed = crate::suite::common::changed(&r);
         assert_eq!(changed, ["calc.py"], "{}: {r:#}", a.who());
         let (code, out) = a.run(&["revert"]);
         assert_eq!(code, 0, "{}: {out}", a.who());

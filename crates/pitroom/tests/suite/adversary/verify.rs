@@ -39,12 +39,7 @@ fn verify_cannot_commit_branch_or_write_outside_the_tree_it_checks() {
                 "{} {mode}: {r:#}",
                 a.who()
             );
-            let changes: Vec<&str> = r["changes"]
-                .as_array()
-                .expect("changes")
-                .iter()
-                .filter_map(|c| c["path"].as_str())
-                .collect();
+            let changes = crate::suite::common::changed(&r);
             assert!(
                 changes.contains(&"verify-made.txt"),
                 "{} {mode}: what the check changed is in the patch: {changes:?}",
