@@ -41,9 +41,10 @@ pub fn guard_executable(exe: &Path) -> PathBuf {
 /// `$PITROOM_HOME/hooks/reference-transaction` link to [`guard_executable`] of `exe` (replaced
 /// atomically when they point elsewhere, e.g. after an upgrade).
 pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
+    let [shim_dir, hooks_dir] = link_dirs(&home.root);
     let links = GuardLinks {
-        shim_dir: home.root.join("bin"),
-        hooks_dir: home.root.join("hooks"),
+        shim_dir,
+        hooks_dir,
         target: guard_executable(exe),
     };
     link(&links.target, &links.shim_dir.join(env::SHIM))?;
@@ -53,6 +54,12 @@ pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
     }
     link(&links.target, &links.hooks_dir.join(env::HOOK))?;
     Ok(links)
+}
+
+/// Where the guard's links live in the state dir `root`: the shim dir a worker's `PATH` starts
+/// with, and the hooks dir git's config points at.
+pub fn link_dirs(root: &Path) -> [std::path::PathBuf; 2] {
+    [root.join("bin"), root.join("hooks")]
 }
 
 fn link(target: &Path, at: &Path) -> std::io::Result<()> {

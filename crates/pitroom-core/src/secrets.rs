@@ -5,11 +5,11 @@
 /// rules; read copies, redaction and attachments use the same matcher.
 pub use pitroom_workers::secret_files::is_secret_path;
 
-/// Credential dirs in the user's home a read run must not read (`~/.ssh`, cloud and tool
-/// logins): hidden behind an empty directory, like the project's secret files. Only those
-/// that exist.
-pub fn credential_dirs(home: &std::path::Path) -> Vec<std::path::PathBuf> {
-    const DIRS: &[&str] = &[
+/// Credentials in the user's home a read run must not read (`~/.ssh`, cloud and tool logins,
+/// git's and curl's stored passwords): hidden behind an empty directory or file, like the
+/// project's secret files. Only those that exist.
+pub fn credential_paths(home: &std::path::Path) -> Vec<std::path::PathBuf> {
+    const PATHS: &[&str] = &[
         ".ssh",
         ".gnupg",
         ".aws",
@@ -20,13 +20,53 @@ pub fn credential_dirs(home: &std::path::Path) -> Vec<std::path::PathBuf> {
         ".config/gcloud",
         ".config/hub",
         ".config/op",
+        ".config/git/credentials",
         ".password-store",
         ".local/share/keyrings",
+        ".git-credentials",
+        ".netrc",
+        ".pgpass",
     ];
-    DIRS.iter()
+    PATHS
+        .iter()
         .map(|d| home.join(d))
-        .filter(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+        .filter(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir() || m.is_file()))
         .collect()
+}
+
+/// A repository's git config with its credentials taken out, or `None` when it holds none:
+/// the user part of every URL (`https://x-access-token:TOKEN@host/` → `https://host/`, in a
+/// remote's `url`, an `insteadOf` or a section name) and each `http.extraheader` (where CI
+/// checkouts keep their token). Every other line is kept as it is, so git behaves the same
+/// with the copy bound over the real file.
+#[expect(
+    clippy::expect_used,
+    reason = "constant patterns; the tests compile them"
+)]
+pub fn git_config_without_credentials(text: &str) -> Option<String> {
+    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s\x22]+@").expect("a valid pattern")
+    });
+    static EXTRAHEADER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)^\s*extraheader\s*(=|$)").expect("a valid pattern")
+    });
+    let mut changed = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if EXTRAHEADER.is_match(line) {
+            out.push_str("\t# an http.extraheader, hidden by Pitroom\n");
+            changed = true;
+            continue;
+        }
+        match USERINFO.replace_all(line, "$1") {
+            std::borrow::Cow::Owned(stripped) => {
+                out.push_str(&stripped);
+                changed = true;
+            }
+            std::borrow::Cow::Borrowed(kept) => out.push_str(kept),
+        }
+    }
+    changed.then_some(out)
 }
 
 /// Variables through which a worker would reach the user's session — a terminal multiplexer
@@ -143,6 +183,38 @@ pub fn secret_files_under(root: &std::path::Path, limit: usize) -> Vec<std::path
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_remote_urls_token_and_an_extraheader_leave_the_config_and_nothing_else_does() {
+        let config = "[core]\n\tbare = false\n\
+[remote \"origin\"]\n\turl = https://x-access-token:ghs_T0KEN@github.com/o/r.git\n\
+\tfetch = +refs/heads/*:refs/remotes/origin/*\n\
+[remote \"up\"]\n\turl = git@github.com:o/r.git\n\tpushurl = https://TOKEN2@example.com/r\n\
+[url \"https://user:pw@mirror.example/\"]\n\tinsteadOf = https://example.com/\n\
+[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n";
+        let clean = super::git_config_without_credentials(config).expect("it held credentials");
+        for secret in ["ghs_T0KEN", "TOKEN2", "user:pw", "c2VjcmV0"] {
+            assert!(!clean.contains(secret), "{secret} left in:\n{clean}");
+        }
+        for kept in [
+            "url = https://github.com/o/r.git",
+            "url = git@github.com:o/r.git",
+            "pushurl = https://example.com/r",
+            "[url \"https://mirror.example/\"]",
+            "fetch = +refs/heads/*:refs/remotes/origin/*",
+            "[http \"https://github.com/\"]",
+        ] {
+            assert!(clean.contains(kept), "{kept} lost from:\n{clean}");
+        }
+        assert_eq!(clean.lines().count(), config.lines().count());
+    }
+
+    #[test]
+    fn a_config_without_credentials_is_left_alone() {
+        let config = "[remote \"origin\"]\n\turl = git@github.com:o/r.git\n\
+[user]\n\temail = a@b.example\n[include]\n\tpath = ../shared.gitconfig\n";
+        assert_eq!(super::git_config_without_credentials(config), None);
+    }
+
     use super::*;
 
     #[test]

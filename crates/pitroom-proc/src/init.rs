@@ -203,6 +203,9 @@ mod tests {
             blank_file: Some("/run/blank".into()),
             masked: vec!["/run/user/0/bus".into()],
             blank_dir: Some("/run/blank.d".into()),
+            covers: vec![("/run/git-config".into(), "/w/.git/config".into())],
+            state_dir: Some("/state".into()),
+            state_kept: vec!["/state/runs/r1".into()],
             strict: true,
             report_file: "/run/sandbox.json".into(),
         };

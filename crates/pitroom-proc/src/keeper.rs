@@ -121,6 +121,7 @@ pub(crate) fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
         ("--ro-bind", &sandbox.read_only_binds),
         ("--hide", &sandbox.hidden_files),
         ("--mask", &sandbox.masked),
+        ("--keep", &sandbox.state_kept),
     ] {
         for path in paths {
             args.push(flag.into());
@@ -134,6 +135,17 @@ pub(crate) fn sandbox_args(sandbox: Option<&SandboxSpec>) -> Vec<OsString> {
     if let Some(blank) = &sandbox.blank_dir {
         args.push("--blank-dir".into());
         args.push(blank.clone().into());
+    }
+    if let Some(dir) = &sandbox.state_dir {
+        args.push("--state-dir".into());
+        args.push(dir.clone().into());
+    }
+    for (replacement, covered) in &sandbox.covers {
+        args.extend([
+            "--cover".into(),
+            replacement.clone().into(),
+            covered.clone().into(),
+        ]);
     }
     if sandbox.strict {
         args.push("--strict".into());
@@ -213,6 +225,11 @@ pub(crate) fn parse_sandbox_flag<'a>(
         return Some(());
     }
     let value: PathBuf = it.next()?.into();
+    if flag == "--cover" {
+        let covered: PathBuf = it.next()?.into();
+        sandbox.as_mut()?.covers.push((value, covered));
+        return Some(());
+    }
     match flag {
         "--sandbox-report" => sandbox.get_or_insert_with(SandboxSpec::default).report_file = value,
         "--write-dir" => sandbox.as_mut()?.writable_dirs.push(value),
@@ -222,6 +239,8 @@ pub(crate) fn parse_sandbox_flag<'a>(
         "--blank" => sandbox.as_mut()?.blank_file = Some(value),
         "--mask" => sandbox.as_mut()?.masked.push(value),
         "--blank-dir" => sandbox.as_mut()?.blank_dir = Some(value),
+        "--keep" => sandbox.as_mut()?.state_kept.push(value),
+        "--state-dir" => sandbox.as_mut()?.state_dir = Some(value),
         _ => return None,
     }
     Some(())
@@ -566,6 +585,9 @@ mod tests {
             blank_file: Some("/run/blank".into()),
             masked: vec!["/tmp/tmux-0".into(), "/home/u/.ssh".into()],
             blank_dir: Some("/run/blank.d".into()),
+            covers: vec![("/run/git-config".into(), "/w/.git/config".into())],
+            state_dir: Some("/state".into()),
+            state_kept: vec!["/state/runs/r1".into(), "/state/bin".into()],
             strict: true,
             report_file: "/run/sandbox.json".into(),
         };

@@ -45,6 +45,16 @@ pub struct SandboxSpec {
     pub masked: Vec<PathBuf>,
     /// The empty read-only directory bound over each masked directory.
     pub blank_dir: Option<PathBuf>,
+    /// Files bound read-only over others, as (replacement, covered): a repository's config
+    /// with the credentials of its remote URLs taken out, bound over the real one.
+    pub covers: Vec<(PathBuf, PathBuf)>,
+    /// Pitroom's state dir (canonical), hidden from the worker behind an empty read-only
+    /// tmpfs in the private mount namespace, but for [`SandboxSpec::state_kept`]: other runs'
+    /// stored patches, copies and CLI state are none of this worker's business.
+    pub state_dir: Option<PathBuf>,
+    /// What the worker keeps of the state dir, bound back over the tmpfs: its own run dir,
+    /// copy and CLI state, the guard's links (canonical, outermost, beneath `state_dir`).
+    pub state_kept: Vec<PathBuf>,
     /// The worker reads the live project in place: it must not start unless Landlock is fully
     /// enforced and every hidden file is covered.
     pub strict: bool,
@@ -113,6 +123,13 @@ pub struct SandboxReport {
     /// How many session sockets and credential dirs were masked.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub masked: u32,
+    /// How many files were covered by a copy with their credentials taken out (a
+    /// repository's config whose remote URL holds a token).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub covered: u32,
+    /// Whether Pitroom's state dir was hidden but for the run's own parts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub state_hidden: bool,
     /// The privileges the worker gave up before it started (capabilities, the seccomp filter).
     #[serde(default)]
     pub hardening: crate::harden::Hardening,
@@ -133,6 +150,8 @@ impl SandboxReport {
             writable: Vec::new(),
             hidden: 0,
             masked: 0,
+            covered: 0,
+            state_hidden: false,
             hardening: Default::default(),
         }
     }
@@ -147,6 +166,8 @@ impl SandboxReport {
             writable: Vec::new(),
             hidden: 0,
             masked: 0,
+            covered: 0,
+            state_hidden: false,
             hardening: Default::default(),
         }
     }
@@ -243,6 +264,46 @@ impl SandboxSpec {
         self.masked = masked;
         self.blank_file.get_or_insert(blank_file);
         self.blank_dir = Some(blank_dir);
+        self
+    }
+
+    /// The same rules with `replacement` bound read-only over `covered` for each pair.
+    pub fn covering(mut self, covers: Vec<(PathBuf, PathBuf)>) -> SandboxSpec {
+        self.covers = covers;
+        self
+    }
+
+    /// The same rules with Pitroom's `state_dir` hidden from the worker but for `kept` and
+    /// for every path the rules already name beneath it (writable dirs and files, the blank
+    /// file and dir, the report's dir). Both are rebased onto the state dir's canonical path,
+    /// which is how the keeper opens them (no link followed beneath it).
+    pub fn hiding_state(mut self, state_dir: &Path, kept: &[PathBuf]) -> SandboxSpec {
+        let given = normalize_lexically(state_dir);
+        let canonical = std::fs::canonicalize(&given).unwrap_or_else(|_| given.clone());
+        let named = self
+            .writable_dirs
+            .iter()
+            .chain(&self.writable_files)
+            .chain(&self.read_only_binds)
+            .chain(&self.blank_file)
+            .chain(&self.blank_dir)
+            .cloned()
+            .chain(self.report_file.parent().map(Path::to_path_buf));
+        let beneath: Vec<PathBuf> = kept
+            .iter()
+            .cloned()
+            .chain(named)
+            .filter_map(|p| {
+                let p = normalize_lexically(&p);
+                let rest = p
+                    .strip_prefix(&given)
+                    .or_else(|_| p.strip_prefix(&canonical))
+                    .ok()?;
+                (!rest.as_os_str().is_empty()).then(|| canonical.join(rest))
+            })
+            .collect();
+        self.state_kept = outermost(beneath);
+        self.state_dir = Some(canonical);
         self
     }
 
@@ -446,6 +507,8 @@ pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
             writable: Vec::new(),
             hidden: 0,
             masked: 0,
+            covered: 0,
+            state_hidden: false,
             hardening: Default::default(),
         }
     }
@@ -479,11 +542,22 @@ mod linux {
         // Mounts first: a Landlocked process may no longer change mounts.
         let needs_namespace = !spec.read_only_binds.is_empty()
             || !spec.hidden_files.is_empty()
-            || !spec.masked.is_empty();
+            || !spec.masked.is_empty()
+            || !spec.covers.is_empty()
+            || spec.state_dir.is_some();
         let namespace = if needs_namespace {
             private_mount_namespace()
         } else {
             Ok(())
+        };
+        // The state dir first: the binds below land on what the worker keeps of it.
+        let (state_hidden, state_reason) = match (namespace, &spec.state_dir) {
+            (_, None) => (false, None),
+            (Err(e), Some(_)) => (false, Some(format!("no private mount namespace ({e})"))),
+            (Ok(()), Some(dir)) => match crate::hide_state::hide(dir, &spec.state_kept) {
+                Ok(()) => (true, None),
+                Err(e) => (false, Some(format!("the state dir stayed readable ({e})"))),
+            },
         };
         let (git_dir, git_reason) = if spec.read_only_binds.is_empty() {
             (GitDirState::NotExposed, None)
@@ -502,14 +576,14 @@ mod linux {
             (Ok(()), None) => (0, Some("no empty file to bind over them".into())),
             (Ok(()), Some(blank)) => hide_files(&spec.hidden_files, blank),
         };
-        let masked = match namespace {
-            Ok(()) => mask(spec),
-            Err(_) => 0,
+        let (masked, covered) = match namespace {
+            Ok(()) => (mask(spec), cover(&spec.covers)),
+            Err(_) => (0, 0),
         };
-        let git_reason = match (git_reason, hide_reason) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        };
+        let git_reason = [git_reason, hide_reason, state_reason]
+            .into_iter()
+            .flatten()
+            .reduce(|a, b| format!("{a}; {b}"));
         let (landlock, abi, reason) = match restrict(spec) {
             Ok(status) => describe(&status),
             Err(e) => (
@@ -530,8 +604,19 @@ mod linux {
             writable: spec.writable_dirs.clone(),
             hidden,
             masked,
+            covered,
+            state_hidden,
             hardening: Default::default(),
         }
+    }
+
+    /// Binds each replacement read-only over the file it covers; returns how many hold.
+    fn cover(covers: &[(PathBuf, PathBuf)]) -> u32 {
+        let held = covers
+            .iter()
+            .filter(|(replacement, covered)| bind_over(replacement, covered).is_ok())
+            .count();
+        u32::try_from(held).unwrap_or(u32::MAX)
     }
 
     /// Binds `blank` read-only over each of `files`; returns how many are hidden (a file gone
@@ -748,6 +833,48 @@ mod tests {
     }
 
     #[test]
+    fn hiding_state_keeps_only_what_the_run_names_beneath_the_canonical_state_dir() {
+        let (root, tree, _scratch, state) = dirs();
+        let run = state.join("runs/r1");
+        let cli_state = run.join("cli-state");
+        let links = state.join("guard/bin");
+        for d in [&cli_state, &links, &state.join("runs/r0")] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        // The state dir as the user named it: through a symlink.
+        let alias = root.path().join("alias");
+        std::os::unix::fs::symlink(&state, &alias).expect("symlink");
+        let spec = SandboxSpec::for_worker(
+            TreeAccess::ReadOnly,
+            &[alias.join("runs/r1/cli-state"), tree.clone()],
+            &[],
+            alias.join("runs/r1/sandbox.json"),
+        )
+        .hiding_state(&alias, &[links.clone(), alias.join("runs/r1/cli-state/x")]);
+
+        assert_eq!(spec.state_dir.as_deref(), Some(state.as_path()));
+        // The report's dir holds the CLI state: one bind keeps both; the tree is not beneath
+        // the state dir, so it is not the tmpfs's business.
+        let mut kept = spec.state_kept.clone();
+        kept.sort();
+        assert_eq!(kept, vec![links, run]);
+        assert!(!spec
+            .state_kept
+            .iter()
+            .any(|k| k.starts_with(state.join("runs/r0"))));
+    }
+
+    #[test]
+    fn hiding_state_never_keeps_the_state_dir_itself() {
+        let (_root, _tree, _scratch, state) = dirs();
+        let spec =
+            SandboxSpec::for_worker(TreeAccess::ReadOnly, &[], &[], PathBuf::from("/x/r.json"))
+                .hiding_state(&state, std::slice::from_ref(&state));
+        assert!(spec.state_kept.is_empty());
+        assert_eq!(spec.state_dir, Some(state));
+    }
+
+    #[test]
     fn a_read_run_may_write_only_its_private_dirs_and_dev_null() {
         let (_root, tree, scratch, state) = dirs();
         let spec = SandboxSpec::for_worker(
@@ -889,6 +1016,8 @@ mod tests {
             writable: Vec::new(),
             hidden,
             masked: 0,
+            covered: 0,
+            state_hidden: false,
             hardening: crate::harden::Hardening {
                 capabilities_dropped: true,
                 seccomp: true,
@@ -929,6 +1058,8 @@ mod tests {
             writable: vec![PathBuf::from("/w")],
             hidden: 2,
             masked: 1,
+            covered: 1,
+            state_hidden: true,
             hardening: Default::default(),
         };
         let text = serde_json::to_string(&report).expect("json");

@@ -15,6 +15,8 @@
 mod contain;
 mod drive;
 mod harden;
+#[cfg(target_os = "linux")]
+mod hide_state;
 mod init;
 mod keeper;
 pub mod landlock;

@@ -21,6 +21,8 @@
 //! - `(deny file-read* file-write*)` on each hidden file and masked path — what binding an
 //!   empty read-only file or dir over it does on Linux — and `(deny network-outbound)` to a
 //!   masked path as a unix socket, so a session socket cannot be connected to.
+//! - `(deny file-read-data)` beneath Pitroom's state dir but for what the run keeps — what the
+//!   empty tmpfs over it, with the kept parts bound back, does on Linux.
 //!
 //! Seatbelt decides by the **last** rule that matches an operation, so the exceptions follow
 //! the rules they narrow. The git dirs are also excluded from the write allow itself, so their
@@ -296,11 +298,38 @@ pub fn render_profile(spec: &SandboxSpec) -> SeatbeltProfile {
         &sockets,
     );
 
+    let state = params.name("STATE_DIR", spec.state_dir.as_slice());
+    let kept = params.name("STATE_KEPT", &spec.state_kept);
+    rule(
+        &mut text,
+        "Pitroom's state dir, but for the run's own parts: other runs' patches, copies and\n\
+         transcripts are neither listed nor read. Metadata stays readable: a lookup of a kept\n\
+         path stats the dirs above it.",
+        "deny file-read-data",
+        &all_beneath_but(&state, &kept),
+    );
+
     SeatbeltProfile {
         text,
         params: params.list,
         strict: spec.strict,
     }
+}
+
+/// `(subpath P)` less `(subpath K)` for every `K` of `kept`, for every form of every path.
+fn all_beneath_but(named: &[Named], kept: &[Named]) -> Vec<String> {
+    named
+        .iter()
+        .flat_map(|n| &n.keys)
+        .map(|key| {
+            let mut filter = format!("(require-all\n        (subpath {})", param(key));
+            for k in kept.iter().flat_map(|k| &k.keys) {
+                let _ = write!(filter, "\n        (require-not (subpath {}))", param(k));
+            }
+            filter.push(')');
+            filter
+        })
+        .collect()
 }
 
 /// `(literal P)` and `(subpath P)` for every form of every path: the path itself, whether a
@@ -353,6 +382,11 @@ mod tests {
             )),
             strict: true,
             report_file: PathBuf::from("/Users/ana/Library/Caches/pitroom/runs/7/sandbox.json"),
+            state_dir: Some(PathBuf::from("/Users/ana/Library/Caches/pitroom")),
+            state_kept: paths(&[
+                "/Users/ana/Library/Caches/pitroom/bin",
+                "/Users/ana/Library/Caches/pitroom/runs/7",
+            ]),
             ..SandboxSpec::default()
         }
     }
@@ -615,6 +649,37 @@ mod tests {
             [Path::new(SCRATCH), Path::new(STATE), Path::new("/dev/null")]
         );
         assert!(profile.strict);
+    }
+
+    #[test]
+    fn the_state_dir_is_unreadable_to_a_worker_but_for_what_its_run_keeps() {
+        let spec = read_run();
+        let profile = render_profile(&spec);
+        let rules = parse_rules(&profile.text);
+        let state = spec.state_dir.clone().expect("state dir");
+        let state_key = profile.keys_for(&state)[0].to_string();
+        assert!(
+            named_by(&rules, "deny file-read-data", &state_key),
+            "{}",
+            profile.text
+        );
+        let deny = rules
+            .iter()
+            .find(|r| r.head.starts_with("deny file-read-data"))
+            .expect("the state dir's rule");
+        for kept in &spec.state_kept {
+            let key = profile.keys_for(kept)[0].to_string();
+            assert!(
+                deny.text
+                    .contains(&format!("(require-not (subpath (param \"{key}\")))")),
+                "{} is kept: {}",
+                kept.display(),
+                deny.text
+            );
+        }
+        // No state dir in the spec, no rule.
+        let none = render_profile(&isolate_run());
+        assert!(!none.text.contains("deny file-read-data"), "{}", none.text);
     }
 
     #[test]

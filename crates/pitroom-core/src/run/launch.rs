@@ -204,27 +204,7 @@ impl Engine {
         let link_targets: Vec<PathBuf> = invocation.links.iter().map(|(_, t)| t.clone()).collect();
         let report = run_dir.join(SANDBOX_REPORT);
         let spec = tree_sandbox(record, tree, private_dirs, &link_targets, report);
-        Some(self.masking(record.spec.mode, run_dir, spec))
-    }
-
-    /// `spec` with the user's session sockets masked, and in a read run the credential dirs
-    /// of the user's home too, behind an empty file and an empty dir made in `run_dir`. Where
-    /// those cannot be made, the spec stays as it was (and the report shows nothing masked).
-    pub(super) fn masking(&self, mode: Mode, run_dir: &Path, spec: SandboxSpec) -> SandboxSpec {
-        let env = |name: &str| self.env_var(name);
-        let mut masked = crate::secrets::session_sockets(&env, nix::unistd::getuid().as_raw());
-        if mode == Mode::Read {
-            if let Some(home) = self.env_var("HOME") {
-                masked.extend(crate::secrets::credential_dirs(Path::new(&home)));
-            }
-        }
-        match blanks(run_dir) {
-            Ok((file, dir)) => spec.masking(masked, file, dir),
-            Err(e) => {
-                tracing::warn!("could not make the empty file and dir that mask paths: {e}");
-                spec
-            }
-        }
+        Some(self.confidential(record.spec.mode, run_dir, tree, spec))
     }
 
     /// Whether the caller turned Landlock off (`PITROOM_LANDLOCK=off`).
@@ -357,22 +337,6 @@ fn tree_bytes(dir: &Path) -> u64 {
         }
     }
     total
-}
-
-/// The empty read-only file and directory, in the run dir, that hidden and masked paths are
-/// covered with.
-fn blanks(run_dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
-    use std::os::unix::fs::PermissionsExt;
-    let (file, dir) = (run_dir.join("blank"), run_dir.join("blank.d"));
-    if !file.exists() {
-        std::fs::write(&file, b"")?;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))?;
-    }
-    if !dir.exists() {
-        std::fs::create_dir(&dir)?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555))?;
-    }
-    Ok((file, dir))
 }
 
 /// Tells the floor (`pitroom_git::guard::floor`) which CLI the worker is, so it may run itself again while other

@@ -20,6 +20,7 @@
 //! (`pitroom-service`). `models.rs` lists a CLI's models, outside any run.
 
 mod changes;
+mod confidential;
 mod fallback;
 mod finish;
 mod interrupt;

@@ -155,7 +155,7 @@ impl Engine {
             &[],
             run_dir.join(VERIFY_SANDBOX_REPORT),
         );
-        Some(self.masking(record.spec.mode, run_dir, spec))
+        Some(self.confidential(record.spec.mode, run_dir, tree, spec))
     }
 }
 

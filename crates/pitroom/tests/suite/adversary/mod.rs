@@ -6,6 +6,7 @@
 //! dir — and that the record says which layer held.
 
 mod apply;
+mod confidential;
 mod git_config;
 mod hiding;
 mod ignored;
