@@ -95,7 +95,7 @@ pub fn init_main(argv: &[OsString]) -> i32 {
         return 2;
     };
     // Die with the keeper; and if it is already gone (it died before the prctl), do not start.
-    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    crate::platform::die_with_parent(Signal::SIGKILL);
     if host_parent_pid() != Some(args.keeper) {
         return STOPPED_EXIT;
     }

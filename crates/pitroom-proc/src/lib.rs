@@ -18,6 +18,7 @@ mod harden;
 mod init;
 mod keeper;
 pub mod landlock;
+mod platform;
 pub mod private_dir;
 pub mod seatbelt;
 mod tree;
