@@ -40,5 +40,11 @@ pub use tree::{
     worker_tree_holder,
 };
 
+/// Makes this process the subreaper of everything it starts (Linux: orphans of its tree come
+/// back to it). macOS has none; the keeper's sweep hunts the worker's session there.
+pub fn become_subreaper() {
+    platform::become_subreaper();
+}
+
 /// Exit code the keeper uses when it stopped the worker on request.
 pub const STOPPED_EXIT: i32 = 143;
