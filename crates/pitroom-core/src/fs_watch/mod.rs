@@ -153,3 +153,56 @@ impl Drop for Watch {
 fn millis(limit: Duration) -> u16 {
     u16::try_from(limit.as_millis()).unwrap_or(u16::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Waits up to a few seconds for the changes of one step, collecting what comes.
+    fn changes_within(watch: &Watch, limit: Duration) -> Vec<Change> {
+        let deadline = std::time::Instant::now() + limit;
+        let mut seen = Vec::new();
+        while seen.is_empty() && std::time::Instant::now() < deadline {
+            watch.wait(Duration::from_millis(100)).expect("waits");
+            seen.extend(watch.read().expect("reads"));
+        }
+        seen
+    }
+
+    #[test]
+    fn a_new_entry_and_a_rename_into_a_watched_directory_are_seen_on_their_watch() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let watch = Watch::new().expect("a watch");
+        let id = watch
+            .add(dir.path(), Interest::CREATE.with_moved_to().only_dir())
+            .expect("watched");
+        assert!(watch.read().expect("reads").is_empty(), "nothing yet");
+        std::fs::create_dir(dir.path().join("run-1")).expect("mkdir");
+        let seen = changes_within(&watch, Duration::from_secs(5));
+        assert!(seen.iter().all(|c| c.watch == id), "{seen:?}");
+        // inotify names the entry; kqueue (macOS) only says the directory changed.
+        if cfg!(target_os = "linux") {
+            assert!(
+                seen.iter()
+                    .any(|c| c.name.as_deref() == Some("run-1".as_ref()) && c.is_dir),
+                "{seen:?}"
+            );
+        } else {
+            assert!(!seen.is_empty());
+        }
+        std::fs::write(dir.path().join(".tmp"), b"x").expect("write");
+        std::fs::rename(dir.path().join(".tmp"), dir.path().join("record.json")).expect("mv");
+        let seen = changes_within(&watch, Duration::from_secs(5));
+        assert!(!seen.is_empty(), "the rename is seen");
+        watch.drain().expect("drains");
+    }
+
+    #[test]
+    fn a_missing_directory_cannot_be_watched() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let watch = Watch::new().expect("a watch");
+        assert!(watch
+            .add(&dir.path().join("absent"), Interest::MOVED_TO)
+            .is_err());
+    }
+}
