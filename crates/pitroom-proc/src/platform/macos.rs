@@ -61,8 +61,23 @@ pub(crate) fn all_pids() -> Vec<i32> {
 /// NUL padding, then the arguments, each NUL-terminated.
 pub(crate) fn second_arg(pid: i32) -> Option<Vec<u8>> {
     let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut len = buf.len();
+    // Asked first with no buffer, the kernel says how much room the arguments need.
+    let mut len: libc::size_t = 0;
+    // SAFETY: `mib` names three levels; a null buffer asks for the size only.
+    let rc = unsafe {
+        libc::sysctl(
+            mib.as_mut_ptr(),
+            3,
+            std::ptr::null_mut(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if rc != 0 || len == 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
     // SAFETY: `mib` names three levels; `buf` holds `len` bytes and `len` is updated.
     let rc = unsafe {
         libc::sysctl(
