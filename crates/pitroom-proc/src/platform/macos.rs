@@ -139,6 +139,7 @@ pub(crate) fn die_with_parent(_signal: Signal) {}
 /// `sigtimedwait`: the pending set is looked at every few milliseconds, and a pending signal is
 /// taken with `sigwait`, which then returns at once.
 pub(crate) fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> {
+    keep_sigchld_pending();
     let deadline = Instant::now() + limit;
     loop {
         if let Some(signo) = take_pending(signals) {
@@ -150,6 +151,25 @@ pub(crate) fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> 
         }
         std::thread::sleep(left.min(Duration::from_millis(5)));
     }
+}
+
+/// A BSD kernel drops a signal whose action is to be ignored, blocked or not, and SIGCHLD's
+/// default action is to be ignored: with a handler of its own (which never runs: the signal is
+/// blocked, and taken with `sigwait`) it stays pending like on Linux. Without it a worker's exit
+/// would only be seen at the end of the wait's slice.
+fn keep_sigchld_pending() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn ignore(_: libc::c_int) {}
+    ONCE.call_once(|| {
+        let action = nix::sys::signal::SigAction::new(
+            nix::sys::signal::SigHandler::Handler(ignore),
+            nix::sys::signal::SaFlags::SA_RESTART,
+            SigSet::empty(),
+        );
+        // SAFETY: the handler does nothing, so it is async-signal-safe; exec resets it in
+        // every child.
+        let _ = unsafe { nix::sys::signal::sigaction(Signal::SIGCHLD, &action) };
+    });
 }
 
 /// One of `signals` that is pending, taken off the pending set.
