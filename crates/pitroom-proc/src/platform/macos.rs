@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use nix::sys::event::{EventFilter, EventFlag, FilterFlag, KEvent, Kqueue};
 use nix::sys::signal::{SigSet, Signal};
 use nix::unistd::Pid;
 
@@ -110,10 +111,34 @@ pub(crate) fn signal_exact(pid: i32, start: u64, signal: Signal) {
     }
 }
 
-/// Sleeps a short slice (at most 10 ms) and lets the caller check the child again: macOS has no
-/// pidfd to wake on (kqueue `EVFILT_PROC` would; the slice is the honest fallback).
-pub(crate) fn sleep_until_exit(_pid: i32, limit: Duration) {
-    std::thread::sleep(limit.min(Duration::from_millis(10)));
+/// Sleeps until the child `pid` exits or `limit` passes (at most 100 ms: see below); returns at
+/// once if it has exited already. A kqueue `EVFILT_PROC`/`NOTE_EXIT` wakes the sleep, as a pidfd
+/// does on Linux. The wait is capped: a child that exits between the caller's look and the
+/// registration may leave nothing to wake on. Where kqueue fails, a 10 ms slice. Reaps nothing.
+pub(crate) fn sleep_until_exit(pid: i32, limit: Duration) {
+    let limit = limit.min(Duration::from_millis(100));
+    let slice = || std::thread::sleep(limit.min(Duration::from_millis(10)));
+    let (Ok(queue), Ok(ident)) = (Kqueue::new(), usize::try_from(pid)) else {
+        return slice();
+    };
+    let exit = KEvent::new(
+        ident,
+        EventFilter::EVFILT_PROC,
+        EventFlag::EV_ADD | EventFlag::EV_ONESHOT,
+        FilterFlag::NOTE_EXIT,
+        0,
+        0,
+    );
+    let mut fired = [exit];
+    let timeout = libc::timespec {
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_nsec: limit.subsec_nanos() as libc::c_long,
+    };
+    match queue.kevent(&[exit], &mut fired, Some(timeout)) {
+        // Woken, timed out, or the process is gone already (ESRCH): the caller looks again.
+        Ok(_) | Err(nix::errno::Errno::ESRCH) | Err(nix::errno::Errno::EINTR) => {}
+        Err(_) => slice(),
+    }
 }
 
 /// Whether this process has no child at all, running or exited and unreaped (`waitid` says

@@ -4,9 +4,10 @@
 //! - **Linux**: `/proc` for the process table, pidfds for exact signals and exit waits,
 //!   `prctl` for the subreaper and the parent-death signal, `sigtimedwait`.
 //! - **macOS**: `libproc` (`proc_pidinfo`, `proc_listallpids`) and `sysctl(KERN_PROCARGS2)`
-//!   for the process table; no pidfds (a start-time check before `kill`); no subreaper and no
-//!   parent-death signal, so the sweep also hunts the worker's session
-//!   ([`remember_session`]); signals waited with `sigpending`/`sigwait` in short slices.
+//!   for the process table; no pidfds (a start-time check before `kill`, kqueue `EVFILT_PROC`
+//!   for a child's exit); no subreaper and no parent-death signal, so the sweep also hunts the
+//!   worker's session (`remember_session`); signals waited with `sigpending`/`sigwait` in short
+//!   slices.
 //!
 //! What a platform lacks is said where it is reported (`ContainmentReport`, `SandboxReport`).
 
