@@ -49,8 +49,9 @@ function binary() {
   } catch (err) {
     fail([
       `the package ${pkg}@${version}, which holds Pitroom's binaries for ${platform}, is not installed.`,
-      'npm leaves optional dependencies out when asked to (--omit=optional, --no-optional, or',
-      '`omit=optional` in an .npmrc or NPM_CONFIG_OMIT). Reinstall with them:',
+      'npm leaves optional dependencies out when told to (--omit=optional, --no-optional,',
+      '`omit=optional` in an .npmrc, NPM_CONFIG_OMIT) and when it could not fetch one.',
+      'Reinstall with them:',
       `  npm install -g pitroom@${version} --include=optional`,
       `or build ${fromSource}`,
       'or point PITROOM_BINARY at a pitroom binary.',
