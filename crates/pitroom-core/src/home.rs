@@ -280,13 +280,20 @@ pub fn check_group_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// Bytes available to an unprivileged user. The counts are `u64` on Linux and narrower on
+/// macOS: widened, never truncated.
+#[allow(clippy::useless_conversion)]
+fn free_bytes(s: &nix::sys::statvfs::Statvfs) -> u64 {
+    u64::from(s.blocks_available()).saturating_mul(u64::from(s.fragment_size()))
+}
+
 /// One line for a failed write of Pitroom's state: the path, the error, the space left on that
 /// file system, and what to do.
 pub fn storage_problem(path: &Path, error: &std::io::Error) -> String {
     let free = path
         .ancestors()
         .find_map(|dir| nix::sys::statvfs::statvfs(dir).ok())
-        .map(|s| s.blocks_available().saturating_mul(s.fragment_size()));
+        .map(|s| free_bytes(&s));
     let space = match free {
         Some(bytes) => format!("{} free there", human_bytes(bytes)),
         None => "free space unknown".into(),

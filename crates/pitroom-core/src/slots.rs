@@ -18,15 +18,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-
-use crate::fs_watch::Watch;
+use crate::fs_watch::{Interest, Watch};
 
 /// The default number of workers that may run at once.
 pub const DEFAULT_MAX_PARALLEL: usize = 20;
@@ -195,7 +192,7 @@ impl Slots {
                 return Ok(Some(slot));
             }
             match &watch {
-                Some(inotify) => wait_for_event(inotify, self.recheck)?,
+                Some(watch) => wait_for_event(watch, self.recheck)?,
                 None => watch = Some(self.watch_for_turns()?),
             }
         }
@@ -203,16 +200,13 @@ impl Slots {
 
     /// The events that may give a waiter its turn: a slot file closed by its holder, a ticket
     /// leaving the queue.
+    /// (kqueue on macOS sees no file being closed: there a freed slot is seen by the re-check
+    /// every `recheck`; a ticket leaving the queue still wakes the waiters.)
     fn watch_for_turns(&self) -> io::Result<Watch> {
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
-            .map_err(io::Error::from)?;
-        inotify
-            .add_watch(&self.slots_dir, AddWatchFlags::IN_CLOSE_WRITE)
-            .map_err(io::Error::from)?;
-        inotify
-            .add_watch(&self.queue_dir, AddWatchFlags::IN_DELETE)
-            .map_err(io::Error::from)?;
-        Ok(Watch::new(inotify))
+        let watch = Watch::new()?;
+        watch.add(&self.slots_dir, Interest::CLOSE_WRITE)?;
+        watch.add(&self.queue_dir, Interest::DELETE)?;
+        Ok(watch)
     }
 
     /// Takes a slot without queueing, if one is free (for tests and tools).
@@ -351,22 +345,11 @@ fn unlock(file: &File) {
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
 }
 
-/// Sleeps until an inotify event or `timeout`, then drains the events (their content does not
+/// Sleeps until a watched event or `timeout`, then drains the events (their content does not
 /// matter: every wake leads to one fresh decision).
-fn wait_for_event(inotify: &Inotify, timeout: Duration) -> io::Result<()> {
-    let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
-    let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
-    match nix::poll::poll(&mut fds, PollTimeout::from(ms)) {
-        Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-        Err(e) => return Err(e.into()),
-    }
-    loop {
-        match inotify.read_events() {
-            Ok(events) if !events.is_empty() => continue,
-            Ok(_) | Err(nix::errno::Errno::EAGAIN) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        }
-    }
+fn wait_for_event(watch: &Watch, timeout: Duration) -> io::Result<()> {
+    watch.wait(timeout)?;
+    watch.drain()
 }
 
 #[cfg(test)]

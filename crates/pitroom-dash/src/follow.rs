@@ -8,13 +8,11 @@
 //! re-reads the active runs, which is also when a run whose supervisor died is settled.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use pitroom_core::fs_watch::{Interest, Watch, WatchId};
 
 use crate::server::Shared;
 
@@ -27,9 +25,9 @@ const WATCH_NEWEST: usize = 400;
 
 pub struct Follower {
     shared: Arc<Shared>,
-    ino: Option<Inotify>,
-    runs_wd: Option<WatchDescriptor>,
-    dirs: HashMap<WatchDescriptor, String>,
+    ino: Option<Watch>,
+    runs_wd: Option<WatchId>,
+    dirs: HashMap<WatchId, String>,
     watched: HashSet<String>,
     /// The card last published (or found at start) per run, as JSON.
     cards: HashMap<String, String>,
@@ -44,14 +42,11 @@ impl Follower {
         let runs = home.runs();
         // Without the directory there is nothing to watch; creating it costs nothing.
         let _ = std::fs::create_dir_all(&runs);
-        let ino = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok();
+        let ino = Watch::new().ok();
         let runs_wd = ino.as_ref().and_then(|i| {
-            i.add_watch(
+            i.add(
                 &runs,
-                AddWatchFlags::IN_CREATE
-                    | AddWatchFlags::IN_MOVED_TO
-                    | AddWatchFlags::IN_DELETE
-                    | AddWatchFlags::IN_ONLYDIR,
+                Interest::CREATE.with_moved_to().with_delete().only_dir(),
             )
             .ok()
         });
@@ -99,8 +94,7 @@ impl Follower {
             return;
         }
         let dir = self.shared.service.home().run_dir(id);
-        if let Ok(wd) = ino.add_watch(&dir, AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ONLYDIR)
-        {
+        if let Ok(wd) = ino.add(&dir, Interest::MOVED_TO.only_dir()) {
             self.dirs.insert(wd, id.to_string());
             self.watched.insert(id.to_string());
         }
@@ -112,33 +106,41 @@ impl Follower {
             std::thread::sleep(limit.min(Duration::from_millis(500)));
             return Vec::new();
         };
-        let ms = u16::try_from(limit.as_millis()).unwrap_or(u16::MAX);
-        let mut fds = [PollFd::new(ino.as_fd(), PollFlags::POLLIN)];
-        // A failed poll (EINTR) only means an early look.
-        let _ = nix::poll::poll(&mut fds, PollTimeout::from(ms));
+        // A failed wait (EINTR) only means an early look.
+        let _ = ino.wait(limit);
         let mut changed = Vec::new();
         let mut created = Vec::new();
         let mut removed = Vec::new();
-        while let Ok(events) = ino.read_events() {
+        // A change of `runs/` that names no entry (kqueue): list the directory instead.
+        let mut relist = false;
+        while let Ok(events) = ino.read() {
             if events.is_empty() {
                 break;
             }
             for event in events {
+                let unnamed = event.name.is_none();
                 let name = event.name.as_ref().and_then(|n| n.to_str()).unwrap_or("");
-                if Some(event.wd) == self.runs_wd {
-                    if event.mask.contains(AddWatchFlags::IN_DELETE) {
+                if Some(event.watch) == self.runs_wd {
+                    if unnamed {
+                        relist = true;
+                    } else if event.deleted {
                         removed.push(name.to_string());
                     } else if !name.starts_with('.') && !name.is_empty() {
                         created.push(name.to_string());
                     }
-                } else if event.mask.contains(AddWatchFlags::IN_IGNORED) {
-                    self.dirs.remove(&event.wd);
-                } else if name == "record.json" {
-                    if let Some(id) = self.dirs.get(&event.wd) {
+                } else if event.ignored {
+                    self.dirs.remove(&event.watch);
+                } else if name == "record.json" || unnamed {
+                    if let Some(id) = self.dirs.get(&event.watch) {
                         changed.push(id.clone());
                     }
                 }
             }
+        }
+        if relist {
+            let (new, gone) = self.relist();
+            created.extend(new);
+            removed.extend(gone);
         }
         for id in created {
             // Watch first, then read: a record renamed in between is still seen.
@@ -150,6 +152,27 @@ impl Follower {
         }
         changed.dedup();
         changed
+    }
+
+    /// The run directories that appeared (not watched yet) and that went (watched, no longer
+    /// listed) since the last look: for a watch that does not name entries.
+    fn relist(&self) -> (Vec<String>, Vec<String>) {
+        let ids = self.shared.service.home().run_ids();
+        let listed: HashSet<&String> = ids.iter().collect();
+        let gone = self
+            .watched
+            .iter()
+            .filter(|id| !listed.contains(id))
+            .cloned()
+            .collect();
+        let new = ids
+            .iter()
+            .rev()
+            .take(WATCH_NEWEST)
+            .filter(|id| !self.watched.contains(*id))
+            .cloned()
+            .collect();
+        (new, gone)
     }
 
     /// Without inotify: notice new runs by listing the directory on the tick.

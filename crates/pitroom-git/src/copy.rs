@@ -289,10 +289,23 @@ fn cannot_clone(e: &std::io::Error) -> bool {
                 | libc::ENOSYS
                 | libc::EPERM
         )
-    )
+    ) || not_supported_on_macos(e)
+}
+
+/// macOS's `clonefile` says `ENOTSUP` (a number of its own there; on Linux it is `EOPNOTSUPP`,
+/// matched above) on a file system without clones (anything but APFS).
+#[cfg(target_os = "macos")]
+fn not_supported_on_macos(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOTSUP)
+}
+
+#[cfg(not(target_os = "macos"))]
+fn not_supported_on_macos(_: &std::io::Error) -> bool {
+    false
 }
 
 /// A copy-on-write clone of `src` at `dst` (`FICLONE`), or an error if the file system cannot.
+#[cfg(target_os = "linux")]
 fn reflink(src: &Path, dst: &Path) -> std::io::Result<()> {
     /// `_IOW(0x94, 9, int)` from linux/fs.h.
     const FICLONE: libc::c_ulong = 0x4004_9409;
@@ -307,6 +320,23 @@ fn reflink(src: &Path, dst: &Path) -> std::io::Result<()> {
     drop(target);
     let _ = std::fs::remove_file(dst);
     Err(err)
+}
+
+/// A copy-on-write clone of `src` at `dst` (`clonefile`, APFS), or an error if the file
+/// system cannot. `dst` must not exist (`clonefile` makes it).
+#[cfg(target_os = "macos")]
+fn reflink(src: &Path, dst: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c =
+        |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+    let (source, target) = (c(src)?, c(dst)?);
+    // SAFETY: two NUL-terminated paths; flag 0 follows no special behaviour.
+    let rc = unsafe { libc::clonefile(source.as_ptr(), target.as_ptr(), 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Removes idle copies beyond `policy` (oldest first) and half-built temp dirs older than a

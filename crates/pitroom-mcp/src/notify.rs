@@ -9,13 +9,12 @@
 //! that stream.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use pitroom_core::fs_watch::{Interest, Watch, WatchId};
 use rmcp::model::{
     ResourceListChangedNotification, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
     ServerNotification, SubscriptionFilter,
@@ -99,33 +98,34 @@ pub fn watch(
     runtime: tokio::runtime::Handle,
     stopped: &AtomicBool,
 ) {
-    let Ok(inotify) = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC) else {
+    let Ok(inotify) = Watch::new() else {
         return;
     };
     if std::fs::create_dir_all(runs).is_err() {
         return;
     }
-    let Ok(runs_watch) =
-        inotify.add_watch(runs, AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO)
-    else {
+    let Ok(runs_watch) = inotify.add(runs, Interest::CREATE.with_moved_to()) else {
         return;
     };
-    let mut watched: HashMap<WatchDescriptor, String> = HashMap::new();
+    let mut watched: HashMap<WatchId, String> = HashMap::new();
     while !stopped.load(Ordering::SeqCst) {
         follow_subscribed(&inotify, runs, &subscriptions, &mut watched);
-        let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
-        if nix::poll::poll(&mut fds, PollTimeout::from(RESUBSCRIBE_MS)).is_err() {
+        if inotify
+            .wait(Duration::from_millis(u64::from(RESUBSCRIBE_MS)))
+            .is_err()
+        {
             continue;
         }
-        let Ok(events) = inotify.read_events() else {
+        let Ok(events) = inotify.read() else {
             continue;
         };
         let mut list_changed = false;
         let mut updated: HashSet<String> = HashSet::new();
         for event in events {
-            if event.wd == runs_watch {
-                list_changed |= event.mask.contains(AddWatchFlags::IN_ISDIR);
-            } else if let Some(id) = watched.get(&event.wd) {
+            if event.watch == runs_watch {
+                // A change without a name (kqueue) may be a new run: the list is re-read.
+                list_changed |= event.is_dir || event.name.is_none();
+            } else if let Some(id) = watched.get(&event.watch) {
                 updated.insert(id.clone());
             }
         }
@@ -155,10 +155,10 @@ pub fn watch(
 
 /// Adds a watch on the directory of every subscribed run that has none yet.
 fn follow_subscribed(
-    inotify: &Inotify,
+    inotify: &Watch,
     runs: &Path,
     subscriptions: &Subscriptions,
-    watched: &mut HashMap<WatchDescriptor, String>,
+    watched: &mut HashMap<WatchId, String>,
 ) {
     let wanted: Vec<String> = subscriptions
         .lock()
@@ -173,7 +173,7 @@ fn follow_subscribed(
         if watched.values().any(|w| *w == id) {
             continue;
         }
-        if let Ok(wd) = inotify.add_watch(&runs.join(&id), AddWatchFlags::IN_MOVED_TO) {
+        if let Ok(wd) = inotify.add(&runs.join(&id), Interest::MOVED_TO) {
             watched.insert(wd, id);
         }
     }

@@ -93,9 +93,13 @@ pub(crate) fn gain_namespace_rights() -> Result<(), String> {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Err("PID namespaces are Linux only".into())
+        Err(NO_NAMESPACES_HERE.into())
     }
 }
+
+/// Why a worker tree has no PID namespace off Linux, and what holds it instead.
+#[cfg(not(target_os = "linux"))]
+const NO_NAMESPACES_HERE: &str = "PID namespaces are Linux only: the keeper's sweep ends the worker's tree, found by descent and by the worker's session (no subreaper, no parent-death signal here)";
 
 /// Makes the next child of the calling thread the PID 1 of a new PID namespace.
 pub(crate) fn new_pid_namespace_for_children() -> Result<(), String> {
@@ -106,7 +110,7 @@ pub(crate) fn new_pid_namespace_for_children() -> Result<(), String> {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Err("PID namespaces are Linux only".into())
+        Err(NO_NAMESPACES_HERE.into())
     }
 }
 

@@ -95,8 +95,8 @@ pub fn init_main(argv: &[OsString]) -> i32 {
         return 2;
     };
     // Die with the keeper; and if it is already gone (it died before the prctl), do not start.
-    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    if host_parent_pid() != Some(args.keeper) {
+    crate::platform::die_with_parent(Signal::SIGKILL);
+    if !parent_is(args.keeper) {
         return STOPPED_EXIT;
     }
     // Opened before the sandbox, which may not allow the path.
@@ -142,6 +142,17 @@ fn host_parent_pid() -> Option<i32> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let rest = stat.get(stat.rfind(')')? + 2..)?;
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether the keeper is still this process's parent. The host's `/proc` never shows 0 there
+/// (the keeper is in the host's namespace); an emulated one can — qemu-user builds
+/// `/proc/self/stat` from `getppid`, which says 0 in the namespace — and then the parent-death
+/// signal alone stands for the check.
+fn parent_is(keeper: i32) -> bool {
+    match host_parent_pid() {
+        Some(0) => true,
+        parent => parent == Some(keeper),
+    }
 }
 
 fn start_worker(args: &InitArgs) -> std::io::Result<Child> {

@@ -328,11 +328,11 @@ pub(crate) fn waited_signals() -> SigSet {
 /// the supervisor's death three ways: the parent-death signal, the lifeline pipe reaching EOF,
 /// and the parent pid changing.
 fn become_guardian(args: &KeeperArgs) -> Result<(), ()> {
-    let _ = nix::sys::prctl::set_child_subreaper(true);
+    crate::platform::become_subreaper();
     // Blocked before any thread starts, so every thread inherits the mask and the signals
     // stay pending for `sigtimedwait`. The worker gets a clean mask (`spawn_in_own_session`).
     waited_signals().thread_block().map_err(|_| ())?;
-    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
+    crate::platform::die_with_parent(Signal::SIGTERM);
     if nix::unistd::getppid().as_raw() != args.parent {
         return Err(());
     }
@@ -443,7 +443,13 @@ fn spawn_session(mut cmd: Command, clear_mask: bool) -> std::io::Result<Child> {
             Ok(())
         });
     }
-    cmd.spawn()
+    let child = cmd.spawn()?;
+    // The child is its session's leader: its pid is the session id the sweep hunts by where
+    // there is no subreaper (macOS).
+    if let Ok(sid) = i32::try_from(child.id()) {
+        crate::platform::remember_session(sid);
+    }
+    Ok(child)
 }
 
 /// Confines this (main) thread before it forks the worker, so the worker's whole tree
@@ -514,13 +520,7 @@ fn supervise(worker: i32, args: &KeeperArgs) -> i32 {
 
 /// Waits for one of `signals` (blocked in this thread) for at most `limit`.
 pub(crate) fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> {
-    let timeout = libc::timespec {
-        tv_sec: limit.as_secs() as libc::time_t,
-        tv_nsec: limit.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: a valid signal set and timeout; the siginfo out-parameter may be null.
-    let signo = unsafe { libc::sigtimedwait(signals.as_ref(), std::ptr::null_mut(), &timeout) };
-    (signo > 0).then_some(signo)
+    crate::platform::wait_for_signal(signals, limit)
 }
 
 pub(crate) fn status_code(status: WaitStatus) -> i32 {

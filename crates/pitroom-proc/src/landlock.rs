@@ -502,7 +502,9 @@ pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
         SandboxReport {
             landlock: LandlockState::Unavailable,
             abi: None,
-            reason: Some("Landlock is Linux only".into()),
+            reason: Some(
+                "Landlock is Linux only (no Seatbelt profile is applied on macOS yet)".into(),
+            ),
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,

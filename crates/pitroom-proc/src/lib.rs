@@ -20,6 +20,7 @@ mod hide_state;
 mod init;
 mod keeper;
 pub mod landlock;
+mod platform;
 pub mod private_dir;
 pub mod seatbelt;
 mod tree;
@@ -40,6 +41,12 @@ pub use tree::{
     descendants, is_running, process_start_time, terminate_descendants, terminate_exact,
     worker_tree_holder,
 };
+
+/// Makes this process the subreaper of everything it starts (Linux: orphans of its tree come
+/// back to it). macOS has none; the keeper's sweep hunts the worker's session there.
+pub fn become_subreaper() {
+    platform::become_subreaper();
+}
 
 /// Exit code the keeper uses when it stopped the worker on request.
 pub const STOPPED_EXIT: i32 = 143;

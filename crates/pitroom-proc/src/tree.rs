@@ -1,4 +1,5 @@
-//! Finding and ending a process tree through `/proc`.
+//! Finding and ending a process tree through the platform's process table (`/proc` on
+//! Linux, `libproc` on macOS: the `platform` module).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -7,7 +8,9 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-/// A process seen in `/proc`: its pid and start time (clock ticks since boot). The start time
+use crate::platform;
+
+/// A process seen in the process table: its pid and start time. The start time
 /// tells a process from a later one that reused its pid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcId {
@@ -15,18 +18,9 @@ pub struct ProcId {
     pub start: u64,
 }
 
-/// The fields of `/proc/<pid>/stat` after the command name, which is in parentheses and may
-/// itself contain spaces and parentheses.
-fn stat_fields(pid: i32) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = text.get(text.rfind(')')? + 2..)?;
-    Some(rest.split_whitespace().map(str::to_string).collect())
-}
-
-/// `(ppid, starttime)` from `/proc/<pid>/stat`.
+/// `(ppid, start time)` of `pid`, from the platform's process table.
 fn stat(pid: i32) -> Option<(i32, u64)> {
-    let fields = stat_fields(pid)?;
-    Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+    platform::proc_stat(pid).map(|s| (s.ppid, s.start))
 }
 
 /// A process's start time in clock ticks since boot: with the pid, it names one process even
@@ -58,33 +52,22 @@ pub fn worker_tree_holder() -> Option<i32> {
 
 /// Whether `pid` runs `<exe> __keeper …` or `<exe> __init …`.
 fn is_worker_holder(pid: i32) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(second) = platform::second_arg(pid) else {
         return false;
     };
-    let second = cmdline.split(|b| *b == 0).nth(1).unwrap_or_default();
     second == crate::keeper::KEEPER_SUBCOMMAND.as_bytes()
         || second == crate::init::INIT_SUBCOMMAND.as_bytes()
 }
 
 /// Whether `pid` is running (exists and is not a zombie waiting to be reaped).
 pub fn is_running(pid: i32) -> bool {
-    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
+    platform::proc_stat(pid).is_some_and(|s| !s.zombie)
 }
 
 /// Every live descendant of `root`, parents before children.
 pub fn descendants(root: i32) -> Vec<ProcId> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut children: HashMap<i32, Vec<ProcId>> = HashMap::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in platform::all_pids() {
         if let Some((ppid, start)) = stat(pid) {
             children
                 .entry(ppid)
@@ -103,55 +86,17 @@ pub fn descendants(root: i32) -> Vec<ProcId> {
     found
 }
 
-/// Sends `signal` to `proc` only if it is still the process that was scanned: the signal goes
-/// through a pidfd opened and then checked against the start time, so a reused pid is never hit.
+/// Sends `signal` to `proc` only if it is still the process that was scanned (on Linux through
+/// a pidfd, so a reused pid is never hit).
 fn signal_exact(proc: ProcId, signal: Signal) {
-    // SAFETY: plain syscalls with integer arguments; the fd is closed below.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, proc.pid, 0) } as i32;
-    if fd < 0 {
-        // Kernels before 5.3 have no pidfds: fall back to a start-time check and kill().
-        if stat(proc.pid).map(|(_, s)| s) == Some(proc.start) {
-            let _ = nix::sys::signal::kill(Pid::from_raw(proc.pid), signal);
-        }
-        return;
-    }
-    if stat(proc.pid).map(|(_, s)| s) == Some(proc.start) {
-        // SAFETY: fd is a valid pidfd; a null siginfo is allowed.
-        unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                fd,
-                signal as i32,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            );
-        }
-    }
-    // SAFETY: fd was returned by pidfd_open above.
-    unsafe { libc::close(fd) };
+    platform::signal_exact(proc.pid, proc.start, signal);
 }
 
 /// Sleeps until the child `pid` exits or `limit` passes, whichever is first; returns at once if
-/// it has exited already. The exit wakes the sleep through a pidfd, so the caller learns of it
-/// without polling; on kernels before 5.3 (no pidfds) it sleeps a short slice (at most 10 ms)
-/// and the caller checks again. Reaps nothing.
+/// it has exited already (on Linux a pidfd wakes the sleep; elsewhere it sleeps a short slice
+/// and the caller checks again). Reaps nothing.
 pub(crate) fn sleep_until_exit(pid: i32, limit: Duration) {
-    // SAFETY: a plain syscall with integer arguments; the fd is closed below.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    if fd < 0 {
-        std::thread::sleep(limit.min(Duration::from_millis(10)));
-        return;
-    }
-    let mut poll = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = i32::try_from(limit.as_millis()).unwrap_or(i32::MAX);
-    // SAFETY: one valid pollfd; an interrupted or failed poll only ends the sleep early.
-    unsafe { libc::poll(&mut poll, 1, ms) };
-    // SAFETY: fd was returned by pidfd_open above.
-    unsafe { libc::close(fd) };
+    platform::sleep_until_exit(pid, limit);
 }
 
 /// Sends SIGTERM to the process `pid` only if it is still the one that started at `start`
@@ -184,13 +129,15 @@ pub fn terminate_descendants(grace: Duration) -> Vec<(i32, WaitStatus)> {
     // Every descendant has a parent chain up to us, and an orphan within our tree is handed
     // to us (the subreaper): with no child at all there is no descendant to end, and the scans
     // of every process in `/proc` below (most of a run's end on a busy machine) are skipped.
-    if has_no_children() {
+    // (Without a subreaper — macOS — an orphan of the tree has another parent: it is found
+    // by the worker's session instead, `platform::session_members`.)
+    if has_no_children() && platform::session_members(me).is_empty() {
         return Vec::new();
     }
     let mut reaped = Vec::new();
     let mut frozen: Vec<ProcId> = Vec::new();
     for _ in 0..20 {
-        let fresh: Vec<ProcId> = descendants(me)
+        let fresh: Vec<ProcId> = tree_of(me)
             .into_iter()
             .filter(|p| !frozen.contains(p))
             .collect();
@@ -209,13 +156,13 @@ pub fn terminate_descendants(grace: Duration) -> Vec<(i32, WaitStatus)> {
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         reaped.extend(reap_children());
-        if live(descendants(me)).is_empty() {
+        if live(tree_of(me)).is_empty() {
             return reaped;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     for _ in 0..200 {
-        let left = descendants(me);
+        let left = tree_of(me);
         if live(left.clone()).is_empty() {
             break;
         }
@@ -229,14 +176,23 @@ pub fn terminate_descendants(grace: Duration) -> Vec<(i32, WaitStatus)> {
     reaped
 }
 
-/// Whether this process has no child at all, running or exited and unreaped (`waitid` says
-/// ECHILD: it knows of none). Only looks: an exited child stays to be reaped by its owner.
+/// Whether this process has no child at all, running or exited and unreaped. Only looks: an
+/// exited child stays to be reaped by its owner.
 pub(crate) fn has_no_children() -> bool {
-    let peek = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    matches!(
-        nix::sys::wait::waitid(nix::sys::wait::Id::All, peek),
-        Err(nix::errno::Errno::ECHILD)
-    )
+    platform::has_no_children()
+}
+
+/// What the sweep ends: every descendant of `me`, and (where there is no subreaper) every
+/// process left in the sessions of the worker trees `me` started.
+fn tree_of(me: i32) -> Vec<ProcId> {
+    let mut procs = descendants(me);
+    for (pid, start) in platform::session_members(me) {
+        let proc = ProcId { pid, start };
+        if !procs.contains(&proc) {
+            procs.push(proc);
+        }
+    }
+    procs
 }
 
 /// Drops zombies: they are dead and only wait to be reaped.

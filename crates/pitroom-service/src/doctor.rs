@@ -238,6 +238,14 @@ impl Service {
 /// Layer 3: whether runs are Landlocked here, and whether edit runs keep `.git` read-only.
 fn landlock_check() -> Check {
     use pitroom_proc::landlock::MountRoute;
+    if !cfg!(target_os = "linux") {
+        return Check {
+            name: "landlock".into(),
+            ok: false,
+            essential: false,
+            detail: "Landlock and mount namespaces are Linux only: runs here go on with layers 1–2 only (no Seatbelt profile is applied yet), edit runs can write .git with plain file writes (layers 1–2 still stop git), read runs read a copy checked against a snapshot".into(),
+        };
+    }
     let git_dir = match pitroom_proc::landlock::mount_route() {
         MountRoute::Privileged => {
             "edit runs bind the repository's .git read-only and read runs hide secret files in a private mount namespace"
@@ -282,6 +290,14 @@ fn landlock_check() -> Check {
 
 /// No privilege in the worker's tree: what every worker gives up before it starts.
 fn privilege_check() -> Check {
+    if !cfg!(target_os = "linux") {
+        return Check {
+            name: "privileges".into(),
+            ok: false,
+            essential: false,
+            detail: "capability drop and seccomp are Linux only: a worker here keeps the rights of the user who runs it".into(),
+        };
+    }
     let seccomp = std::fs::read_to_string("/proc/self/status")
         .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
     Check {

@@ -7,12 +7,9 @@
 //! everything, which is also when a run whose supervisor died is settled.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-use pitroom_core::fs_watch::Watch;
+use pitroom_core::fs_watch::{Interest, Watch};
 use pitroom_core::{report, Home, RunRecord, RunState};
 use serde::{Deserialize, Serialize};
 
@@ -229,14 +226,12 @@ pub struct ChangeWait {
 
 impl ChangeWait {
     pub fn new(home: &Home) -> ChangeWait {
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
-            .ok()
-            .map(Watch::new);
+        let inotify = Watch::new().ok();
         if let Some(ino) = &inotify {
             let groups = home.groups();
             // Without the directory no group exists yet; a failed watch only costs latency.
             if std::fs::create_dir_all(&groups).is_ok() {
-                let _ = ino.add_watch(&groups, AddWatchFlags::IN_MODIFY);
+                let _ = ino.add(&groups, Interest::MODIFY);
             }
         }
         ChangeWait {
@@ -252,10 +247,7 @@ impl ChangeWait {
             if self.watched.contains(id) {
                 continue;
             }
-            if ino
-                .add_watch(&home.run_dir(id), AddWatchFlags::IN_MOVED_TO)
-                .is_ok()
-            {
+            if ino.add(&home.run_dir(id), Interest::MOVED_TO).is_ok() {
                 self.watched.insert(id.clone());
             }
         }
@@ -267,11 +259,9 @@ impl ChangeWait {
             std::thread::sleep(limit.min(Duration::from_millis(100)));
             return;
         };
-        let ms = u16::try_from(limit.as_millis()).unwrap_or(u16::MAX);
-        let mut fds = [PollFd::new(ino.as_fd(), PollFlags::POLLIN)];
-        // A failed poll (EINTR) only means an early re-read.
-        let _ = nix::poll::poll(&mut fds, PollTimeout::from(ms));
-        while ino.read_events().is_ok_and(|e| !e.is_empty()) {}
+        // A failed wait only means an early re-read.
+        let _ = ino.wait(limit);
+        while ino.read().is_ok_and(|e| !e.is_empty()) {}
     }
 }
 

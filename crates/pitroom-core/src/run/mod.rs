@@ -369,7 +369,8 @@ impl Engine {
         // The chain depends on the spec alone; the attempts below walk it.
         let chain = fallback::fallback_chain(&record.spec);
         // Orphans of the worker tree come back to us if the keeper itself dies.
-        let _ = nix::sys::prctl::set_child_subreaper(true);
+        // (Linux; macOS has no subreaper, and the keeper hunts the worker's session instead.)
+        pitroom_proc::become_subreaper();
         let pid = std::process::id();
         record.pid = Some(pid);
         record.pid_start = pitroom_proc::process_start_time(pid as i32);

@@ -426,10 +426,7 @@ fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) -> Result<(), Eng
                 tracing::info!("--link {rel}: could not create {}: {e}", parent.display());
             }
         }
-        let mut cp = std::process::Command::new("cp");
-        cp.args(["-a", "--reflink=auto"]).arg(&source).arg(&dest);
-        // In its own process group and watched, like git: a stop ends a big copy at once.
-        match pitroom_git::output_of(&mut cp, &format!("cp -a {rel}"), None) {
+        match copy_linked(&source, &dest, &rel) {
             Ok(out) if out.code == 0 => {}
             Ok(out) => record
                 .warnings
@@ -441,6 +438,31 @@ fn link_paths(record: &mut RunRecord, top: &Path, copy: &Path) -> Result<(), Eng
         }
     }
     Ok(())
+}
+
+/// `cp -a` of one `--link` path, cloned where the file system can: `--reflink=auto` on Linux
+/// (GNU cp falls back to a copy by itself); `-c` (`clonefile`) on macOS, whose cp does not fall
+/// back, so a failed clone is copied again plainly. In its own process group and watched, like
+/// git: a stop ends a big copy at once.
+fn copy_linked(
+    source: &Path,
+    dest: &Path,
+    rel: &str,
+) -> Result<pitroom_git::Output, pitroom_git::GitError> {
+    let what = format!("cp -a {rel}");
+    let attempt = |flags: &[&str]| {
+        let mut cp = std::process::Command::new("cp");
+        cp.args(flags).arg(source).arg(dest);
+        pitroom_git::output_of(&mut cp, &what, None)
+    };
+    if cfg!(target_os = "macos") {
+        match attempt(&["-a", "-c"]) {
+            Ok(out) if out.code != 0 => attempt(&["-a"]),
+            done => done,
+        }
+    } else {
+        attempt(&["-a", "--reflink=auto"])
+    }
 }
 
 /// Creates the CLI's private state directories and its links to the user's credential files
