@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 use crate::contain::{mount_own_proc, ContainmentReport, Mechanism};
 use crate::keeper::{
     confine_or_harden, parse_sandbox_flag, spawn_in_own_session, status_code, wait_for_signal,
-    waited_signals,
+    waited_signals, worker_command,
 };
 use crate::landlock::SandboxSpec;
 use crate::tree::{has_no_children, reap_children};
@@ -113,17 +113,20 @@ pub fn init_main(argv: &[OsString]) -> i32 {
         }
     }
     // stderr is the run's worker log.
-    if let Err(e) = confine_or_harden(args.sandbox.as_ref(), &mut std::io::stderr()) {
-        eprintln!("pitroom: could not enter the sandbox: {e}");
-        return 127;
-    }
+    let wrapper = match confine_or_harden(args.sandbox.as_ref(), &mut std::io::stderr()) {
+        Ok(wrapper) => wrapper,
+        Err(e) => {
+            eprintln!("pitroom: could not enter the sandbox: {e}");
+            return 127;
+        }
+    };
     // Blocked before the worker starts (and inherited blocked from the keeper), so no signal
     // is lost; the worker gets a clean mask (`spawn_in_own_session`). (PID 1 drops signals it
     // neither handles nor blocks.)
     if waited_signals().thread_block().is_err() {
         return STOPPED_EXIT;
     }
-    match start_worker(&args) {
+    match start_worker(&args, &wrapper) {
         Ok(child) => reap_until_worker_exits(child.id() as i32),
         Err(e) => {
             // stderr is the run's worker log.
@@ -155,10 +158,8 @@ fn parent_is(keeper: i32) -> bool {
     }
 }
 
-fn start_worker(args: &InitArgs) -> std::io::Result<Child> {
-    let mut cmd = Command::new(&args.program);
-    cmd.args(&args.args);
-    spawn_in_own_session(cmd)
+fn start_worker(args: &InitArgs, wrapper: &[std::ffi::OsString]) -> std::io::Result<Child> {
+    spawn_in_own_session(worker_command(wrapper, &args.program, &args.args))
 }
 
 /// Reaps every process orphaned into the namespace; passes a stop request on to all of them;

@@ -401,14 +401,30 @@ fn write_containment(args: &KeeperArgs, report: &ContainmentReport) {
 }
 
 fn start_unnamespaced(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::Result<Child> {
-    confine_or_harden(args.sandbox.as_ref(), &mut &stderr)?;
-    let mut cmd = Command::new(&args.program);
-    cmd.args(&args.args)
-        .current_dir(&args.cwd)
+    let wrapper = confine_or_harden(args.sandbox.as_ref(), &mut &stderr)?;
+    let mut cmd = worker_command(&wrapper, &args.program, &args.args);
+    cmd.current_dir(&args.cwd)
         .stdin(stdin)
         .stdout(Stdio::inherit())
         .stderr(stderr);
     spawn_in_own_session(cmd)
+}
+
+/// The worker's command: `program args`, behind `wrapper` when its sandbox is one a process
+/// is started under (Seatbelt's `sandbox-exec … --`) rather than one entered before the fork.
+pub(crate) fn worker_command(
+    wrapper: &[OsString],
+    program: &OsString,
+    args: &[OsString],
+) -> Command {
+    let Some((first, rest)) = wrapper.split_first() else {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        return cmd;
+    };
+    let mut cmd = Command::new(first);
+    cmd.args(rest).arg(program).args(args);
+    cmd
 }
 
 /// Starts the worker `cmd` as the leader of a session of its own: no terminal reaches it, and
@@ -455,12 +471,23 @@ fn spawn_session(mut cmd: Command, clear_mask: bool) -> std::io::Result<Child> {
 /// Confines this (main) thread before it forks the worker, so the worker's whole tree
 /// inherits the sandbox; the lifeline thread stays outside, which is harmless (it only reads
 /// its pipe and signals this process). The report goes through a descriptor opened first.
+/// On macOS the sandbox is a Seatbelt profile the worker is started under: the command line
+/// that starts it so is returned (empty elsewhere).
 ///
 /// A strict sandbox (the worker reads the live project in place) that did not hold fails: the
 /// worker is not started, rather than started able to write the project or read its secrets.
-pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
+pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<Vec<OsString>> {
     let mut report_file = File::create(&sandbox.report_file)?;
     let mut report = enter_sandbox(sandbox);
+    let wrapper = if cfg!(target_os = "macos") {
+        crate::seatbelt::confine_with(
+            sandbox,
+            &mut report,
+            std::path::Path::new(crate::seatbelt::SANDBOX_EXEC),
+        )
+    } else {
+        Vec::new()
+    };
     report.hardening = crate::harden::harden();
     let json = serde_json::to_string(&report).map_err(std::io::Error::other)?;
     report_file.write_all(json.as_bytes())?;
@@ -468,7 +495,7 @@ pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
         Some(why) => Err(std::io::Error::other(format!(
             "the read-only view of the project did not hold: {why}"
         ))),
-        None => Ok(()),
+        None => Ok(wrapper),
     }
 }
 
@@ -479,7 +506,7 @@ pub(crate) fn confine(sandbox: &SandboxSpec) -> std::io::Result<()> {
 pub(crate) fn confine_or_harden(
     sandbox: Option<&SandboxSpec>,
     log: &mut dyn Write,
-) -> std::io::Result<()> {
+) -> std::io::Result<Vec<OsString>> {
     match sandbox {
         Some(sandbox) => confine(sandbox),
         None => {
@@ -489,7 +516,7 @@ pub(crate) fn confine_or_harden(
                     "pitroom: the worker keeps its capabilities: it runs in its own sandbox, not Pitroom's"
                 )?;
             }
-            Ok(())
+            Ok(Vec::new())
         }
     }
 }
@@ -545,6 +572,27 @@ pub fn internal_main(argv: &[OsString]) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_behind_a_wrapper_is_its_arguments_after_the_wrappers_own() {
+        let os = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        let (program, args) = (OsString::from("opencode"), os(&["run", "task"]));
+
+        let bare = worker_command(&[], &program, &args);
+        assert_eq!(bare.get_program(), "opencode");
+        assert_eq!(bare.get_args().collect::<Vec<_>>(), ["run", "task"]);
+
+        let wrapped = worker_command(
+            &os(&["/usr/bin/sandbox-exec", "-p", "(version 1)", "--"]),
+            &program,
+            &args,
+        );
+        assert_eq!(wrapped.get_program(), "/usr/bin/sandbox-exec");
+        assert_eq!(
+            wrapped.get_args().collect::<Vec<_>>(),
+            ["-p", "(version 1)", "--", "opencode", "run", "task"]
+        );
+    }
 
     #[test]
     fn keeper_arguments_round_trip() {

@@ -100,6 +100,9 @@ pub enum GitDirState {
     /// Inside a writable tree and not protected by a mount: plain file operations can change it;
     /// only layers 1–2 (the shim and git's own config) stop git itself.
     Writable,
+    /// Inside a writable tree, every write to it denied by the worker's Seatbelt profile
+    /// (macOS).
+    Seatbelt,
 }
 
 /// What the keeper could enforce, as the run record keeps it.
@@ -130,6 +133,10 @@ pub struct SandboxReport {
     /// Whether Pitroom's state dir was hidden but for the run's own parts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub state_hidden: bool,
+    /// Whether the worker was started under a Seatbelt profile rendered from its spec
+    /// (`sandbox-exec`, macOS): the profile, not Landlock and mounts, enforces the rules.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seatbelt: bool,
     /// The privileges the worker gave up before it started (capabilities, the seccomp filter).
     #[serde(default)]
     pub hardening: crate::harden::Hardening,
@@ -152,6 +159,7 @@ impl SandboxReport {
             masked: 0,
             covered: 0,
             state_hidden: false,
+            seatbelt: false,
             hardening: Default::default(),
         }
     }
@@ -168,6 +176,7 @@ impl SandboxReport {
             masked: 0,
             covered: 0,
             state_hidden: false,
+            seatbelt: false,
             hardening: Default::default(),
         }
     }
@@ -502,15 +511,14 @@ pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
         SandboxReport {
             landlock: LandlockState::Unavailable,
             abi: None,
-            reason: Some(
-                "Landlock is Linux only (no Seatbelt profile is applied on macOS yet)".into(),
-            ),
+            reason: Some("Landlock is Linux only".into()),
             git_dir: GitDirState::NotExposed,
             writable: Vec::new(),
             hidden: 0,
             masked: 0,
             covered: 0,
             state_hidden: false,
+            seatbelt: false,
             hardening: Default::default(),
         }
     }
@@ -608,6 +616,7 @@ mod linux {
             masked,
             covered,
             state_hidden,
+            seatbelt: false,
             hardening: Default::default(),
         }
     }
@@ -1020,6 +1029,7 @@ mod tests {
             masked: 0,
             covered: 0,
             state_hidden: false,
+            seatbelt: false,
             hardening: crate::harden::Hardening {
                 capabilities_dropped: true,
                 seccomp: true,
@@ -1062,6 +1072,7 @@ mod tests {
             masked: 1,
             covered: 1,
             state_hidden: true,
+            seatbelt: false,
             hardening: Default::default(),
         };
         let text = serde_json::to_string(&report).expect("json");

@@ -37,7 +37,7 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::landlock::{normalize_lexically, SandboxSpec};
+use crate::landlock::{normalize_lexically, GitDirState, SandboxReport, SandboxSpec};
 
 /// The only `sandbox-exec` a worker is started with: a binary on `PATH` could be anyone's.
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
@@ -99,6 +99,43 @@ impl SeatbeltProfile {
         out.push_str(&self.text);
         out
     }
+}
+
+/// Readies a worker confined by `spec` to start under its Seatbelt profile, through
+/// `sandbox_exec` ([`SANDBOX_EXEC`] but in tests): returns the command line the worker's own
+/// follows (`sandbox_exec -p PROFILE -D KEY=PATH … --`) and makes `report` say what the
+/// profile enforces. Without `sandbox_exec`, returns nothing and says why in `report`: the
+/// worker then runs with layers 1–2 only, and a strict run fails on the report.
+pub fn confine_with(
+    spec: &SandboxSpec,
+    report: &mut SandboxReport,
+    sandbox_exec: &Path,
+) -> Vec<OsString> {
+    if !sandbox_exec.is_file() {
+        let missing = format!("no {}: no Seatbelt profile applied", sandbox_exec.display());
+        report.reason = Some(match report.reason.take() {
+            Some(earlier) => format!("{earlier}; {missing}"),
+            None => missing,
+        });
+        return Vec::new();
+    }
+    let profile = render_profile(spec);
+    report.seatbelt = true;
+    report.writable = spec.writable_dirs.clone();
+    report.hidden = count(&spec.hidden_files);
+    report.masked = count(&spec.masked);
+    report.state_hidden = spec.state_dir.is_some();
+    if !spec.read_only_binds.is_empty() {
+        report.git_dir = GitDirState::Seatbelt;
+    }
+    let mut command = vec![sandbox_exec.as_os_str().to_owned()];
+    command.extend(profile.args());
+    command.push(OsString::from("--"));
+    command
+}
+
+fn count(paths: &[PathBuf]) -> u32 {
+    u32::try_from(paths.len()).unwrap_or(u32::MAX)
 }
 
 /// One path of the spec, as the parameters that name it: the path, and its `/private` form
@@ -649,6 +686,40 @@ mod tests {
             [Path::new(SCRATCH), Path::new(STATE), Path::new("/dev/null")]
         );
         assert!(profile.strict);
+    }
+
+    #[test]
+    fn a_worker_is_started_through_sandbox_exec_with_its_profile_and_the_report_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sandbox_exec = dir.path().join("sandbox-exec");
+        std::fs::write(&sandbox_exec, "").expect("stand-in");
+        let spec = write_run();
+        let mut report = SandboxReport::unknown("Landlock is Linux only");
+        let command = confine_with(&spec, &mut report, &sandbox_exec);
+
+        let mut expected = vec![sandbox_exec.clone().into_os_string()];
+        expected.extend(render_profile(&spec).args());
+        expected.push(OsString::from("--"));
+        assert_eq!(command, expected);
+        assert!(report.seatbelt);
+        assert_eq!(report.git_dir, GitDirState::Seatbelt);
+        assert_eq!(report.writable, spec.writable_dirs);
+        assert_eq!(report.masked, 1);
+    }
+
+    #[test]
+    fn without_sandbox_exec_the_worker_gets_no_prefix_and_the_report_says_why() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut report = SandboxReport::unknown("Landlock is Linux only");
+        let command = confine_with(&read_run(), &mut report, &dir.path().join("absent"));
+        assert!(command.is_empty());
+        assert!(!report.seatbelt);
+        let reason = report.reason.expect("a reason");
+        assert!(
+            reason.starts_with("Landlock is Linux only; no ")
+                && reason.ends_with("no Seatbelt profile applied"),
+            "{reason}"
+        );
     }
 
     #[test]
