@@ -2,6 +2,8 @@
 //!
 //! `.ci/run` installs the same packages at the same versions up front; the functions here install
 //! on first use (under a lock, so parallel tests install once) so a plain `cargo test` works too.
+//! What comes from Debian rather than npm (ripgrep, Chromium) is installed the same way where the
+//! tests run as root ([`debian_package`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -102,9 +104,64 @@ fn lock(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
-/// The real `opencode` binary: `$PITROOM_E2E_OPENCODE`, else the pinned version.
+/// The real `opencode` binary: `$PITROOM_E2E_OPENCODE`, else the pinned version. Its grep and
+/// glob tools need ripgrep on `PATH` (offline, it would try to download one).
 pub fn opencode() -> Result<PathBuf, String> {
+    debian_package(Path::new(RIPGREP), "ripgrep")?;
     install(&OPENCODE)
+}
+
+/// Where Debian's ripgrep puts `rg`.
+pub const RIPGREP: &str = "/usr/bin/rg";
+
+/// Where Debian's Chromium is, for the dashboard's browser tests.
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Makes sure `binary` is there, installing Debian's `package` on first use when it is not
+/// (as root, with `apt-get`, under a lock in the cache dir so parallel tests install once).
+/// Elsewhere the error says what to install: the tests do not guess at other package managers.
+pub fn debian_package(binary: &Path, package: &str) -> Result<(), String> {
+    if binary.is_file() {
+        return Ok(());
+    }
+    let how = format!("install it with `apt-get install -y {package}` (as root)");
+    // SAFETY: geteuid has no failure mode.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !Path::new("/usr/bin/apt-get").is_file() {
+        return Err(format!("the tests need {}: {how}", binary.display()));
+    }
+    let cache = cache_dir();
+    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let _lock = lock(&cache.join(".apt.lock")).map_err(|e| e.to_string())?;
+    if binary.is_file() {
+        return Ok(());
+    }
+    for args in [
+        &["update", "-qq"][..],
+        &["install", "-y", "-qq", package][..],
+    ] {
+        let out = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .map_err(|e| format!("apt-get: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "apt-get {} failed ({}): {}; {how}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    if binary.is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{package} installed no {}; {how}",
+            binary.display()
+        ))
+    }
 }
 
 /// Node 22 from the npm registry (`node@22`): Qwen Code's `engines` needs it, and npm under an
@@ -187,6 +244,8 @@ pub const KILO: NpmCli = NpmCli {
 
 /// The real `kilo` binary: `$PITROOM_E2E_KILO`, else the pinned version.
 pub fn kilo() -> Result<PathBuf, String> {
+    // An OpenCode fork: the same ripgrep-backed tools.
+    debian_package(Path::new(RIPGREP), "ripgrep")?;
     install(&KILO)
 }
 
@@ -281,6 +340,13 @@ pub const TS_MCP_CLIENT_V2: NpmLibrary = NpmLibrary {
 pub fn ts_mcp_sdk() -> Result<PathBuf, String> {
     install_library(&TS_MCP_SDK)
 }
+
+/// playwright-core, which drives Chromium in the dashboard's browser tests.
+pub const PLAYWRIGHT_CORE: NpmLibrary = NpmLibrary {
+    package: "playwright-core",
+    version: "1.65.1",
+    dir: "playwright-core",
+};
 
 /// A node_modules prefix holding the pinned `@modelcontextprotocol/client` v2. `.ci/run`
 /// installs the same one up front.

@@ -137,7 +137,7 @@ impl Engine {
             stderr_file: run_dir.join("stderr.log"),
             env: with_worker_cli(
                 self.guarded_env(worker_env(&self.env, &invocation), tree, run_dir)?,
-                &invocation.program,
+                own_cli_name(adapter.id(), &invocation.program),
             ),
             grace: GRACE,
             sandbox: self.worker_sandbox(record, run_dir, tree, adapter, &req, &invocation),
@@ -343,13 +343,23 @@ fn tree_bytes(dir: &Path) -> u64 {
 /// agent CLIs are refused.
 fn with_worker_cli(
     mut env: Vec<(OsString, OsString)>,
-    program: &Path,
+    own_cli: Option<OsString>,
 ) -> Vec<(OsString, OsString)> {
-    if let Some(name) = program.file_name() {
+    if let Some(name) = own_cli {
         env.retain(|(k, _)| k != WORKER_CLI);
-        env.push((WORKER_CLI.into(), name.to_os_string()));
+        env.push((WORKER_CLI.into(), name));
     }
     env
+}
+
+/// The agent CLI the floor lets a worker run as its own: a known CLI's program, whatever the
+/// adapter launches (Qwen is started through `/bin/sh`, its retry follower), else the launched
+/// program's name (a CLI described in the config).
+fn own_cli_name(backend: &str, program: &Path) -> Option<OsString> {
+    match pitroom_workers::facts(backend) {
+        Some(facts) => Some(OsString::from(facts.program)),
+        None => program.file_name().map(ToOwned::to_owned),
+    }
 }
 
 /// Where the run's prompt is written before the launch: beside the attempt's scratch dir, in
@@ -512,4 +522,39 @@ pub(super) fn sandbox_notes(report: Option<&SandboxReport>, blocked: u32) -> Vec
         ));
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_cli_launched_through_a_shell_is_still_its_own_cli_to_the_floor() {
+        assert_eq!(
+            own_cli_name("qwen", Path::new("/bin/sh")),
+            Some(OsString::from("qwen"))
+        );
+        assert_eq!(
+            own_cli_name("opencode", Path::new("/opt/x/opencode")),
+            Some(OsString::from("opencode"))
+        );
+    }
+
+    #[test]
+    fn a_cli_described_in_the_config_is_its_launched_programs_name() {
+        assert_eq!(
+            own_cli_name("mycli", Path::new("/opt/tools/my-agent")),
+            Some(OsString::from("my-agent"))
+        );
+    }
+
+    #[test]
+    fn the_worker_cli_variable_is_set_once() {
+        let env = vec![(OsString::from(WORKER_CLI), OsString::from("planted"))];
+        let env = with_worker_cli(env, Some(OsString::from("qwen")));
+        assert_eq!(
+            env,
+            vec![(OsString::from(WORKER_CLI), OsString::from("qwen"))]
+        );
+    }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use pitroom_testkit::real_cli::CHROMIUM;
 use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::TestEnv;
 use serde_json::{json, Value};
@@ -15,39 +16,20 @@ use super::common::{
     assert_exit, eventually, fake_env, json_stdout, processes_with_env, text, PITROOM,
 };
 
-const PLAYWRIGHT_VERSION: &str = "1.65.1";
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-/// playwright-core's package directory, installed from npm on first use (under a lock, so
-/// parallel tests install once).
+/// playwright-core's package directory, installed from npm on first use.
 fn playwright() -> PathBuf {
-    let prefix = pitroom_testkit::real_cli::cache_dir()
-        .join(format!("playwright-core-{PLAYWRIGHT_VERSION}"));
-    let module = prefix.join("node_modules/playwright-core");
-    if module.join("package.json").is_file() {
-        return module;
+    let lib = pitroom_testkit::real_cli::PLAYWRIGHT_CORE;
+    match pitroom_testkit::real_cli::install_library(&lib) {
+        Ok(prefix) => prefix.join("node_modules").join(lib.package),
+        Err(e) => panic!("the browser tests need {}: {e}", lib.package),
     }
-    std::fs::create_dir_all(&prefix).expect("e2e cache dir");
-    let lock = std::fs::File::create(prefix.join(".install.lock")).expect("lock file");
-    // SAFETY: flock on a descriptor we own; released when `lock` is dropped.
-    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
-    if !module.join("package.json").is_file() {
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(format!("playwright-core@{PLAYWRIGHT_VERSION}"))
-            .status()
-            .expect("npm runs");
-        assert!(status.success(), "installing playwright-core failed");
-    }
-    module
 }
 
+/// Debian's Chromium, installed on first use where the tests may (as root).
 fn chromium_present() {
-    assert!(
-        Path::new(CHROMIUM).is_file(),
-        "the browser tests need Debian's Chromium at {CHROMIUM}: apt-get install -y chromium (.ci/run does)"
-    );
+    if let Err(e) = pitroom_testkit::real_cli::debian_package(Path::new(CHROMIUM), "chromium") {
+        panic!("the browser tests need Chromium: {e}");
+    }
 }
 
 /// A detached `pitroom dash` on a free port, stopped when dropped.
