@@ -569,10 +569,22 @@ mod tests {
 
     #[test]
     fn modes_are_exclusive() {
-        let args = ["pitroom", "run", "-r", "-w", "x"]
-            .map(OsString::from)
-            .to_vec();
-        assert!(Cli::try_parse_from(args).is_err());
+        for pair in [["-r", "-w"], ["-r", "-i"], ["-w", "-i"]] {
+            let args = ["pitroom", "run", pair[0], pair[1], "x"]
+                .map(OsString::from)
+                .to_vec();
+            let kind = Cli::try_parse_from(args).map(|_| ()).map_err(|e| e.kind());
+            assert_eq!(
+                kind,
+                Err(clap::error::ErrorKind::ArgumentConflict),
+                "{pair:?}"
+            );
+        }
+        // Each alone parses: the conflict, not the flag, is what is refused.
+        for mode in ["-r", "-w", "-i"] {
+            let args = ["pitroom", "run", mode, "x"].map(OsString::from).to_vec();
+            assert!(Cli::try_parse_from(args).is_ok(), "{mode}");
+        }
     }
 
     #[test]

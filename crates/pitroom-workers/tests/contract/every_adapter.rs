@@ -27,11 +27,12 @@ const BYPASSES: &[&str] = &[
 /// Every built-in adapter, and a CLI described in the config (`[workers.mycli]`) as a user
 /// would write one: the contract holds for both.
 fn adapters() -> Vec<Box<dyn Adapter>> {
+    // Every row of the CLI table yields an adapter: a row without an `adapter_for` arm would
+    // otherwise leave the contract without a word.
     let mut found: Vec<Box<dyn Adapter>> = KNOWN_BACKENDS
         .iter()
-        .filter_map(|b| adapter_for(b))
+        .map(|b| adapter_for(b).unwrap_or_else(|| panic!("{b}: a CLI row with no adapter")))
         .collect();
-    assert!(found.len() >= 2, "the contract needs adapters to check");
     found.push(Box::new(described_cli()));
     found
 }
@@ -221,24 +222,38 @@ fn the_prompt_goes_on_stdin_except_for_a_cli_that_reads_it_nowhere_else() {
 }
 
 #[test]
-fn no_adapter_passes_the_task_on_the_command_line() {
-    // The engine writes the prompt to a file that becomes the worker's stdin, then EOF: every
-    // adapter's CLI reads it whole from there (a long prompt, a leading dash and flag-like lines
-    // are covered by each CLI's e2e tests). Here: the title is the only task text an adapter
-    // sees, and at most as a session title.
+fn the_title_reaches_an_adapters_arguments_whole_or_not_at_all() {
+    // The task itself never reaches an adapter: the engine writes it to the prompt file and
+    // places it (stdin, or the one argument a CLI that reads it nowhere else declares:
+    // `the_prompt_goes_on_stdin_except_for_a_cli_that_reads_it_nowhere_else`). The title is
+    // the only task text an adapter sees, and at most as one argument: a session title.
     let root = tempfile::tempdir().unwrap();
+    let title = "pitroom read: --model evil -- rm -rf";
     for adapter in adapters() {
-        let mut req = request(adapter.id(), Mode::Read, root.path());
-        req.title = "pitroom read: --model evil -- rm -rf".into();
-        let Ok(inv) = adapter.invocation(&req) else {
-            continue;
-        };
-        let args = strings(&inv.args);
-        assert!(
-            !args.iter().any(|a| a == "rm" || a == "evil"),
-            "{}: title text split into arguments: {args:?}",
-            adapter.id()
-        );
+        for mode in [Mode::Read, Mode::Write] {
+            let mut req = request(adapter.id(), mode, root.path());
+            req.title = title.into();
+            let inv = match adapter.invocation(&req) {
+                Ok(inv) => inv,
+                Err(AdapterError::ModeUnsupported { .. }) => continue,
+                Err(e) => panic!("{}: {mode:?}: {e}", adapter.id()),
+            };
+            let args = strings(&inv.args);
+            for piece in ["--model evil", "evil", "rm", "-rf", "rm -rf"] {
+                assert!(
+                    !args.iter().any(|a| a == piece),
+                    "{} {mode:?}: title text split into arguments: {args:?}",
+                    adapter.id()
+                );
+            }
+            let carrying: Vec<&String> = args.iter().filter(|a| a.contains("evil")).collect();
+            assert!(
+                carrying.iter().all(|a| a.contains(title)),
+                "{} {mode:?}: the title only whole: {carrying:?}",
+                adapter.id()
+            );
+            assert!(carrying.len() <= 1, "{} {mode:?}: {args:?}", adapter.id());
+        }
     }
 }
 
@@ -296,19 +311,31 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 
 #[test]
 fn every_adapter_names_itself_and_lists_models_through_its_cli() {
+    const NO_MODEL_LIST: &[&str] = &["antigravity", "custom"];
     let root = tempfile::tempdir().unwrap();
     for adapter in adapters() {
         assert!(KNOWN_BACKENDS.contains(&adapter.id()) || adapter.id() == "custom");
         let req = request(adapter.id(), Mode::Read, root.path());
         match adapter.models_invocation(&req) {
-            // The CLI itself, or a shell around it (some CLIs list models only interactively).
+            // The CLI itself (found through its `PITROOM_<CLI>_BIN`), or a shell around it
+            // (some CLIs list models only interactively), or a fixed list printed.
             Ok(inv) => assert!(
-                inv.program.is_absolute(),
-                "{}: {:?}",
+                inv.program == Path::new("/bin/true")
+                    || inv.program == Path::new("/bin/sh")
+                    || inv
+                        .args
+                        .iter()
+                        .any(|a| a.to_string_lossy().contains("/bin/true")),
+                "{}: lists models through another program: {:?} {:?}",
                 adapter.id(),
-                inv.program
+                inv.program,
+                inv.args
             ),
-            Err(AdapterError::ModeUnsupported { .. }) | Err(AdapterError::Config(_)) => {}
+            // A CLI with no models command (Antigravity documents none; a CLI described in the
+            // config may name none) refuses, and says why; every other one lists.
+            Err(e) if NO_MODEL_LIST.contains(&adapter.id()) => {
+                assert!(!e.to_string().trim().is_empty(), "{}", adapter.id())
+            }
             Err(e) => panic!("{}: {e}", adapter.id()),
         }
     }

@@ -183,26 +183,57 @@ fn watch_json_follows_a_group_line_by_line_until_all_done() {
 
 #[test]
 fn watch_shows_runs_that_join_the_group_later() {
-    let env = fake_env(slow_answer(1200, "first"));
+    use std::io::BufRead;
+    // Every run of the group waits for the gate: the first is still running when the second
+    // joins, however slow the machine.
+    let mut env = fake_env(json!([]));
+    let gate = env.dir("gate").join("open");
+    env.set(
+        "PITROOM_FAKE_SCRIPT",
+        json!([
+            {"tool": "read", "input": {"filePath": "calc.py"}, "status": "completed"},
+            {"step": {"input": 100, "output": 10, "reason": "tool-calls"}},
+            {"wait_file": gate.display().to_string()},
+            {"text": "SUMMARY: joined"},
+            {"step": {"input": 100, "output": 10, "reason": "stop"}}
+        ])
+        .to_string(),
+    );
     let dir = env.dir("plain");
-    crew(&env, &dir, "late", &["first"], &[]);
-    let watcher = env
+    let first = crew(&env, &dir, "late", &["first"], &[]);
+    let mut watcher = env
         .pitroom(&dir, &["watch", "-g", "late", "--json", "--timeout", "60"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("watch starts");
-    std::thread::sleep(Duration::from_millis(300));
-    let joined = crew(&env, &dir, "late", &["second"], &[]);
-    let out = watcher.wait_with_output().expect("watch ends");
-    assert_exit(&out, 0);
-    assert_stdout_has(
-        &out,
-        &format!("\"event\":\"done\",\"run\":\"{}\"", joined[0]),
+    let mut lines = std::io::BufReader::new(watcher.stdout.take().expect("stdout")).lines();
+    // Watch is following once it has said something about the first run.
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("watch's output");
+        let about_first = line.contains(&first[0]);
+        seen.push(line);
+        if about_first {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().all(|l| !l.contains("all-done")),
+        "watch ended before the second run joined: {seen:?}"
     );
-    assert!(stdout(&out)
-        .trim_end()
-        .ends_with(r#"{"event":"all-done","runs":2,"ok":2,"failed":0}"#));
+    let joined = crew(&env, &dir, "late", &["second"], &[]);
+    std::fs::write(&gate, "").expect("open the gate");
+    seen.extend(lines.map(|l| l.expect("watch's output")));
+    let status = watcher.wait().expect("watch ends");
+    assert!(status.success(), "watch: {status:?}: {seen:?}");
+    let done = format!("\"event\":\"done\",\"run\":\"{}\"", joined[0]);
+    assert!(seen.iter().any(|l| l.contains(&done)), "{seen:?}");
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some(r#"{"event":"all-done","runs":2,"ok":2,"failed":0}"#),
+        "{seen:?}"
+    );
 }
 
 #[test]
