@@ -243,18 +243,18 @@ fn landlock_check() -> Check {
             name: "landlock".into(),
             ok: false,
             essential: false,
-            detail: "Landlock and mount namespaces are Linux only: runs here go on with layers 1–2 only (no Seatbelt profile is applied yet), edit runs can write .git with plain file writes (layers 1–2 still stop git), read runs read a copy checked against a snapshot".into(),
+            detail: "Landlock and mount namespaces are Linux only: on macOS each worker but Codex starts under a Seatbelt profile (sandbox-exec) rendered from the same rules, not yet proven on a Mac; read runs read a copy checked against a snapshot".into(),
         };
     }
     let git_dir = match pitroom_proc::landlock::mount_route() {
         MountRoute::Privileged => {
-            "edit runs bind the repository's .git read-only and read runs hide secret files in a private mount namespace"
+            "in a private mount namespace, edit runs bind the repository's .git read-only, read runs hide secret files, and every worker sees only its own part of the state dir and no credential in the remotes' URLs"
         }
         MountRoute::UserNamespace => {
-            "edit runs bind the repository's .git read-only and read runs hide secret files in a private mount namespace, inside a user namespace of the worker's own"
+            "in a private mount namespace inside a user namespace of the worker's own, edit runs bind the repository's .git read-only, read runs hide secret files, and every worker sees only its own part of the state dir and no credential in the remotes' URLs"
         }
         MountRoute::Unavailable => {
-            "no private mount namespace: unprivileged user namespaces are off here (sysctl kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0, or AppArmor's kernel.apparmor_restrict_unprivileged_userns=1) or PITROOM_NO_PID_NAMESPACE is set, so in edit runs .git stays writable to plain file writes (layers 1–2 still stop git) and read runs read copies"
+            "no private mount namespace: unprivileged user namespaces are off here (sysctl kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0, or AppArmor's kernel.apparmor_restrict_unprivileged_userns=1) or PITROOM_NO_PID_NAMESPACE is set, so in edit runs .git stays writable to plain file writes (layers 1–2 still stop git), read runs read copies, and workers can read the whole state dir and the remotes' credentials"
         }
     };
     let scopes = if pitroom_proc::kernel_abi().is_some_and(|abi| abi >= 6) {
