@@ -1,7 +1,6 @@
 //! macOS: `libproc` and `sysctl` for the process table; no pidfds, no subreaper, no
 //! parent-death signal and no `sigtimedwait`, so each is replaced by what macOS offers.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nix::sys::event::{EventFilter, EventFlag, FilterFlag, KEvent, Kqueue};
@@ -153,8 +152,13 @@ pub(crate) fn has_no_children() -> bool {
 }
 
 /// macOS has no subreaper: an orphan of the worker's tree goes to launchd. The sweep finds it
-/// by its session instead ([`remember_session`]).
+/// by its session instead ([`super::remember_session`]).
 pub(crate) fn become_subreaper() {}
+
+/// No subreaper on macOS.
+pub(crate) fn has_subreaper() -> bool {
+    false
+}
 
 /// macOS has no parent-death signal: the keeper notices its supervisor's death through the
 /// lifeline pipe and the parent pid (checked every 250 ms).
@@ -214,35 +218,4 @@ fn take_pending(signals: &SigSet) -> Option<i32> {
     // SAFETY: a valid signal set, one of whose signals is pending, and an int out-parameter.
     let rc = unsafe { libc::sigwait(signals.as_ref(), &mut signo) };
     (rc == 0).then_some(signo)
-}
-
-/// The sessions of the worker trees this process started: without a subreaper, their orphans
-/// are found by session id.
-static SESSIONS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-/// Notes the session `sid` (a worker started as a session leader) for the sweep.
-pub(crate) fn remember_session(sid: i32) {
-    if let Ok(mut sessions) = SESSIONS.lock() {
-        sessions.push(sid);
-    }
-}
-
-/// Every live process (pid, start time) in a remembered session, other than `me`.
-pub(crate) fn session_members(me: i32) -> Vec<(i32, u64)> {
-    let sessions = match SESSIONS.lock() {
-        Ok(s) => s.clone(),
-        Err(_) => return Vec::new(),
-    };
-    if sessions.is_empty() {
-        return Vec::new();
-    }
-    all_pids()
-        .into_iter()
-        .filter(|pid| *pid != me)
-        .filter(|pid| {
-            nix::unistd::getsid(Some(Pid::from_raw(*pid)))
-                .is_ok_and(|sid| sessions.contains(&sid.as_raw()))
-        })
-        .filter_map(|pid| Some((pid, proc_stat(pid).filter(|s| !s.zombie)?.start)))
-        .collect()
 }

@@ -9,6 +9,9 @@
 //!   worker's session (`remember_session`); signals waited with `sigpending`/`sigwait` in short
 //!   slices.
 //!
+//! With `PITROOM_PORTABLE` Linux goes without the subreaper and the parent-death signal too,
+//! and hunts the worker's session like macOS (`remember_session`, shared by both).
+//!
 //! What a platform lacks is said where it is reported (`ContainmentReport`, `SandboxReport`).
 
 #[cfg(target_os = "linux")]
@@ -31,4 +34,39 @@ pub(crate) struct ProcStat {
     pub ppid: i32,
     pub start: u64,
     pub zombie: bool,
+}
+
+/// The sessions of the worker trees this process started: without a subreaper (macOS, or
+/// Linux running portable), their orphans are found by session id.
+static SESSIONS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes the session `sid` (a worker started as a session leader) for the sweep, where there
+/// is no subreaper to hand the tree's orphans back (with one, they are all descendants).
+pub(crate) fn remember_session(sid: i32) {
+    if has_subreaper() {
+        return;
+    }
+    if let Ok(mut sessions) = SESSIONS.lock() {
+        sessions.push(sid);
+    }
+}
+
+/// Every live process (pid, start time) in a remembered session, other than `me`.
+pub(crate) fn session_members(me: i32) -> Vec<(i32, u64)> {
+    let sessions = match SESSIONS.lock() {
+        Ok(s) => s.clone(),
+        Err(_) => return Vec::new(),
+    };
+    if sessions.is_empty() {
+        return Vec::new();
+    }
+    all_pids()
+        .into_iter()
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(*pid)))
+                .is_ok_and(|sid| sessions.contains(&sid.as_raw()))
+        })
+        .filter_map(|pid| Some((pid, proc_stat(pid).filter(|s| !s.zombie)?.start)))
+        .collect()
 }
