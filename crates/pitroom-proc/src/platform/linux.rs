@@ -48,6 +48,13 @@ pub(crate) fn second_arg(pid: i32) -> Option<Vec<u8>> {
     )
 }
 
+/// Whether `entry` (`NAME=value`) is in the environment `pid` was started with
+/// (`/proc/<pid>/environ`: the caller's own processes only).
+pub(crate) fn env_has(pid: i32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|environ| environ.split(|b| *b == 0).any(|f| f == entry))
+}
+
 /// Sends `signal` to `pid` only if it is still the process that started at `start`: the signal
 /// goes through a pidfd opened and then checked against the start time, so a reused pid is
 /// never hit.

@@ -60,6 +60,26 @@ pub(crate) fn all_pids() -> Vec<i32> {
 /// `argv[1]` of `pid`, from `sysctl(KERN_PROCARGS2)`: an `int` argc, the executable's path,
 /// NUL padding, then the arguments, each NUL-terminated.
 pub(crate) fn second_arg(pid: i32) -> Option<Vec<u8>> {
+    let buf = procargs(pid)?;
+    let rest = buf.get(std::mem::size_of::<libc::c_int>()..)?;
+    // The executable's path, then the padding, then argv[0], argv[1], …
+    let mut fields = rest.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let _exec_path = fields.next()?;
+    let _argv0 = fields.next()?;
+    Some(fields.next().unwrap_or_default().to_vec())
+}
+
+/// Whether `entry` (`NAME=value`) is one of the NUL-separated strings `sysctl(KERN_PROCARGS2)`
+/// gives for `pid`: its arguments, then its environment as it was started with.
+pub(crate) fn env_has(pid: i32, entry: &[u8]) -> bool {
+    procargs(pid).is_some_and(|buf| {
+        buf.get(std::mem::size_of::<libc::c_int>()..)
+            .is_some_and(|rest| rest.split(|b| *b == 0).any(|f| f == entry))
+    })
+}
+
+/// The `sysctl(KERN_PROCARGS2)` buffer of `pid` (the caller's own processes only).
+fn procargs(pid: i32) -> Option<Vec<u8>> {
     let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
     // Asked first with no buffer, the kernel says how much room the arguments need.
     let mut len: libc::size_t = 0;
@@ -93,12 +113,7 @@ pub(crate) fn second_arg(pid: i32) -> Option<Vec<u8>> {
         return None;
     }
     buf.truncate(len);
-    let rest = buf.get(std::mem::size_of::<libc::c_int>()..)?;
-    // The executable's path, then the padding, then argv[0], argv[1], …
-    let mut fields = rest.split(|b| *b == 0).filter(|f| !f.is_empty());
-    let _exec_path = fields.next()?;
-    let _argv0 = fields.next()?;
-    Some(fields.next().unwrap_or_default().to_vec())
+    Some(buf)
 }
 
 /// Sends `signal` to `pid` only if it is still the process that started at `start`. macOS has
