@@ -287,8 +287,10 @@ mod tests {
         watch.wait(Duration::from_millis(120)).expect("waits");
         assert!(started.elapsed() >= Duration::from_millis(120));
         assert!(watch.read().expect("reads").is_empty());
-        // A rewrite of an entry (longer: its size changes even within one mtime tick).
-        std::fs::write(watched.join("g.json"), b"{\"a\": 1}").expect("rewrite");
+        // A rewrite of an entry, in one step (written beside the watched directory, renamed
+        // over the entry), so no poll can see it half done.
+        std::fs::write(dir.path().join("g.tmp"), b"{\"a\": 1}").expect("write");
+        std::fs::rename(dir.path().join("g.tmp"), watched.join("g.json")).expect("rewrite");
         let seen = changes_within(&watch, Duration::from_secs(5));
         assert_eq!(
             seen,
