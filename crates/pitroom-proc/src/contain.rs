@@ -77,12 +77,41 @@ impl ContainmentReport {
 /// leaves only the keeper's sweep: an escape hatch should a worker CLI misbehave inside one.
 pub const NO_PID_NAMESPACE_ENV: &str = "PITROOM_NO_PID_NAMESPACE";
 
+/// Set (to anything but empty or `0`), Pitroom runs as on a platform without Linux's own
+/// mechanisms: no PID or user namespace (only the keeper's sweep), no private mount namespace
+/// (read runs read a checked copy, `.git` is not bound read-only), no Landlock, and the
+/// state-dir watch polls instead of using inotify. The portable test pass (`.ci/portable`)
+/// runs with it, so the paths macOS takes are proven on Linux too.
+pub const PORTABLE_ENV: &str = "PITROOM_PORTABLE";
+
+/// Whether a value of [`PORTABLE_ENV`] turns the portable mode on.
+pub fn portable_value(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Whether this process runs portable ([`PORTABLE_ENV`] in its environment).
+pub fn portable() -> bool {
+    portable_value(std::env::var_os(PORTABLE_ENV).as_deref())
+}
+
+/// Why the namespaces are turned off by a setting, if one does: [`NO_PID_NAMESPACE_ENV`] or
+/// [`PORTABLE_ENV`] in this process's environment.
+pub(crate) fn namespaces_turned_off() -> Option<String> {
+    if std::env::var_os(NO_PID_NAMESPACE_ENV).is_some() {
+        Some(format!("turned off by {NO_PID_NAMESPACE_ENV}"))
+    } else if portable() {
+        Some(format!("turned off by {PORTABLE_ENV}"))
+    } else {
+        None
+    }
+}
+
 /// Gives this process the capability to make a PID namespace: nothing for root, else a user
 /// namespace of its own with its uid and gid mapped onto themselves. Must run before the
 /// process starts a thread (the kernel refuses a user namespace to a threaded process).
 pub(crate) fn gain_namespace_rights() -> Result<(), String> {
-    if std::env::var_os(NO_PID_NAMESPACE_ENV).is_some() {
-        return Err(format!("turned off by {NO_PID_NAMESPACE_ENV}"));
+    if let Some(reason) = namespaces_turned_off() {
+        return Err(reason);
     }
     #[cfg(target_os = "linux")]
     {
@@ -220,5 +249,14 @@ mod tests {
                 .expect("parses");
         assert_eq!(back.mechanism, Mechanism::ProcessSweep);
         assert_eq!(back.reason.as_deref(), Some("no PID namespace (EPERM)"));
+    }
+
+    #[test]
+    fn portable_is_on_for_any_value_but_empty_or_zero() {
+        assert!(!portable_value(None));
+        assert!(!portable_value(Some("".as_ref())));
+        assert!(!portable_value(Some("0".as_ref())));
+        assert!(portable_value(Some("1".as_ref())));
+        assert!(portable_value(Some("yes".as_ref())));
     }
 }

@@ -407,6 +407,10 @@ fn start_unnamespaced(args: &KeeperArgs, stdin: File, stderr: File) -> std::io::
         .stdin(stdin)
         .stdout(Stdio::inherit())
         .stderr(stderr);
+    // Without a subreaper, an orphan that also left the worker's session is found by this.
+    if let Some(mark) = crate::platform::tree_mark() {
+        cmd.env(crate::platform::TREE_MARK_ENV, mark);
+    }
     spawn_in_own_session(cmd)
 }
 

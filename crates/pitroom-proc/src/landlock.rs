@@ -426,7 +426,10 @@ pub enum MountRoute {
 pub fn mount_route() -> MountRoute {
     #[cfg(target_os = "linux")]
     {
-        if has_cap_sys_admin() {
+        if crate::portable() {
+            // As on a platform without mount namespaces, even for root.
+            MountRoute::Unavailable
+        } else if has_cap_sys_admin() {
             MountRoute::Privileged
         } else if std::env::var_os(crate::NO_PID_NAMESPACE_ENV).is_none()
             && crate::contain::user_namespace_mounts_work()
@@ -501,6 +504,11 @@ pub fn looks_like_blocked_write(text: &str) -> bool {
 /// by the keeper on its main thread, after it opened everything it still needs to write and
 /// before it starts the worker. Never fails the run: what did not hold is in the report.
 pub fn enter_sandbox(spec: &SandboxSpec) -> SandboxReport {
+    // The engine asks for no sandbox when portable; should a keeper get one all the same, it
+    // makes no mount and no ruleset, as where there are none.
+    if crate::portable() {
+        return SandboxReport::skipped(&format!("turned off by {}", crate::PORTABLE_ENV));
+    }
     #[cfg(target_os = "linux")]
     {
         linux::enter(spec)

@@ -25,7 +25,9 @@ pub mod private_dir;
 pub mod seatbelt;
 mod tree;
 
-pub use contain::{ContainmentReport, Mechanism, NO_PID_NAMESPACE_ENV};
+pub use contain::{
+    portable, portable_value, ContainmentReport, Mechanism, NO_PID_NAMESPACE_ENV, PORTABLE_ENV,
+};
 pub use drive::{drive, AfterLine, Bounds, Decision, Driven, Watcher, POLL};
 pub use harden::Hardening;
 pub use init::INIT_SUBCOMMAND;

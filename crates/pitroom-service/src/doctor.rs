@@ -52,9 +52,11 @@ impl Service {
             detail: git.unwrap_or_else(|| "not found on PATH; install git".into()),
         });
         checks.push(self.guard_check());
-        checks.push(landlock_check());
-        checks.push(privilege_check());
+        let portable = self.portable();
+        checks.push(landlock_check(portable));
+        checks.push(privilege_check(portable));
         checks.push(self.containment_check());
+        checks.push(watch_check(portable));
         let rg = version_of(Path::new("rg"), &["--version"]);
         checks.push(Check {
             name: "ripgrep".into(),
@@ -72,6 +74,15 @@ impl Service {
 }
 
 impl Service {
+    /// Whether this service runs portable (`PITROOM_PORTABLE` in its environment).
+    fn portable(&self) -> bool {
+        pitroom_proc::portable_value(
+            self.env_var(pitroom_proc::PORTABLE_ENV)
+                .as_deref()
+                .map(std::ffi::OsStr::new),
+        )
+    }
+
     fn config_check(&self) -> Check {
         match self.config(&pitroom_core::config::FlagValues::default()) {
             Ok(c) => Check {
@@ -235,9 +246,25 @@ impl Service {
     }
 }
 
+/// What `PITROOM_PORTABLE` turns off, said where a check is off because of it.
+fn turned_off_by_portable() -> String {
+    format!("turned off by {}", pitroom_proc::PORTABLE_ENV)
+}
+
 /// Layer 3: whether runs are Landlocked here, and whether edit runs keep `.git` read-only.
-fn landlock_check() -> Check {
+fn landlock_check(portable: bool) -> Check {
     use pitroom_proc::landlock::MountRoute;
+    if portable {
+        return Check {
+            name: "landlock".into(),
+            ok: false,
+            essential: false,
+            detail: format!(
+                "Landlock and mount namespaces {}: runs go on with layers 1–2 only, as off Linux; edit runs can write .git with plain file writes (layers 1–2 still stop git), read runs read a copy checked against a snapshot",
+                turned_off_by_portable()
+            ),
+        };
+    }
     if !cfg!(target_os = "linux") {
         return Check {
             name: "landlock".into(),
@@ -289,7 +316,18 @@ fn landlock_check() -> Check {
 }
 
 /// No privilege in the worker's tree: what every worker gives up before it starts.
-fn privilege_check() -> Check {
+fn privilege_check(portable: bool) -> Check {
+    if portable {
+        return Check {
+            name: "privileges".into(),
+            ok: false,
+            essential: false,
+            detail: format!(
+                "capability drop and seccomp go with Landlock, {}: a worker keeps the rights of the user who runs it",
+                turned_off_by_portable()
+            ),
+        };
+    }
     if !cfg!(target_os = "linux") {
         return Check {
             name: "privileges".into(),
@@ -309,6 +347,28 @@ fn privilege_check() -> Check {
         } else {
             "no seccomp in this kernel: Landlocked workers still lose every capability, but no system call is filtered".into()
         },
+    }
+}
+
+/// How waits, `watch`, the MCP server's notifications and the dashboard see state-dir changes.
+fn watch_check(portable: bool) -> Check {
+    let detail = if portable {
+        format!(
+            "inotify {}: state dirs are re-read every 25 ms (a change is seen, not which entry)",
+            turned_off_by_portable()
+        )
+    } else if cfg!(target_os = "linux") {
+        "inotify".into()
+    } else if cfg!(target_os = "macos") {
+        "kqueue: a change is seen, not which entry (callers re-read)".into()
+    } else {
+        "state dirs are re-read every 25 ms (no inotify or kqueue here)".into()
+    };
+    Check {
+        name: "state-dir watch".into(),
+        ok: true,
+        essential: false,
+        detail,
     }
 }
 

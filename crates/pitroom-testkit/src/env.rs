@@ -136,6 +136,11 @@ impl TestEnv {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
             .env("LANG", "C.UTF-8");
+        // The portable pass (`.ci/portable`) sets PITROOM_PORTABLE for the whole test binary:
+        // every command a test starts runs portable too (a test's own `set`/`remove` still wins).
+        if let Some(portable) = std::env::var_os("PITROOM_PORTABLE") {
+            cmd.env("PITROOM_PORTABLE", portable);
+        }
         if self.fixed_clock {
             cmd.env(TIMESTAMP_VAR, FIXED_TIMESTAMP)
                 .env(RANDOMNESS_SEED_VAR, RANDOMNESS_SEED);

@@ -40,7 +40,7 @@ impl Watcher {
             Ok(events) => Ok(events
                 .into_iter()
                 .map(|event| Change {
-                    watch: WatchId(event.wd),
+                    watch: WatchId(super::Id::Native(event.wd)),
                     is_dir: event.mask.contains(AddWatchFlags::IN_ISDIR),
                     deleted: event.mask.contains(AddWatchFlags::IN_DELETE),
                     ignored: event.mask.contains(AddWatchFlags::IN_IGNORED),

@@ -103,7 +103,7 @@ fn change_of(event: &KEvent) -> Change {
         .fflags()
         .intersects(FilterFlag::NOTE_DELETE | FilterFlag::NOTE_REVOKE);
     Change {
-        watch: WatchId(event.ident() as i32),
+        watch: WatchId(super::Id::Native(event.ident() as i32)),
         name: None,
         is_dir: false,
         deleted: false,

@@ -3,7 +3,9 @@
 //! macOS, which says *that* a watched directory changed but not which entry (every caller
 //! re-reads on a change without a name) and does not see a file being closed (the slot queue's
 //! re-check interval covers that). Not FSEvents: it needs Apple's frameworks, and the watched
-//! directories are small.
+//! directories are small. A third backend polls (`poll`: re-reads the watched directories every
+//! 25 ms, with kqueue's nameless changes): chosen at run time when Pitroom runs portable
+//! (`PITROOM_PORTABLE`), so Linux runs the paths macOS takes, and the one there is elsewhere.
 
 use std::ffi::OsString;
 use std::io;
@@ -13,12 +15,29 @@ use std::time::Duration;
 #[cfg(target_os = "linux")]
 mod inotify;
 #[cfg(target_os = "linux")]
-use inotify as backend;
+use inotify as native;
 
 #[cfg(target_os = "macos")]
 mod kqueue;
 #[cfg(target_os = "macos")]
-use kqueue as backend;
+use kqueue as native;
+
+mod poll;
+
+/// The watch of one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Id {
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    Native(native::Id),
+    Polling(poll::Id),
+}
+
+/// The backend a [`Watch`] runs on.
+enum Backend {
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    Native(native::Watcher),
+    Polling(poll::Watcher),
+}
 
 /// What a watch on a directory is for (on Linux, the inotify events of the same names; on
 /// macOS every one of them is "the directory changed").
@@ -78,7 +97,7 @@ impl Interest {
 
 /// One watch of a [`Watch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct WatchId(backend::Id);
+pub struct WatchId(Id);
 
 /// Something that happened under a watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,14 +118,38 @@ pub struct Change {
 /// descriptor waits for the kernel's grace period (6–15 ms seen on the 2-core machine, more
 /// under load), which whoever dropped it would otherwise spend: a run on its way to its
 /// worker, an MCP answer on its way out.
-pub struct Watch(Option<backend::Watcher>);
+pub struct Watch(Option<Backend>);
 
 impl Watch {
+    /// The platform's watch (inotify, kqueue), or the polling one where there is none or when
+    /// Pitroom runs portable ([`pitroom_proc::PORTABLE_ENV`] in this process's environment).
     pub fn new() -> io::Result<Watch> {
-        backend::Watcher::new().map(|w| Watch(Some(w)))
+        #[cfg(any(target_os = "linux", target_os = "macos"))]
+        if !pitroom_proc::portable() {
+            return native::Watcher::new().map(|w| Watch(Some(Backend::Native(w))));
+        }
+        Watch::polling()
     }
 
-    fn inner(&self) -> io::Result<&backend::Watcher> {
+    /// A watch that re-reads its directories every 25 ms and reports changes without names.
+    pub fn polling() -> io::Result<Watch> {
+        poll::Watcher::new().map(|w| Watch(Some(Backend::Polling(w))))
+    }
+
+    /// Whether this watch names the entries that changed (inotify); when not, every change
+    /// has `name: None` and the caller re-reads the directory.
+    pub fn names_entries(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            matches!(self.0, Some(Backend::Native(_)))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
+    }
+
+    fn inner(&self) -> io::Result<&Backend> {
         // Only `drop` takes it out.
         self.0
             .as_ref()
@@ -115,18 +158,30 @@ impl Watch {
 
     /// Watches `path` for `interest`.
     pub fn add(&self, path: &Path, interest: Interest) -> io::Result<WatchId> {
-        self.inner()?.add(path, interest).map(WatchId)
+        match self.inner()? {
+            #[cfg(any(target_os = "linux", target_os = "macos"))]
+            Backend::Native(w) => w.add(path, interest).map(|id| WatchId(Id::Native(id))),
+            Backend::Polling(w) => w.add(path, interest).map(|id| WatchId(Id::Polling(id))),
+        }
     }
 
     /// Sleeps until something is there to read, or `limit` passes (an interrupted sleep ends
     /// early and is no error).
     pub fn wait(&self, limit: Duration) -> io::Result<()> {
-        self.inner()?.wait(limit)
+        match self.inner()? {
+            #[cfg(any(target_os = "linux", target_os = "macos"))]
+            Backend::Native(w) => w.wait(limit),
+            Backend::Polling(w) => w.wait(limit),
+        }
     }
 
     /// The changes ready now, without blocking; empty when there are none.
     pub fn read(&self) -> io::Result<Vec<Change>> {
-        self.inner()?.read()
+        match self.inner()? {
+            #[cfg(any(target_os = "linux", target_os = "macos"))]
+            Backend::Native(w) => w.read(),
+            Backend::Polling(w) => w.read(),
+        }
     }
 
     /// Reads until nothing is left (the content does not matter to the caller).
@@ -150,6 +205,7 @@ impl Drop for Watch {
 }
 
 /// The milliseconds of `limit` as the poll-style timeouts take them (at most `u16::MAX`).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 fn millis(limit: Duration) -> u16 {
     u16::try_from(limit.as_millis()).unwrap_or(u16::MAX)
 }
@@ -171,8 +227,18 @@ mod tests {
 
     #[test]
     fn a_new_entry_and_a_rename_into_a_watched_directory_are_seen_on_their_watch() {
+        a_new_entry_and_a_rename_are_seen(Watch::new().expect("a watch"));
+    }
+
+    #[test]
+    fn the_polling_watch_sees_a_new_entry_and_a_rename_without_naming_them() {
+        let watch = Watch::polling().expect("a watch");
+        assert!(!watch.names_entries());
+        a_new_entry_and_a_rename_are_seen(watch);
+    }
+
+    fn a_new_entry_and_a_rename_are_seen(watch: Watch) {
         let dir = tempfile::tempdir().expect("temp dir");
-        let watch = Watch::new().expect("a watch");
         let id = watch
             .add(dir.path(), Interest::CREATE.with_moved_to().only_dir())
             .expect("watched");
@@ -180,8 +246,8 @@ mod tests {
         std::fs::create_dir(dir.path().join("run-1")).expect("mkdir");
         let seen = changes_within(&watch, Duration::from_secs(5));
         assert!(seen.iter().all(|c| c.watch == id), "{seen:?}");
-        // inotify names the entry; kqueue (macOS) only says the directory changed.
-        if cfg!(target_os = "linux") {
+        // inotify names the entry; kqueue (macOS) and polling only say the directory changed.
+        if watch.names_entries() {
             assert!(
                 seen.iter()
                     .any(|c| c.name.as_deref() == Some("run-1".as_ref()) && c.is_dir),
@@ -200,9 +266,58 @@ mod tests {
     #[test]
     fn a_missing_directory_cannot_be_watched() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let watch = Watch::new().expect("a watch");
+        for watch in [Watch::new(), Watch::polling()] {
+            let watch = watch.expect("a watch");
+            assert!(watch
+                .add(&dir.path().join("absent"), Interest::MOVED_TO)
+                .is_err());
+        }
+    }
+
+    #[test]
+    fn the_polling_watch_sees_a_file_rewritten_and_its_directory_removed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let watched = dir.path().join("groups");
+        std::fs::create_dir(&watched).expect("mkdir");
+        std::fs::write(watched.join("g.json"), b"{}").expect("write");
+        let watch = Watch::polling().expect("a watch");
+        let id = watch.add(&watched, Interest::MODIFY).expect("watched");
+        // Nothing changed: a wait lasts its whole limit and finds nothing.
+        let started = std::time::Instant::now();
+        watch.wait(Duration::from_millis(120)).expect("waits");
+        assert!(started.elapsed() >= Duration::from_millis(120));
+        assert!(watch.read().expect("reads").is_empty());
+        // A rewrite of an entry, in one step (written beside the watched directory, renamed
+        // over the entry), so no poll can see it half done.
+        std::fs::write(dir.path().join("g.tmp"), b"{\"a\": 1}").expect("write");
+        std::fs::rename(dir.path().join("g.tmp"), watched.join("g.json")).expect("rewrite");
+        let seen = changes_within(&watch, Duration::from_secs(5));
+        assert_eq!(
+            seen,
+            vec![Change {
+                watch: id,
+                name: None,
+                is_dir: false,
+                deleted: false,
+                ignored: false
+            }]
+        );
+        // Seen once: the next read finds nothing new.
+        assert!(watch.read().expect("reads").is_empty());
+        std::fs::remove_dir_all(&watched).expect("rm");
+        let seen = changes_within(&watch, Duration::from_secs(5));
+        assert!(seen.iter().any(|c| c.watch == id && c.ignored), "{seen:?}");
+        // The watch is gone with its directory: nothing more comes of it.
+        assert!(watch.read().expect("reads").is_empty());
+    }
+
+    #[test]
+    fn the_polling_watch_refuses_a_file_where_a_directory_is_asked_for() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("f"), b"x").expect("write");
+        let watch = Watch::polling().expect("a watch");
         assert!(watch
-            .add(&dir.path().join("absent"), Interest::MOVED_TO)
+            .add(&dir.path().join("f"), Interest::CREATE.only_dir())
             .is_err());
     }
 }

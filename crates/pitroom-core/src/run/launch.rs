@@ -187,10 +187,8 @@ impl Engine {
             ));
             return None;
         }
-        if self.landlock_off() {
-            safety.landlock = Some(SandboxReport::skipped(
-                "turned off with PITROOM_LANDLOCK=off",
-            ));
+        if let Some(reason) = self.landlock_off() {
+            safety.landlock = Some(SandboxReport::skipped(&reason));
             return None;
         }
         let mut private_dirs = vec![req.dirs.scratch.clone(), req.dirs.shared.clone()];
@@ -207,11 +205,26 @@ impl Engine {
         Some(self.confidential(record.spec.mode, run_dir, tree, spec))
     }
 
-    /// Whether the caller turned Landlock off (`PITROOM_LANDLOCK=off`).
-    pub(super) fn landlock_off(&self) -> bool {
-        self.env
-            .iter()
-            .any(|(k, v)| k == super::LANDLOCK_ENV && v == "off")
+    /// Why Landlock is off, when the caller turned it off: `PITROOM_LANDLOCK=off`, or
+    /// `PITROOM_PORTABLE` (which also turns off the namespaces, as off Linux).
+    pub(super) fn landlock_off(&self) -> Option<String> {
+        if self.portable() {
+            Some(format!("turned off by {}", pitroom_proc::PORTABLE_ENV))
+        } else if self.env_var(super::LANDLOCK_ENV).as_deref() == Some("off") {
+            Some(format!("turned off with {}=off", super::LANDLOCK_ENV))
+        } else {
+            None
+        }
+    }
+
+    /// Whether the caller runs Pitroom portable (`PITROOM_PORTABLE`, see
+    /// [`pitroom_proc::PORTABLE_ENV`]).
+    pub(super) fn portable(&self) -> bool {
+        pitroom_proc::portable_value(
+            self.env_var(pitroom_proc::PORTABLE_ENV)
+                .as_deref()
+                .map(std::ffi::OsStr::new),
+        )
     }
 
     /// Puts the git guard around the worker's environment: the shim first on `PATH`, the

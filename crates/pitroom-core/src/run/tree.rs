@@ -53,6 +53,8 @@ pub(super) struct ViewFacts {
     /// A CLI of the run's chain that keeps its own sandbox (so is not Landlocked).
     pub(super) own_sandbox: Option<String>,
     pub(super) landlock_off: bool,
+    /// `PITROOM_PORTABLE`: no Landlock and no private mount namespace, as off Linux.
+    pub(super) portable: bool,
     /// The kernel's Landlock ABI (3 is the first to refuse truncation).
     pub(super) abi: Option<i32>,
     /// A private mount namespace can be made (to hide secret-looking files).
@@ -73,6 +75,12 @@ pub(super) fn copy_needed(f: &ViewFacts) -> Option<String> {
     if let Some(cli) = &f.own_sandbox {
         return Some(format!(
             "{cli} keeps its own sandbox, so it cannot be Landlocked"
+        ));
+    }
+    if f.portable {
+        return Some(format!(
+            "Landlock and mount namespaces are turned off by {}",
+            pitroom_proc::PORTABLE_ENV
         ));
     }
     if f.landlock_off {
@@ -280,6 +288,7 @@ impl Engine {
             forced: self.env_var(super::READ_VIEW_ENV),
             own_sandbox,
             landlock_off: self.env_var(super::LANDLOCK_ENV).as_deref() == Some("off"),
+            portable: self.portable(),
             abi: pitroom_proc::kernel_abi(),
             can_mount: pitroom_proc::landlock::can_protect_git_dir_with_mount(),
             parent_read_a_copy: parent
@@ -534,6 +543,7 @@ mod tests {
             forced: None,
             own_sandbox: None,
             landlock_off: false,
+            portable: false,
             abi: Some(3),
             can_mount: true,
             parent_read_a_copy: false,
@@ -572,6 +582,13 @@ mod tests {
                     ..allowed()
                 },
                 "PITROOM_LANDLOCK=off",
+            ),
+            (
+                ViewFacts {
+                    portable: true,
+                    ..allowed()
+                },
+                "turned off by PITROOM_PORTABLE",
             ),
             (
                 ViewFacts {

@@ -89,9 +89,11 @@ impl Engine {
         let safety = record.safety.get_or_insert_with(Default::default);
         safety.verify_sandbox = match &spec.sandbox {
             Some(sandbox) => SandboxReport::read(&sandbox.report_file),
-            None => Some(SandboxReport::skipped(
-                "turned off with PITROOM_LANDLOCK=off",
-            )),
+            None => {
+                Some(SandboxReport::skipped(&self.landlock_off().unwrap_or_else(
+                    || "turned off with PITROOM_LANDLOCK=off".into(),
+                )))
+            }
         };
         if interrupted {
             return Err(EngineError::Interrupted);
@@ -144,7 +146,7 @@ impl Engine {
         tree: &TreeSetup,
         run_dir: &Path,
     ) -> Option<SandboxSpec> {
-        if self.landlock_off() {
+        if self.landlock_off().is_some() {
             return None;
         }
         let dirs = verify_dirs(run_dir);

@@ -48,6 +48,13 @@ pub(crate) fn second_arg(pid: i32) -> Option<Vec<u8>> {
     )
 }
 
+/// Whether `entry` (`NAME=value`) is in the environment `pid` was started with
+/// (`/proc/<pid>/environ`: the caller's own processes only).
+pub(crate) fn env_has(pid: i32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|environ| environ.split(|b| *b == 0).any(|f| f == entry))
+}
+
 /// Sends `signal` to `pid` only if it is still the process that started at `start`: the signal
 /// goes through a pidfd opened and then checked against the start time, so a reused pid is
 /// never hit.
@@ -111,14 +118,26 @@ pub(crate) fn has_no_children() -> bool {
 }
 
 /// Makes this process the subreaper of everything it starts: an orphan in its tree is handed
-/// to it, not to PID 1, so the sweep still finds it.
+/// to it, not to PID 1, so the sweep still finds it. Not when portable (`PITROOM_PORTABLE`):
+/// then, as on macOS, the sweep finds orphans by the worker's session.
 pub(crate) fn become_subreaper() {
-    let _ = nix::sys::prctl::set_child_subreaper(true);
+    if has_subreaper() {
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+    }
 }
 
-/// Has the kernel send `signal` to this process when its parent dies.
+/// Whether processes here become subreapers of what they start: yes, unless Pitroom runs
+/// portable.
+pub(crate) fn has_subreaper() -> bool {
+    !crate::portable()
+}
+
+/// Has the kernel send `signal` to this process when its parent dies. Not when portable: as
+/// on macOS, the keeper then notices through the lifeline pipe and the parent pid.
 pub(crate) fn die_with_parent(signal: Signal) {
-    let _ = nix::sys::prctl::set_pdeathsig(signal);
+    if !crate::portable() {
+        let _ = nix::sys::prctl::set_pdeathsig(signal);
+    }
 }
 
 /// Waits for one of `signals` (blocked in this thread) for at most `limit`.
@@ -130,12 +149,4 @@ pub(crate) fn wait_for_signal(signals: &SigSet, limit: Duration) -> Option<i32> 
     // SAFETY: a valid signal set and timeout; the siginfo out-parameter may be null.
     let signo = unsafe { libc::sigtimedwait(signals.as_ref(), std::ptr::null_mut(), &timeout) };
     (signo > 0).then_some(signo)
-}
-
-/// The subreaper finds every orphan of the tree among its descendants: no session to hunt.
-pub(crate) fn remember_session(_sid: i32) {}
-
-/// See [`remember_session`]: nothing beyond the descendants on Linux.
-pub(crate) fn session_members(_me: i32) -> Vec<(i32, u64)> {
-    Vec::new()
 }

@@ -1,7 +1,6 @@
 //! macOS: `libproc` and `sysctl` for the process table; no pidfds, no subreaper, no
 //! parent-death signal and no `sigtimedwait`, so each is replaced by what macOS offers.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nix::sys::event::{EventFilter, EventFlag, FilterFlag, KEvent, Kqueue};
@@ -61,6 +60,26 @@ pub(crate) fn all_pids() -> Vec<i32> {
 /// `argv[1]` of `pid`, from `sysctl(KERN_PROCARGS2)`: an `int` argc, the executable's path,
 /// NUL padding, then the arguments, each NUL-terminated.
 pub(crate) fn second_arg(pid: i32) -> Option<Vec<u8>> {
+    let buf = procargs(pid)?;
+    let rest = buf.get(std::mem::size_of::<libc::c_int>()..)?;
+    // The executable's path, then the padding, then argv[0], argv[1], …
+    let mut fields = rest.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let _exec_path = fields.next()?;
+    let _argv0 = fields.next()?;
+    Some(fields.next().unwrap_or_default().to_vec())
+}
+
+/// Whether `entry` (`NAME=value`) is one of the NUL-separated strings `sysctl(KERN_PROCARGS2)`
+/// gives for `pid`: its arguments, then its environment as it was started with.
+pub(crate) fn env_has(pid: i32, entry: &[u8]) -> bool {
+    procargs(pid).is_some_and(|buf| {
+        buf.get(std::mem::size_of::<libc::c_int>()..)
+            .is_some_and(|rest| rest.split(|b| *b == 0).any(|f| f == entry))
+    })
+}
+
+/// The `sysctl(KERN_PROCARGS2)` buffer of `pid` (the caller's own processes only).
+fn procargs(pid: i32) -> Option<Vec<u8>> {
     let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
     // Asked first with no buffer, the kernel says how much room the arguments need.
     let mut len: libc::size_t = 0;
@@ -94,12 +113,7 @@ pub(crate) fn second_arg(pid: i32) -> Option<Vec<u8>> {
         return None;
     }
     buf.truncate(len);
-    let rest = buf.get(std::mem::size_of::<libc::c_int>()..)?;
-    // The executable's path, then the padding, then argv[0], argv[1], …
-    let mut fields = rest.split(|b| *b == 0).filter(|f| !f.is_empty());
-    let _exec_path = fields.next()?;
-    let _argv0 = fields.next()?;
-    Some(fields.next().unwrap_or_default().to_vec())
+    Some(buf)
 }
 
 /// Sends `signal` to `pid` only if it is still the process that started at `start`. macOS has
@@ -153,8 +167,13 @@ pub(crate) fn has_no_children() -> bool {
 }
 
 /// macOS has no subreaper: an orphan of the worker's tree goes to launchd. The sweep finds it
-/// by its session instead ([`remember_session`]).
+/// by its session instead ([`super::remember_session`]).
 pub(crate) fn become_subreaper() {}
+
+/// No subreaper on macOS.
+pub(crate) fn has_subreaper() -> bool {
+    false
+}
 
 /// macOS has no parent-death signal: the keeper notices its supervisor's death through the
 /// lifeline pipe and the parent pid (checked every 250 ms).
@@ -214,35 +233,4 @@ fn take_pending(signals: &SigSet) -> Option<i32> {
     // SAFETY: a valid signal set, one of whose signals is pending, and an int out-parameter.
     let rc = unsafe { libc::sigwait(signals.as_ref(), &mut signo) };
     (rc == 0).then_some(signo)
-}
-
-/// The sessions of the worker trees this process started: without a subreaper, their orphans
-/// are found by session id.
-static SESSIONS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-/// Notes the session `sid` (a worker started as a session leader) for the sweep.
-pub(crate) fn remember_session(sid: i32) {
-    if let Ok(mut sessions) = SESSIONS.lock() {
-        sessions.push(sid);
-    }
-}
-
-/// Every live process (pid, start time) in a remembered session, other than `me`.
-pub(crate) fn session_members(me: i32) -> Vec<(i32, u64)> {
-    let sessions = match SESSIONS.lock() {
-        Ok(s) => s.clone(),
-        Err(_) => return Vec::new(),
-    };
-    if sessions.is_empty() {
-        return Vec::new();
-    }
-    all_pids()
-        .into_iter()
-        .filter(|pid| *pid != me)
-        .filter(|pid| {
-            nix::unistd::getsid(Some(Pid::from_raw(*pid)))
-                .is_ok_and(|sid| sessions.contains(&sid.as_raw()))
-        })
-        .filter_map(|pid| Some((pid, proc_stat(pid).filter(|s| !s.zombie)?.start)))
-        .collect()
 }

@@ -531,6 +531,32 @@ fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
 }
 
 #[test]
+fn doctor_says_what_pitroom_portable_turns_off() {
+    let mut env = fake_env(answer("x"));
+    env.set(pitroom_proc::PORTABLE_ENV, "1");
+    let dir = env.dir("plain");
+    let v = env.run_json(&dir, &["doctor", "--json"]);
+    let check = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} check: {v:#}"))
+    };
+    // The containment check starts a keeper: it reports the reason the keeper gave.
+    for name in ["landlock", "privileges", "containment", "state-dir watch"] {
+        assert!(
+            str_has(&check(name)["detail"], "turned off by PITROOM_PORTABLE"),
+            "{name}: {v:#}"
+        );
+    }
+    assert_eq!(check("landlock")["ok"], false, "{v:#}");
+    assert_eq!(check("containment")["ok"], false, "{v:#}");
+}
+
+#[test]
 fn stop_ends_a_background_run_and_everything_it_started() {
     let marker = "sleep 283.9";
     let env = background_job_env(marker);

@@ -54,6 +54,46 @@ fn sigkill_of_pitroom_leaves_no_fake_worker_or_background_job() {
     sigkill_leaves_no_survivor(&env, &dir, marker, &["look", "-t", "120s"], || true);
 }
 
+/// The parent pid of `pid`, from `/proc/<pid>/stat` (after the command name's closing paren).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split(' ').nth(1)?.parse().ok()
+}
+
+#[test]
+fn sigkill_of_pitroom_leaves_no_job_orphaned_in_a_session_of_its_own() {
+    // A tool's detached shell (a session of its own) starts a job and exits at once, as
+    // OpenCode's bash tool does: the job is orphaned outside the worker's session. Without a
+    // subreaper (macOS, PITROOM_PORTABLE) it is neither the keeper's descendant nor in the
+    // session the sweep hunts; the keeper's mark in its environment still finds it.
+    let marker = "sleep 263.9";
+    let env = fake_env(json!([
+        {"spawn_bg": format!("{marker} & exit 0")},
+        {"step": {"input": 5, "output": 1}},
+        {"sleep_ms": 60000}
+    ]));
+    let dir = env.dir("plain");
+    let orphaned = || {
+        let jobs: Vec<i32> = processes_with_cmdline(marker)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep\0"))
+            })
+            .collect();
+        // Its shell is gone: its parent is no longer a `sh` (a subreaper, or PID 1).
+        !jobs.is_empty()
+            && jobs.iter().all(|pid| {
+                parent_of(*pid).is_some_and(|ppid| {
+                    std::fs::read_to_string(format!("/proc/{ppid}/comm"))
+                        .is_ok_and(|comm| comm.trim() != "sh")
+                })
+            })
+    };
+    sigkill_leaves_no_survivor(&env, &dir, marker, &["look", "-t", "120s"], orphaned);
+}
+
 #[test]
 fn sigkill_of_pitroom_leaves_no_real_opencode_or_its_shell_job() {
     let w = World::new(&opencode::CLI);

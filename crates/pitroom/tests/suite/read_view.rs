@@ -167,6 +167,34 @@ fn a_read_run_without_landlock_reads_a_copy_and_the_record_says_why() {
 }
 
 #[test]
+fn a_portable_read_run_reads_a_checked_copy_without_secrets_and_the_record_says_what_was_off() {
+    let mut env = fake_env(json!([{"sh": "cat .env; pwd"}, {"text": "SUMMARY: read"}]));
+    env.set(pitroom_proc::PORTABLE_ENV, "1");
+    let repo = repo_with_secrets(&env);
+    let out = env.run(&repo, &["look"]);
+    assert_exit(&out, 0);
+    let r = record(&env, &repo);
+    let off = "turned off by PITROOM_PORTABLE";
+    // The view macOS gets: a copy, checked against snapshots taken before and after.
+    assert_eq!(r["view"], "copy", "{r:#}");
+    assert_str_has(&r, "/view_reason", off);
+    assert!(
+        r["base_tree"].is_string() && r["after_tree"].is_string(),
+        "{r:#}"
+    );
+    assert_eq!(r["read_only_violation"], false, "{r:#}");
+    assert_eq!(r["safety"]["landlock"]["landlock"], "skipped", "{r:#}");
+    assert_str_has(&r, "/safety/landlock/reason", off);
+    assert_eq!(
+        r["safety"]["containment"]["mechanism"], "process_sweep",
+        "{r:#}"
+    );
+    assert_str_has(&r, "/safety/containment/reason", off);
+    let calls = shell_calls(&env, &repo);
+    assert!(!calls[0].2.contains("hunter"), "{calls:#?}");
+}
+
+#[test]
 fn a_follow_up_of_a_run_in_place_reads_the_live_tree_as_it_is_now() {
     the_kernel_allows_in_place();
     let env = fake_env(json!([{"sh": "cat README.md"}, {"text": "SUMMARY: read"}]));
