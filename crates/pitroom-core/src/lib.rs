@@ -6,6 +6,7 @@
 //! live in `pitroom-workers`.
 
 pub mod citations;
+pub mod claims;
 pub mod clock;
 pub mod config;
 pub mod cooldown;

@@ -366,6 +366,12 @@ pub struct RunRecord {
     pub receipt: Option<Receipt>,
     /// Citation check of the answer (PRODUCT.md §10).
     pub refs: Option<Refs>,
+    /// The answer's claims held against the record (`crate::claims`): a read run that called no
+    /// tool, cited files no tool call read, a `FILES CHANGED:` line the diff disagrees with.
+    /// Each flag is also one of `warnings`. Left out when nothing was flagged, and absent from
+    /// older records.
+    #[serde(default, skip_serializing_if = "crate::claims::Claims::is_clear")]
+    pub claims: crate::claims::Claims,
     #[serde(default)]
     pub reverted: bool,
     /// Isolate: the patch was applied to the user's tree.
@@ -500,6 +506,7 @@ impl RunRecord {
             warnings: Vec::new(),
             receipt: None,
             refs: None,
+            claims: Default::default(),
             reverted: false,
             applied: false,
             discarded: false,

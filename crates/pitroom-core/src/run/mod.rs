@@ -463,7 +463,7 @@ impl Engine {
         self.enter(record, RunPhase::Finishing)?;
         // Citations, checked before the "after" snapshot: a read copy the worker wrote into is
         // removed by it.
-        paths::take_answer(record, tree, stream);
+        let cited = paths::take_answer(record, tree, stream);
         // Snapshot and diff.
         changes::capture_changes(record, run_dir, tree, stream)?;
         if let Some(answer) = &record.answer {
@@ -471,6 +471,10 @@ impl Engine {
         }
         // Judge, then verify what the judge called done.
         judge::judge_run(record, run_dir, last.adapter.as_ref(), stream, last.ending);
+        // The answer's claims, against the worker's own diff (before --verify may change it).
+        let claims = crate::claims::assess(record, &cited, &stream.calls, !last.handed_off);
+        record.warnings.extend(claims.warnings());
+        record.claims = claims;
         if record.state == RunState::Done && record.spec.verify.is_some() {
             interrupt.check()?;
             self.enter(record, RunPhase::Verify)?;

@@ -11,25 +11,47 @@ use crate::record::RunRecord;
 /// Takes the worker's answer into the record, redacted and in project paths, with its
 /// citations checked against the tree the worker saw (its copy, for a read run). This comes
 /// before the "after" snapshot, which removes a read copy the worker wrote into.
-pub(super) fn take_answer(record: &mut RunRecord, tree: &TreeSetup, stream: &Stream) {
+///
+/// Returns the files the verified citations name (project paths), for the claims check.
+pub(super) fn take_answer(
+    record: &mut RunRecord,
+    tree: &TreeSetup,
+    stream: &Stream,
+) -> Vec<String> {
     let raw_answer = stream.answer();
+    let mut cited = Vec::new();
     if let Some(answer) = &raw_answer {
         let root = tree
             .copy
             .clone()
             .or_else(|| tree.repo.as_ref().map(|r| r.toplevel.clone()))
             .unwrap_or_else(|| tree.workdir.clone());
-        record.refs = Some(check_refs(answer, &root, tree));
+        let report = crate::citations::verify(answer, &root);
+        cited = verified_files(&report);
+        record.refs = Some(check_refs(&report, tree));
     }
     record.answer = raw_answer.map(|a| match (&tree.copy, &tree.repo) {
         (Some(copy), Some(repo)) => stream.redact(&rewrite_paths(&a, copy, &repo.toplevel)),
         _ => stream.redact(&a),
     });
+    cited
 }
 
-/// Verifies the answer's citations under `root` and words the bad ones in project paths.
-fn check_refs(answer: &str, root: &Path, tree: &TreeSetup) -> crate::record::Refs {
-    let report = crate::citations::verify(answer, root);
+/// The files the verified citations name, relative to the root they were checked under. A
+/// citation that did not check out is already reported as bad; it is not a claim of reading.
+fn verified_files(report: &crate::citations::RefReport) -> Vec<String> {
+    report
+        .checked
+        .iter()
+        .filter_map(|c| match &c.verdict {
+            crate::citations::Verdict::Verified { file } => Some(file.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Words the citations that did not check out in project paths.
+fn check_refs(report: &crate::citations::RefReport, tree: &TreeSetup) -> crate::record::Refs {
     let bad = report
         .bad()
         .take(20)

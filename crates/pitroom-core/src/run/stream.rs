@@ -253,6 +253,9 @@ pub(super) struct Stream {
     pub(super) last_retry_error: Option<String>,
     /// The latest tool calls, one line each, for a hand-off account.
     pub(super) tool_log: Vec<String>,
+    /// Every tool call's name and input summary in project paths, for the claims check (which
+    /// files the worker could have seen).
+    pub(super) calls: Vec<crate::claims::ToolCallSeen>,
     /// Directory prefixes (with a trailing `/`, longest first) shown relative: the read copy's
     /// root and the project's, so a step reads `read calc.py`, not the copy's absolute path.
     pub(super) roots: Vec<String>,
@@ -325,6 +328,7 @@ impl Stream {
                         ToolOutcome::Denied => self.tally.denied_calls += 1,
                     }
                     self.edited.extend(edited);
+                    self.calls.push(seen_call(&name, &summary, &self.roots));
                     let mark = match outcome {
                         ToolOutcome::Denied => " (denied)",
                         ToolOutcome::Failed => " (failed)",
@@ -384,6 +388,18 @@ impl Stream {
             WorkerEvent::Error { message, .. } => Some(message.as_str()),
             _ => None,
         })
+    }
+}
+
+/// A call as the claims check compares it: its input summary in project paths (the root
+/// itself, named bare, is `.`), as a report's step line shows it.
+fn seen_call(name: &str, summary: &str, roots: &[String]) -> crate::claims::ToolCallSeen {
+    // Made relative as the step line `name summary` is, so a bare root becomes `.` too.
+    let line = project_relative(&format!("{name} {summary}"), roots);
+    let target = line.strip_prefix(name).unwrap_or(&line).trim_start();
+    crate::claims::ToolCallSeen {
+        name: name.to_string(),
+        target: target.to_string(),
     }
 }
 
