@@ -85,13 +85,17 @@ fn open_kept(state_dir: &Path, kept: &[PathBuf]) -> Result<Vec<Kept>, String> {
         let Ok(rest) = path.strip_prefix(state_dir) else {
             continue;
         };
-        let opened = openat2(
+        let opened = match openat2(
             &dir,
             rest,
             OFlags::PATH | OFlags::CLOEXEC,
             Mode::empty(),
             ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH,
-        );
+        ) {
+            // Kernels before 5.6, and qemu-user, have no openat2.
+            Err(rustix::io::Errno::NOSYS) => open_beneath_by_components(&dir, rest),
+            other => other,
+        };
         let handle = match opened {
             Ok(fd) => fd,
             Err(rustix::io::Errno::NOENT) => continue,
@@ -107,6 +111,35 @@ fn open_kept(state_dir: &Path, kept: &[PathBuf]) -> Result<Vec<Kept>, String> {
         });
     }
     Ok(handles)
+}
+
+/// What `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` does, one component at a time: each
+/// opened without following a link, a link anywhere (`ELOOP`) or a component other than a
+/// plain name (`EXDEV`, as for an escape) refused.
+fn open_beneath_by_components(dir: &OwnedFd, rest: &Path) -> rustix::io::Result<OwnedFd> {
+    use rustix::fs::{fstat, openat, FileType};
+    use std::path::Component;
+    let mut current = openat(
+        dir,
+        ".",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for component in rest.components() {
+        let Component::Normal(name) = component else {
+            return Err(rustix::io::Errno::XDEV);
+        };
+        current = openat(
+            &current,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        if FileType::from_raw_mode(fstat(&current)?.st_mode) == FileType::Symlink {
+            return Err(rustix::io::Errno::LOOP);
+        }
+    }
+    Ok(current)
 }
 
 /// Makes a mount point for each kept path in the tmpfs and binds the real one over it,
@@ -135,4 +168,44 @@ fn make_mount_point(kept: &Kept) -> std::io::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     File::create(&kept.path).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_handle(path: &Path) -> OwnedFd {
+        rustix::fs::open(
+            path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .expect("open")
+    }
+
+    #[test]
+    fn the_fallback_opens_plain_paths_beneath_and_refuses_links_and_escapes() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let state = root.path().join("state");
+        std::fs::create_dir_all(state.join("runs/r1")).expect("mkdir");
+        std::fs::write(state.join("runs/r1/record.json"), "{}").expect("file");
+        std::os::unix::fs::symlink(root.path(), state.join("runs/out")).expect("link");
+        std::os::unix::fs::symlink("r1/record.json", state.join("runs/file-link")).expect("link");
+        let dir = dir_handle(&state);
+
+        for plain in ["runs", "runs/r1", "runs/r1/record.json"] {
+            assert!(
+                open_beneath_by_components(&dir, Path::new(plain)).is_ok(),
+                "{plain}"
+            );
+        }
+        let refused = |p: &str| open_beneath_by_components(&dir, Path::new(p)).err();
+        // A link as the last component, or on the way.
+        assert_eq!(refused("runs/file-link"), Some(rustix::io::Errno::LOOP));
+        assert_eq!(refused("runs/out"), Some(rustix::io::Errno::LOOP));
+        assert!(refused("runs/out/state").is_some());
+        assert_eq!(refused("../state/runs"), Some(rustix::io::Errno::XDEV));
+        assert_eq!(refused("/etc"), Some(rustix::io::Errno::XDEV));
+        assert_eq!(refused("runs/missing"), Some(rustix::io::Errno::NOENT));
+    }
 }
