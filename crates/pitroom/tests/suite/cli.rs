@@ -488,20 +488,23 @@ fn citations_are_checked_and_bad_ones_listed_with_reasons() {
     assert_eq!(r["refs"]["bad"].as_array().map(Vec::len), Some(2), "{r:#}");
 }
 
+/// The check called `name` in `doctor --json`'s output `v`.
+fn doctor_check(v: &Value, name: &str) -> Value {
+    v["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} check: {v:#}"))
+}
+
 #[test]
 fn doctor_reports_each_check_and_fails_only_on_essential_ones() {
     let env = fake_env(answer("x"));
     let dir = env.dir("plain");
     let v = env.run_json(&dir, &["doctor", "--json"]);
-    let check = |name: &str| {
-        v["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {name} check: {v:#}"))
-    };
+    let check = |name: &str| doctor_check(&v, name);
     assert_eq!(check("git guard")["ok"], true, "{v:#}");
     let small_guard = env!("CARGO_BIN_EXE_pitroom-guard");
     assert!(
@@ -536,15 +539,7 @@ fn doctor_says_what_pitroom_portable_turns_off() {
     env.set(pitroom_proc::PORTABLE_ENV, "1");
     let dir = env.dir("plain");
     let v = env.run_json(&dir, &["doctor", "--json"]);
-    let check = |name: &str| {
-        v["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {name} check: {v:#}"))
-    };
+    let check = |name: &str| doctor_check(&v, name);
     // The containment check starts a keeper: it reports the reason the keeper gave.
     for name in ["landlock", "privileges", "containment", "state-dir watch"] {
         assert!(
