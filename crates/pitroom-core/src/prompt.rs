@@ -58,6 +58,41 @@ pub fn handoff_prompt(mode: Mode, task: &str, account: &str) -> String {
     )
 }
 
+/// What a worker is told in a repair round: the check it has to make pass, how it failed and
+/// the end of its output. In a resumed session the rules and the task are already there; a
+/// fresh session (a CLI that cannot resume) gets the whole task first.
+pub fn repair_prompt(mode: Mode, task: &str, failure: &RepairBrief, resumed: bool) -> String {
+    let head = if resumed {
+        "Repair round. The same rules and answer format apply.".to_string()
+    } else {
+        format!(
+            "{}\nYour earlier changes for this task are already in the working tree (keep what is right; do not start over).",
+            worker_prompt(mode, task)
+        )
+    };
+    format!(
+        "{head}\n\nREPAIR (round {round} of {of}): the check `{command}` {how} after your changes. The last lines of its output:\n```\n{tail}\n```\nFix the code so that this check passes. Do not weaken, skip or edit the check itself. Then answer in the same format as before, covering all your changes.\n",
+        round = failure.round,
+        of = failure.of,
+        command = failure.command,
+        how = failure.how,
+        tail = failure.tail.trim_end(),
+    )
+}
+
+/// A failed `--verify` as a repair round tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairBrief {
+    /// The round about to start (2 for the first repair) and how many the run has.
+    pub round: u32,
+    pub of: u32,
+    pub command: String,
+    /// "failed with exit code 1", "timed out after 15m".
+    pub how: String,
+    /// The end of the check's output, already redacted.
+    pub tail: String,
+}
+
 /// The most of one attached file's contents that goes into a prompt.
 pub const ATTACH_FILE_CAP: usize = 64 * 1024;
 /// The most of all attached contents together.
@@ -138,6 +173,37 @@ mod tests {
         let p = worker_prompt(Mode::Write, "fix it");
         assert!(!p.contains("READ-ONLY"));
         assert!(p.contains("Never commit, push"));
+    }
+
+    #[test]
+    fn a_repair_round_carries_the_failed_check_and_only_a_fresh_session_gets_the_task_again() {
+        let brief = RepairBrief {
+            round: 2,
+            of: 3,
+            command: "cargo test".into(),
+            how: "failed with exit code 101".into(),
+            tail: "test parse ... FAILED\n".into(),
+        };
+        let resumed = repair_prompt(Mode::Write, "fix the parser", &brief, true);
+        assert!(resumed.starts_with("Repair round."), "{resumed}");
+        assert!(
+            resumed.contains(
+                "REPAIR (round 2 of 3): the check `cargo test` failed with exit code 101"
+            ),
+            "{resumed}"
+        );
+        assert!(
+            resumed.contains("```\ntest parse ... FAILED\n```"),
+            "{resumed}"
+        );
+        assert!(
+            !resumed.contains("fix the parser"),
+            "a resumed session has the task"
+        );
+        let fresh = repair_prompt(Mode::Write, "fix the parser", &brief, false);
+        assert!(fresh.contains("TASK:\nfix the parser\n"), "{fresh}");
+        assert!(fresh.contains("already in the working tree"), "{fresh}");
+        assert!(fresh.contains("REPAIR (round 2 of 3)"), "{fresh}");
     }
 
     #[test]

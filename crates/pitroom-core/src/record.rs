@@ -125,6 +125,11 @@ pub struct RunSpec {
     pub verify: Option<String>,
     #[serde(default = "default_verify_timeout")]
     pub verify_timeout_secs: f64,
+    /// How many rounds the worker gets to make `--verify` pass (`--attempts`): a failed check
+    /// goes back to the worker with its output until it passes or the rounds run out. 1 (the
+    /// default, and in older records) sends nothing back.
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
+    pub attempts: u32,
     /// The targets to move to, in order, when a worker is unavailable (rate limited, out of
     /// quota, unknown model, auth), as `backend[:model]`. Empty with `--no-fallback`.
     #[serde(default)]
@@ -183,6 +188,7 @@ impl RunSpec {
             link: Vec::new(),
             verify: None,
             verify_timeout_secs: default_verify_timeout(),
+            attempts: 1,
             fallback: Vec::new(),
             custom_workers: Default::default(),
             sandbox_writable: Vec::new(),
@@ -202,6 +208,14 @@ fn default_verify_timeout() -> f64 {
     900.0
 }
 
+fn one_round() -> u32 {
+    1
+}
+
+fn is_one_round(n: &u32) -> bool {
+    *n == 1
+}
+
 /// The outcome of `--verify`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VerifyOutcome {
@@ -216,13 +230,14 @@ pub struct VerifyOutcome {
 }
 
 /// One worker attempt of a run. A run moves to the next target of its chain when a worker is
-/// unavailable; every attempt stays on record.
+/// unavailable, and sends a failed `--verify` back to the worker for another round while it has
+/// rounds left (`--attempts`); every attempt stays on record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
     /// `backend[:model]`.
     pub target: String,
-    /// How the attempt ended: a run state, or `skipped` (cooling down, no adapter).
-    pub state: String,
+    /// How the attempt ended.
+    pub state: AttemptState,
     pub failure: Option<FailureKind>,
     pub error: Option<String>,
     pub steps: u32,
@@ -234,6 +249,64 @@ pub struct Attempt {
     /// This attempt finished the task another worker started (it got a hand-off account).
     #[serde(default)]
     pub handed_off: bool,
+    /// Which repair round this attempt was (1 is the task itself; 2 and on got a failed
+    /// `--verify` back). 1 in older records.
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
+    pub round: u32,
+    /// The `--verify` that judged this round; `None` when none ran after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyOutcome>,
+    /// The tokens this attempt used (input and output, as its CLI reported them).
+    #[serde(default, skip_serializing_if = "is_zero_bytes")]
+    pub tokens: u64,
+    /// The run sent this round's failed `--verify` back to the worker for another round.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repaired: bool,
+}
+
+/// How an attempt ended: stored as a run state's name, or `skipped`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum AttemptState {
+    /// The chain passed over the target without starting a worker (cooling down, no adapter).
+    #[default]
+    Skipped,
+    /// A worker ran and the attempt ended in this state.
+    Ended(RunState),
+}
+
+impl AttemptState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptState::Skipped => "skipped",
+            AttemptState::Ended(state) => state.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<AttemptState> for String {
+    fn from(state: AttemptState) -> String {
+        state.as_str().to_string()
+    }
+}
+
+impl TryFrom<String> for AttemptState {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<AttemptState, String> {
+        if text == "skipped" {
+            return Ok(AttemptState::Skipped);
+        }
+        serde_json::from_value(serde_json::Value::String(text.clone()))
+            .map(AttemptState::Ended)
+            .map_err(|_| format!("unknown attempt state {text:?}"))
+    }
 }
 
 /// Counters the receipt is computed from.
@@ -547,6 +620,16 @@ impl RunRecord {
         self.verify.as_ref().is_some_and(|v| !v.passed)
     }
 
+    /// For a run given more than one round (`--attempts`): the round it ended on, and how
+    /// many it had.
+    pub fn final_round(&self) -> Option<(u32, u32)> {
+        if self.spec.attempts <= 1 {
+            return None;
+        }
+        let round = self.attempts.last().map_or(1, |a| a.round);
+        Some((round, self.spec.attempts))
+    }
+
     pub fn read(path: &Path) -> std::io::Result<RunRecord> {
         let text = std::fs::read(path)?;
         serde_json::from_slice(&text)
@@ -596,4 +679,43 @@ fn write_replacing(path: &Path, data: &[u8], durable: bool) -> std::io::Result<(
 
 fn is_zero_bytes(n: &u64) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_of_older_records_read_with_their_state_names_and_one_round() {
+        let old = r#"[
+            {"target": "gemini", "state": "skipped", "failure": null, "error": "cooling down",
+             "steps": 0, "tool_calls": 0, "duration_ms": 0, "fell_back": true},
+            {"target": "opencode:a/b", "state": "failed", "failure": "rate_limited", "error": "429",
+             "steps": 2, "tool_calls": 1, "duration_ms": 900, "fell_back": true, "handed_off": false}
+        ]"#;
+        let attempts: Vec<Attempt> = serde_json::from_str(old).expect("older attempts read");
+        assert_eq!(attempts[0].state, AttemptState::Skipped);
+        assert_eq!(attempts[1].state, AttemptState::Ended(RunState::Failed));
+        assert!(attempts.iter().all(|a| a.round == 1 && !a.repaired));
+        // And they are written back the same way.
+        let again = serde_json::to_value(&attempts[1]).expect("serialises");
+        assert_eq!(again["state"], "failed");
+        assert!(again.get("round").is_none(), "round 1 is left out");
+        assert!(serde_json::from_str::<Attempt>(
+            r#"{"target":"x","state":"exploded","failure":null,"error":null,"steps":0,"tool_calls":0,"duration_ms":0,"fell_back":false}"#
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn a_spec_without_attempts_has_one_round() {
+        let mut value = serde_json::to_value(RunSpec::new("t", Mode::Write, "opencode", "/tmp"))
+            .expect("serialises");
+        assert!(value.get("attempts").is_none(), "one round is not written");
+        if let Some(fields) = value.as_object_mut() {
+            fields.remove("attempts");
+        }
+        let spec: RunSpec = serde_json::from_value(value).expect("reads");
+        assert_eq!(spec.attempts, 1);
+    }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anstyle::{AnsiColor, Style};
 
 use crate::duration::format_duration;
-use crate::record::{Receipt, RunRecord, RunState};
+use crate::record::{AttemptState, Receipt, RunRecord, RunState};
 
 /// The report without its receipt and hints: the part whose size is "returned tokens".
 pub fn body(record: &RunRecord, color: bool) -> String {
@@ -157,7 +157,11 @@ fn render_of(record: &RunRecord, color: bool) -> String {
             (false, false, Some(c)) => format!("✘ failed (exit {c}) in {took}"),
             (false, false, None) => "✘ could not run".to_string(),
         };
-        let _ = writeln!(out, "── verify: {verdict}: {}", v.command);
+        let rounds = match record.final_round() {
+            Some((round, of)) => format!(" on round {round} of {of}"),
+            None => String::new(),
+        };
+        let _ = writeln!(out, "── verify: {verdict}{rounds}: {}", v.command);
         if !v.passed {
             for line in v
                 .tail
@@ -199,8 +203,15 @@ fn attempts(out: &mut String, record: &RunRecord) {
     }
     let _ = writeln!(out, "── attempts:");
     for (i, a) in record.attempts.iter().enumerate() {
-        let what = match (&a.failure, a.state.as_str()) {
-            (_, "skipped") => format!("skipped: {}", a.error.as_deref().unwrap_or("")),
+        let what = match (&a.failure, a.state) {
+            _ if a.repaired => format!(
+                "{} → round {}",
+                a.verify
+                    .as_ref()
+                    .map_or_else(|| "verify failed".to_string(), verify_failure_brief),
+                a.round + 1
+            ),
+            (_, AttemptState::Skipped) => format!("skipped: {}", a.error.as_deref().unwrap_or("")),
             (Some(kind), _) if a.fell_back => format!(
                 "{} after {} step{} → {}{}",
                 kind.describe(),
@@ -226,6 +237,15 @@ fn attempts(out: &mut String, record: &RunRecord) {
             ),
         };
         let _ = writeln!(out, "   {}. {}: {what}", i + 1, a.target);
+    }
+}
+
+/// A failed `--verify` in a few words, for the line of a round that was sent back.
+fn verify_failure_brief(v: &crate::record::VerifyOutcome) -> String {
+    match (v.timed_out, v.exit_code) {
+        (true, _) => "verify timed out".to_string(),
+        (false, Some(c)) => format!("verify failed (exit {c})"),
+        (false, None) => "verify could not run".to_string(),
     }
 }
 

@@ -44,6 +44,13 @@ pub enum WatchEvent {
         failed: String,
         reason: String,
     },
+    /// A failed `--verify` went back to the worker (`--attempts`): `round` is the one starting.
+    Repair {
+        run: String,
+        round: u32,
+        of: u32,
+        check: String,
+    },
     Done(Finished),
     Failed(Finished),
     Timeout(Finished),
@@ -79,7 +86,8 @@ impl WatchEvent {
             WatchEvent::Queued { run, .. }
             | WatchEvent::Started { run, .. }
             | WatchEvent::Progress { run, .. }
-            | WatchEvent::Fallback { run, .. } => Some(run),
+            | WatchEvent::Fallback { run, .. }
+            | WatchEvent::Repair { run, .. } => Some(run),
             WatchEvent::Done(f)
             | WatchEvent::Failed(f)
             | WatchEvent::Timeout(f)
@@ -152,6 +160,18 @@ pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
     }
     // Attempts that failed over to the next target, one line each.
     for attempt in record.attempts.iter().skip(before.attempts) {
+        if attempt.repaired {
+            events.push(WatchEvent::Repair {
+                run: run.clone(),
+                round: attempt.round + 1,
+                of: record.spec.attempts,
+                check: attempt
+                    .verify
+                    .as_ref()
+                    .map(|v| v.command.clone())
+                    .unwrap_or_default(),
+            });
+        }
         if attempt.fell_back {
             events.push(WatchEvent::Fallback {
                 run: run.clone(),
@@ -159,7 +179,7 @@ pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
                 reason: attempt
                     .error
                     .clone()
-                    .unwrap_or_else(|| attempt.state.clone()),
+                    .unwrap_or_else(|| attempt.state.to_string()),
             });
         }
     }
@@ -423,6 +443,36 @@ mod tests {
             json(&e),
             [
                 r#"{"event":"done","run":"20261130-000000-000a","time":12.3,"worker":"opencode:fake/m","changes":0,"summary":"found it"}"#
+            ]
+        );
+        assert!(
+            events_between(&r, &Seen::of(&r)).is_empty(),
+            "reported once"
+        );
+    }
+
+    #[test]
+    fn a_round_sent_back_to_the_worker_is_one_repair_event_naming_the_next_round() {
+        let mut r = record(RunState::Running);
+        r.started_at = Some("now".into());
+        r.spec.attempts = 3;
+        let seen = Seen::of(&r);
+        r.attempts.push(pitroom_core::record::Attempt {
+            target: "opencode:fake/m".into(),
+            state: pitroom_core::record::AttemptState::Ended(RunState::Failed),
+            round: 1,
+            repaired: true,
+            verify: Some(pitroom_core::record::VerifyOutcome {
+                command: "cargo test".into(),
+                exit_code: Some(101),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        assert_eq!(
+            json(&events_between(&r, &seen)),
+            [
+                r#"{"event":"repair","run":"20261130-000000-000a","round":2,"of":3,"check":"cargo test"}"#
             ]
         );
         assert!(

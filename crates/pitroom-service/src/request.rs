@@ -39,6 +39,8 @@ pub struct RunRequest {
     pub group: Option<String>,
     pub link: Vec<String>,
     pub verify: Option<String>,
+    /// `--attempts`: rounds the worker gets to make `verify` pass.
+    pub attempts: Option<u32>,
     pub no_fallback: bool,
     /// Files to attach (`-f`): relative ones are taken from the run's directory.
     pub files: Vec<PathBuf>,
@@ -164,6 +166,7 @@ impl Service {
             },
             verify: request.verify.clone(),
             verify_timeout_secs: secs("verify_timeout"),
+            attempts: repair_rounds(&config, request, mode)?,
             fallback,
             custom_workers: custom,
             sandbox_writable: config
@@ -196,6 +199,36 @@ impl Service {
     }
 }
 
+/// The most rounds a run may have: each is a full worker session, and a check that fails ten
+/// times over is not one more round away from passing.
+pub const MAX_ATTEMPTS: u64 = 10;
+
+/// How many rounds the worker gets to make `--verify` pass: the flag's or the config's
+/// `attempts`. Only an edit run with a check has rounds to give; `--attempts` anywhere else is
+/// refused, while the config's value simply does not apply there.
+fn repair_rounds(config: &Config, request: &RunRequest, mode: Mode) -> Result<u32, ServiceError> {
+    let rounds = config.count("attempts").unwrap_or(1);
+    if !(1..=MAX_ATTEMPTS).contains(&rounds) {
+        return Err(ServiceError::usage(format!(
+            "attempts must be between 1 and {MAX_ATTEMPTS}, not {rounds}"
+        )));
+    }
+    if let Some(given) = request.attempts.filter(|n| *n > 1) {
+        if request.verify.is_none() {
+            return Err(ServiceError::usage(format!(
+                "--attempts {given} repairs a failed --verify; give the check too: --verify CMD"
+            )));
+        }
+        if !mode.may_edit() {
+            return Err(ServiceError::usage(format!(
+                "--attempts {given} sends a failed check back for the worker to fix, and a read run cannot change anything; use -w or -i"
+            )));
+        }
+    }
+    let applies = request.verify.is_some() && mode.may_edit();
+    Ok(if applies { rounds as u32 } else { 1 })
+}
+
 /// The request's flags as config overrides, named as the CLI spells them.
 fn flag_values(request: &RunRequest) -> FlagValues {
     let mut flags = FlagValues::default();
@@ -213,6 +246,9 @@ fn flag_values(request: &RunRequest) -> FlagValues {
     }
     if !request.link.is_empty() {
         flags.set("link", "--link", request.link.join(","));
+    }
+    if let Some(n) = request.attempts {
+        flags.set("attempts", "--attempts", n.to_string());
     }
     flags
 }

@@ -165,6 +165,10 @@ pub(crate) struct WorkerOptions {
     /// the run fails with exit 6.
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
+    /// Rounds the worker gets to make --verify pass (1-10, default 1): a failed check goes back
+    /// to the worker with its output, in the same session where its CLI can resume one.
+    #[arg(long, value_name = "N", requires = "verify")]
+    pub attempts: Option<u32>,
     /// Do not move to the configured fallback targets when a worker is unavailable.
     #[arg(long)]
     pub no_fallback: bool,

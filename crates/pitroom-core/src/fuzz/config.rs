@@ -22,6 +22,7 @@ const KNOWN: &[&str] = &[
     "link",
     "sandbox_writable",
     "verify_timeout",
+    "attempts",
     "web",
     "max_parallel",
 ];
@@ -168,6 +169,7 @@ proptest! {
                     prop_assert!(c.duration(key).is_some(), "{} of {:?}", key, text);
                 }
                 prop_assert!(c.count("max_parallel").is_some());
+                prop_assert!(c.count("attempts").is_some());
                 let _ = c.flag("web");
                 for key in KNOWN {
                     let _ = (c.text(key), c.list(key), c.table(key), c.source(key));

@@ -14,12 +14,13 @@ use pitroom_workers::{Adapter, FailureKind};
 use super::changes::snapshot_after;
 use super::interrupt::Interrupt;
 use super::judge::{judge, stderr_tail, Evidence};
+use super::launch::Brief;
 use super::paths::display_roots;
 use super::stream::{Ending, Stream};
 use super::tree::TreeSetup;
 use super::{Engine, EngineError, Observer};
 use crate::cooldown::Cooldowns;
-use crate::record::{Attempt, RunRecord, RunSpec, RunState, Tally};
+use crate::record::{Attempt, AttemptState, RunRecord, RunSpec, RunState, Tally};
 
 /// The attempt that ended the chain: the one the run is judged by.
 pub(super) struct LastAttempt {
@@ -33,6 +34,8 @@ pub(super) struct LastAttempt {
     pub(super) handed_off: bool,
     /// Its place in the chain: 0 is the target the run was asked for.
     pub(super) index: usize,
+    /// Its repair round: 1 for the task itself, 2 and on for a failed `--verify` sent back.
+    pub(super) round: u32,
 }
 
 impl Engine {
@@ -112,7 +115,10 @@ impl Engine {
                 tree,
                 adapter.as_ref(),
                 session,
-                handoff.as_deref(),
+                match handoff.as_deref() {
+                    Some(account) => Brief::HandOff(account),
+                    None => Brief::Task,
+                },
                 interrupt,
                 &mut stream,
                 observer,
@@ -136,6 +142,7 @@ impl Engine {
                     prior,
                     handed_off: handoff.is_some(),
                     index,
+                    round: 1,
                 });
             };
             if kind == FailureKind::RateLimited {
@@ -148,7 +155,7 @@ impl Engine {
                 .then(|| handoff_account(record, run_dir, tree, &stream, &target, &error));
             record.attempts.push(Attempt {
                 target,
-                state: RunState::Failed.as_str().into(),
+                state: AttemptState::Ended(RunState::Failed),
                 failure: Some(kind),
                 error: Some(stream.redact(&error)),
                 steps,
@@ -156,6 +163,8 @@ impl Engine {
                 duration_ms: attempt_started.elapsed().as_millis() as u64,
                 fell_back: true,
                 handed_off,
+                tokens: tokens_since(&prior, &stream.tally),
+                ..Attempt::default()
             });
             prior = stream.tally.clone();
             record.tally = prior.clone();
@@ -174,7 +183,7 @@ impl Engine {
         let stream = &last.stream;
         record.attempts.push(Attempt {
             target: record.worker_target(),
-            state: record.state.as_str().into(),
+            state: AttemptState::Ended(record.state),
             failure: record.failure,
             error: record.error.clone(),
             steps: stream.tally.steps - last.prior.steps,
@@ -182,6 +191,10 @@ impl Engine {
             duration_ms: last.started.elapsed().as_millis() as u64,
             fell_back: false,
             handed_off: last.handed_off,
+            round: last.round,
+            verify: record.verify.clone(),
+            tokens: tokens_since(&last.prior, &stream.tally),
+            repaired: false,
         });
         if record.failure == Some(FailureKind::RateLimited) {
             let retry_after = stream.retry_after();
@@ -305,11 +318,16 @@ fn target_display(backend: &str, model: Option<&str>) -> String {
     }
 }
 
+/// The tokens an attempt used: its stream's tally past the attempts before it.
+pub(super) fn tokens_since(prior: &Tally, now: &Tally) -> u64 {
+    now.usage.total().saturating_sub(prior.usage.total())
+}
+
 /// A target the chain passed over without starting a worker (cooling down, no adapter).
 fn skipped_attempt(target: &str, why: String) -> Attempt {
     Attempt {
         target: target.to_string(),
-        state: "skipped".into(),
+        state: AttemptState::Skipped,
         error: Some(why),
         fell_back: true,
         ..Attempt::default()
@@ -317,7 +335,7 @@ fn skipped_attempt(target: &str, why: String) -> Attempt {
 }
 
 /// Keeps a failed attempt's stderr as `stderr.attempt-N.log` before the next one writes its own.
-fn rotate_stderr(run_dir: &Path, next_attempt: usize) {
+pub(super) fn rotate_stderr(run_dir: &Path, next_attempt: usize) {
     let kept = run_dir.join(format!("stderr.attempt-{next_attempt}.log"));
     if let Err(e) = crate::log::unless_gone(std::fs::rename(run_dir.join("stderr.log"), &kept)) {
         tracing::warn!(

@@ -22,6 +22,17 @@ use super::{io, Engine, EngineError, Observer};
 use crate::prompt;
 use crate::record::{RunRecord, RunSpec};
 
+/// What an attempt's prompt says besides the rules.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Brief<'a> {
+    /// The task (a follow-up of the parent run's session, for `--continue`).
+    Task,
+    /// The task with an account of what an earlier worker did before it stopped.
+    HandOff(&'a str),
+    /// A failed `--verify` sent back to the worker (`--attempts`).
+    Repair(&'a prompt::RepairBrief),
+}
+
 /// How long descendants get between TERM and KILL.
 pub(super) const GRACE: Duration = Duration::from_secs(3);
 
@@ -87,8 +98,9 @@ impl Engine {
         }
     }
 
-    /// One worker attempt: its invocation, its prompt (the task, a follow-up, or the task with
-    /// a hand-off account of what a previous worker did), then the worker under the keeper.
+    /// One worker attempt: its invocation, its prompt (the task, a follow-up, the task with a
+    /// hand-off account of what a previous worker did, or a failed check sent back), then the
+    /// worker under the keeper.
     #[expect(
         clippy::too_many_arguments,
         reason = "an attempt's context travels as arguments until it has a type of its own"
@@ -100,12 +112,13 @@ impl Engine {
         tree: &TreeSetup,
         adapter: &dyn Adapter,
         session: Option<String>,
-        handoff: Option<&str>,
+        brief: Brief<'_>,
         interrupt: &Interrupt,
         stream: &mut Stream,
         observer: &mut dyn Observer,
     ) -> Result<Ending, EngineError> {
         let scratch = run_dir.join("scratch");
+        let resumed = session.is_some();
         let req = self.invocation_request(&record.spec, &tree.workdir, &scratch, session);
         let invocation = adapter
             .invocation(&req)
@@ -119,12 +132,16 @@ impl Engine {
         write_settings(&req.dirs, &invocation.files)?;
 
         let (mode, task) = (record.spec.mode, &record.spec.task);
-        let mut prompt_text = match (handoff, &record.spec.parent) {
-            (Some(account), _) => prompt::handoff_prompt(mode, task, account),
-            (None, Some(_)) => prompt::follow_up_prompt(mode, task),
-            (None, None) => prompt::worker_prompt(mode, task),
+        let mut prompt_text = match (brief, &record.spec.parent) {
+            (Brief::HandOff(account), _) => prompt::handoff_prompt(mode, task, account),
+            (Brief::Repair(failure), _) => prompt::repair_prompt(mode, task, failure, resumed),
+            (Brief::Task, Some(_)) => prompt::follow_up_prompt(mode, task),
+            (Brief::Task, None) => prompt::worker_prompt(mode, task),
         };
-        prompt_text.push_str(&prompt::attachments_block(&record.spec.attachments));
+        if !(resumed && matches!(brief, Brief::Repair(_))) {
+            // A resumed repair round's session has the attachments already.
+            prompt_text.push_str(&prompt::attachments_block(&record.spec.attachments));
+        }
         let prompt_path = req.prompt_file.clone();
         std::fs::write(&prompt_path, &prompt_text).map_err(io("writing the prompt"))?;
         let (args, stdin_file) = place_prompt(&invocation, &prompt_text, &prompt_path);

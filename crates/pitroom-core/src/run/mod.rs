@@ -29,6 +29,7 @@ mod launch;
 mod models;
 mod paths;
 mod queue;
+mod repair;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -420,9 +421,44 @@ impl Engine {
         )?;
         // Worker time ends before the slot is freed: a queued run that starts now must never
         // seem to overlap this one.
+        self.end_worker_time(record, started, &last, interrupt);
+        // A run that may send a failed check back to its worker keeps the worker's slot until
+        // its last round; any other run frees it for the next queued run now, while it is
+        // judged and verified.
+        let held_slot = if record.spec.attempts > 1 && record.spec.verify.is_some() {
+            Some(slot)
+        } else {
+            drop(slot);
+            None
+        };
+        if last.adapter.resumed_usage_is_cumulative() && last.index == 0 {
+            stream::own_usage_of_follow_up(record, &mut last.stream, parent.as_ref());
+        }
+        record.tally = last.stream.tally.clone();
+        self.judge_and_verify(record, run_dir, &tree, &last, interrupt)?;
+        while repair::repair_due(record, &last) {
+            last = self.repair_round(record, run_dir, &tree, last, interrupt, observer)?;
+            self.end_worker_time(record, started, &last, interrupt);
+            record.tally = last.stream.tally.clone();
+            self.judge_and_verify(record, run_dir, &tree, &last, interrupt)?;
+        }
+        drop(held_slot);
+        // Finish: redaction and the receipt (a run stopped while finishing too: its logs are
+        // redacted all the same), then the attempt the run was judged by.
+        finish::seal(record, run_dir, &last.stream);
+        self.note_last_attempt(record, &last);
+        Ok(())
+    }
+
+    /// Notes when the worker's time ended and whether a stop cut it short.
+    fn end_worker_time(
+        &self,
+        record: &mut RunRecord,
+        started: Instant,
+        last: &fallback::LastAttempt,
+        interrupt: &mut Interrupt,
+    ) {
         record.duration_ms = Some(started.elapsed().as_millis() as u64);
-        // The next queued run may start while this one is judged and verified.
-        drop(slot);
         record.ended_at = Some(crate::clock::now().to_string()); // a stamp: the stamping clock
         if matches!(
             last.ending,
@@ -432,21 +468,28 @@ impl Engine {
             record.interrupted_in = Some(RunPhase::Worker);
             interrupt.acted_on();
         }
-        if last.adapter.resumed_usage_is_cumulative() && last.index == 0 {
-            stream::own_usage_of_follow_up(record, &mut last.stream, parent.as_ref());
+    }
+
+    /// [`Engine::finish_and_verify`], where a stop or the deadline that lands meanwhile ends
+    /// the run `stopped` or `timeout` instead of failing it.
+    fn judge_and_verify(
+        &self,
+        record: &mut RunRecord,
+        run_dir: &Path,
+        tree: &tree::TreeSetup,
+        last: &fallback::LastAttempt,
+        interrupt: &Interrupt,
+    ) -> Result<(), EngineError> {
+        match self.finish_and_verify(record, run_dir, tree, last, interrupt) {
+            Err(e) => match interrupt.caused(&e) {
+                Some(cause) => {
+                    interrupt::end_interrupted(record, cause);
+                    Ok(())
+                }
+                None => Err(e),
+            },
+            Ok(()) => Ok(()),
         }
-        record.tally = last.stream.tally.clone();
-        if let Err(e) = self.finish_and_verify(record, run_dir, &tree, &last, interrupt) {
-            match interrupt.caused(&e) {
-                Some(cause) => interrupt::end_interrupted(record, cause),
-                None => return Err(e),
-            }
-        }
-        // Finish: redaction and the receipt (a run stopped while finishing too: its logs are
-        // redacted all the same), then the attempt the run was judged by.
-        finish::seal(record, run_dir, &last.stream);
-        self.note_last_attempt(record, &last);
-        Ok(())
     }
 
     /// What follows the worker: its citations, changes and verdict, then `--verify` for a run
@@ -483,10 +526,9 @@ impl Engine {
                 // The check ran the worker's code in the tree: what it changed is recorded too.
                 let before = record.after_tree.clone();
                 changes::capture_changes(record, run_dir, tree, stream)?;
-                if record.after_tree != before {
-                    record.warnings.push(
-                        "--verify changed the tree after the worker; those changes are in the patch too".into(),
-                    );
+                let note = "--verify changed the tree after the worker; those changes are in the patch too";
+                if record.after_tree != before && !record.warnings.iter().any(|w| w == note) {
+                    record.warnings.push(note.into());
                 }
             }
         }

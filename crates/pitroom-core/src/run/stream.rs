@@ -456,14 +456,23 @@ pub(super) fn own_usage_of_follow_up(
     let total = stream.tally.usage;
     if let Some(parent) = parent {
         let before = parent.session_usage.unwrap_or(parent.tally.usage);
-        let own = &mut stream.tally.usage;
-        own.input = own.input.saturating_sub(before.input);
-        own.output = own.output.saturating_sub(before.output);
-        own.reasoning = own.reasoning.saturating_sub(before.reasoning);
-        own.cache_read = own.cache_read.saturating_sub(before.cache_read);
-        own.cache_write = own.cache_write.saturating_sub(before.cache_write);
+        stream.tally.usage = usage_minus(total, before);
     }
     record.session_usage = Some(total);
+}
+
+/// `total` less `before`, count by count (never below zero: the counts are what a CLI said).
+pub(super) fn usage_minus(
+    total: pitroom_workers::Usage,
+    before: pitroom_workers::Usage,
+) -> pitroom_workers::Usage {
+    pitroom_workers::Usage {
+        input: total.input.saturating_sub(before.input),
+        output: total.output.saturating_sub(before.output),
+        reasoning: total.reasoning.saturating_sub(before.reasoning),
+        cache_read: total.cache_read.saturating_sub(before.cache_read),
+        cache_write: total.cache_write.saturating_sub(before.cache_write),
+    }
 }
 
 /// One line of the worker's stderr: a retry the CLI is about to make silently, or events it

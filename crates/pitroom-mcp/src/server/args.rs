@@ -12,7 +12,7 @@ pub struct RunArgs {
     pub task: Option<String>,
     /// Or up to 30 tasks, run in parallel.
     pub tasks: Vec<String>,
-    /// read (default), isolate (edit a private copy) or write (edit in place).
+    /// read (default), isolate (edit a copy) or write (edit in place).
     pub mode: Option<String>,
     /// backend[:model], e.g. codex.
     pub worker: Option<String>,
@@ -20,10 +20,12 @@ pub struct RunArgs {
     /// cheap, standard, capable, review.
     pub tier: Option<String>,
     pub effort: Option<String>,
-    /// Directory (default: the project).
+    /// Default: the project.
     pub dir: Option<String>,
     /// Command that checks the result.
     pub verify: Option<String>,
+    /// Verify rounds.
+    pub attempts: Option<u32>,
     /// Ignored paths to copy (isolate).
     pub link: Vec<String>,
     /// Files to attach.
@@ -37,7 +39,7 @@ pub struct RunArgs {
     /// Follow up a run (id or last).
     #[serde(rename = "continue")]
     pub continue_run: Option<String>,
-    /// Per run: 90s, 20m (default 30m).
+    /// 90s, 20m (default 30m).
     pub timeout: Option<String>,
     /// Default 50, max 540.
     pub wait_seconds: Option<u64>,

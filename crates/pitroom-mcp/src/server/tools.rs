@@ -103,6 +103,7 @@ impl PitroomMcp {
             group: args.group.clone(),
             link: args.link,
             verify: args.verify,
+            attempts: args.attempts,
             no_fallback: false,
             files: args.files.iter().map(PathBuf::from).collect(),
             plan: args.plan.map(PathBuf::from).zip(args.step),

@@ -118,6 +118,7 @@ pub(super) fn options(mode: &ModeFlags, worker: &WorkerOptions) -> RunRequest {
         allow_non_git: worker.allow_non_git,
         link: worker.link.clone(),
         verify: worker.verify.clone(),
+        attempts: worker.attempts,
         no_fallback: worker.no_fallback,
         ..RunRequest::default()
     }

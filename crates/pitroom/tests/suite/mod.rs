@@ -26,6 +26,7 @@ mod probe;
 mod read_view;
 mod real_cli;
 mod recorder;
+mod repair;
 mod review;
 mod review_e2e;
 mod skills;
