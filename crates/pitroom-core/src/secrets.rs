@@ -5,6 +5,53 @@
 /// rules; read copies, redaction and attachments use the same matcher.
 pub use pitroom_workers::secret_files::is_secret_path;
 
+/// The most secret-looking files Pitroom lists in one tree (to hide them, or keep them out of a
+/// snapshot): past it a read run gets a copy, and listing stops.
+pub const MAX_SECRET_FILES: usize = 4096;
+
+/// The secret-looking files of `repo`'s tree that a snapshot could stage, relative to its top:
+/// kept out of every snapshot Pitroom takes in the user's repository, so their contents are
+/// never hashed into its object store (which read copies borrow and a later worker could read).
+/// Files beyond a linked directory are left out of the list: git stages the link, never what
+/// lies beyond it, and naming such a path in a pathspec is an error.
+pub fn stageable_secrets(repo: &pitroom_git::Repo) -> Vec<String> {
+    let top = std::fs::canonicalize(&repo.toplevel).unwrap_or_else(|_| repo.toplevel.clone());
+    secret_files_under(&repo.toplevel, MAX_SECRET_FILES)
+        .iter()
+        .filter_map(|p| p.strip_prefix(&repo.toplevel).ok())
+        .filter(|rel| {
+            let parent = rel.parent().unwrap_or(std::path::Path::new(""));
+            std::fs::canonicalize(repo.toplevel.join(parent)).ok() == Some(top.join(parent))
+        })
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// The working tree of `repo` as a tree object, staged into the throwaway index `out_index`,
+/// with every secret-looking file kept out: left out of staging, not only dropped after it, since
+/// a file `add` stages is hashed into the user's object store, which every read copy borrows and
+/// a worker could print with `git cat-file --batch-all-objects`. (Tracked ones are there already,
+/// as the user committed them; they are dropped from the snapshot's index.)
+pub fn snapshot_without_secrets(
+    repo: &pitroom_git::Repo,
+    out_index: &std::path::Path,
+) -> Result<pitroom_git::Snapshot, pitroom_git::GitError> {
+    let is_secret = |p: &str| is_secret_path(p);
+    let secrets = stageable_secrets(repo);
+    let options = pitroom_git::SnapshotOptions {
+        exclude: &secrets,
+        drop: Some(&is_secret),
+        seed_tree: None,
+    };
+    pitroom_git::snapshot_with(
+        &repo.git_dir,
+        &repo.toplevel,
+        &repo.index,
+        out_index,
+        &options,
+    )
+}
+
 /// Credentials in the user's home a read run must not read (`~/.ssh`, cloud and tool logins,
 /// git's and curl's stored passwords): hidden behind an empty directory or file, like the
 /// project's secret files. Only those that exist.

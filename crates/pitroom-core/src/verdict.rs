@@ -39,6 +39,25 @@ impl Verdict {
     }
 }
 
+/// A panel's verdict from its reviewers' verdicts: the strictest wins — the spec fails if any
+/// reviewer failed it, quality needs fixes if any reviewer said so, and each severity counts
+/// what the reviewer who found the most issues of it found (reviewers who found the same issue
+/// are not added up). `None` when no reviewer gave a verdict.
+pub fn strictest<'a>(verdicts: impl IntoIterator<Item = &'a Verdict>) -> Option<Verdict> {
+    verdicts.into_iter().fold(None, |merged, v| {
+        Some(match merged {
+            None => v.clone(),
+            Some(m) => Verdict {
+                spec_pass: m.spec_pass && v.spec_pass,
+                approved: m.approved && v.approved,
+                critical: m.critical.max(v.critical),
+                important: m.important.max(v.important),
+                minor: m.minor.max(v.minor),
+            },
+        })
+    })
+}
+
 /// What the reviewer is asked to end with (the reviewer's prompt quotes it).
 pub const VERDICT_FORMAT: &str =
     "SPEC: PASS|FAIL · QUALITY: APPROVED|NEEDS_FIXES · ISSUES: critical=N important=N minor=N";
@@ -95,6 +114,36 @@ fn count(text: &str, name: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    use super::strictest;
+
+    fn verdict(spec_pass: bool, approved: bool, counts: [u32; 3]) -> super::Verdict {
+        super::Verdict {
+            spec_pass,
+            approved,
+            critical: counts[0],
+            important: counts[1],
+            minor: counts[2],
+        }
+    }
+
+    #[test]
+    fn a_panel_takes_the_strictest_of_its_verdicts() {
+        let pass = verdict(true, true, [0, 0, 2]);
+        let fixes = verdict(true, false, [0, 1, 0]);
+        let fail = verdict(false, false, [1, 0, 1]);
+        assert_eq!(strictest([&pass]), Some(pass.clone()));
+        assert_eq!(
+            strictest([&pass, &fixes]),
+            Some(verdict(true, false, [0, 1, 2]))
+        );
+        assert_eq!(
+            strictest([&pass, &fixes, &fail]),
+            Some(verdict(false, false, [1, 1, 2]))
+        );
+        assert!(!strictest([&pass, &fixes]).is_some_and(|v| v.clean()));
+        assert_eq!(strictest(std::iter::empty()), None);
+    }
+
     use super::*;
 
     #[test]

@@ -57,7 +57,7 @@ pub fn runs_output() -> Arc<JsonObject> {
     let value = serde_json::json!({
         "type": "object",
         "properties": {
-            "runs": {"type": "array", "items": {"type": "object"}},
+            "runs": {"type": "array"},
             "group": {"type": "string"},
             "finished": {"type": "integer"},
             "active": {"type": "integer"},

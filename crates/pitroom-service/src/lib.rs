@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod error;
 pub mod events;
 pub mod ledger;
+pub mod panel;
 pub mod plan;
 pub mod request;
 pub mod review;
@@ -26,6 +27,7 @@ use pitroom_core::{Engine, Home, RunRecord};
 
 pub use error::{ErrorKind, ServiceError};
 pub use events::{EventStream, Finished, WatchEvent};
+pub use panel::{Panel, Seat};
 pub use request::{Resolved, RunRequest};
 pub use review::ReviewRequest;
 pub use runs::{CrewOutcome, Selector, WaitOutcome};

@@ -1,8 +1,10 @@
-//! `pitroom review`: a second model reviews a run's change (or a commit range). The package —
-//! the brief, the implementer's report, earlier findings and the diff with ±10 lines of
-//! context — is written to the state directory with secrets redacted and attached to a read
-//! run on another backend, so the diff never passes through the primary's context. The
-//! reviewer must end with a verdict line (`pitroom_core::verdict`), or the review fails.
+//! `pitroom review`: a second model reviews a change — a run's, a commit range, the branch since
+//! its merge base with a ref, or the uncommitted work in the tree. The package — the brief, the
+//! implementer's report, earlier findings and the diff with ±10 lines of context — is written to
+//! the state directory with secrets redacted and attached to a read run on another backend, so
+//! the diff never passes through the primary's context. The reviewer must end with a verdict
+//! line (`pitroom_core::verdict`), or the review fails. A panel is several reviewers on the same
+//! package at once, as one group; their verdicts merge into the strictest.
 
 use std::path::{Path, PathBuf};
 
@@ -32,28 +34,109 @@ pub struct ReviewRequest {
     /// The reviewer (`backend[:model]`), else a tier, else the review tiers of the config.
     pub worker: Option<String>,
     pub tier: Option<String>,
-    /// The repository of a range review (default: the current directory).
+    /// The repository of a range, base or uncommitted review (default: the current directory).
     pub dir: Option<PathBuf>,
     pub timeout: Option<String>,
     pub background: bool,
+    /// Review the uncommitted work in the tree (tracked changes and untracked files) against
+    /// `HEAD`, instead of a run.
+    pub uncommitted: bool,
+    /// Review the branch: `HEAD` from its merge base with this ref.
+    pub base: Option<String>,
+    /// What the reviewer should look at most closely.
+    pub focus: Option<String>,
+    /// Reviewers (`backend[:model]`) to run at once on the same package; empty for one.
+    pub panel: Vec<String>,
+}
+
+/// What a review looks at, and the package and directory it has.
+struct Package {
+    path: PathBuf,
+    dir: PathBuf,
+    /// What the record's `review_of` says: a run id, `A..B`, `uncommitted`.
+    review_of: String,
+    /// The implementer's backend, for a run (a reviewer on another one is preferred).
+    implementer: String,
 }
 
 impl Service {
     /// Builds the review package and the reviewer's read run, ready to start.
     pub fn prepare_review(&self, review: &ReviewRequest) -> Result<Resolved, ServiceError> {
-        let (package, brief_dir, review_of, implementer) = match &review.range {
-            Some(range) => self.range_package(range, review.dir.as_deref())?,
-            None => self.run_package(review.run.as_deref())?,
-        };
+        if !review.panel.is_empty() {
+            return Err(ServiceError::usage(
+                "a panel is several reviews: prepare it with prepare_panel",
+            ));
+        }
+        let package = self.package(review)?;
         let config = self.config(&FlagValues::default())?;
-        let (worker, mut warnings) = reviewer(
+        let (worker, warnings) = reviewer(
             &config,
             review.worker.as_deref(),
             review.tier.as_deref(),
-            &implementer,
+            &package.implementer,
         )?;
+        self.reviewer_run(review, &package, worker, warnings)
+    }
+
+    /// Builds one package and a reviewer's read run per member of the panel, in one group, ready
+    /// to start together.
+    pub fn prepare_panel(
+        &self,
+        review: &ReviewRequest,
+    ) -> Result<(String, Vec<Resolved>), ServiceError> {
+        let members = panel_members(&review.panel)?;
+        let package = self.package(review)?;
+        let group = format!("panel-{}", stamp());
+        let mut runs = Vec::new();
+        for member in members {
+            let one = ReviewRequest {
+                tier: None,
+                background: true,
+                ..review.clone()
+            };
+            let mut resolved = self.reviewer_run(&one, &package, Some(member), Vec::new())?;
+            resolved.spec.group = Some(group.clone());
+            runs.push(resolved);
+        }
+        Ok((group, runs))
+    }
+
+    /// The package the request names.
+    fn package(&self, review: &ReviewRequest) -> Result<Package, ServiceError> {
+        let chosen = [
+            review.range.is_some(),
+            review.base.is_some(),
+            review.uncommitted,
+            review.run.is_some(),
+        ];
+        if chosen.iter().filter(|c| **c).count() > 1 {
+            return Err(ServiceError::usage(
+                "review one thing: a run, --range A..B, --base REF or --uncommitted",
+            ));
+        }
+        let dir = review.dir.as_deref();
+        if let Some(range) = &review.range {
+            return self.range_package(range, dir);
+        }
+        if let Some(base) = &review.base {
+            return self.range_package(&format!("{base}..HEAD"), dir);
+        }
+        if review.uncommitted {
+            return self.uncommitted_package(dir);
+        }
+        self.run_package(review.run.as_deref())
+    }
+
+    /// The reviewer's read run of `package`, by `worker` (else the request's tier).
+    fn reviewer_run(
+        &self,
+        review: &ReviewRequest,
+        package: &Package,
+        worker: Option<String>,
+        mut warnings: Vec<String>,
+    ) -> Result<Resolved, ServiceError> {
         let request = RunRequest {
-            task: reviewer_task(&review_of),
+            task: reviewer_task(&package.review_of, review.focus.as_deref()),
             mode: Some(Mode::Read),
             worker: worker.clone(),
             tier: if worker.is_none() {
@@ -61,23 +144,87 @@ impl Service {
             } else {
                 None
             },
-            dir: Some(brief_dir),
+            dir: Some(package.dir.clone()),
             timeout: review.timeout.clone(),
             background: review.background,
-            files: vec![package],
+            files: vec![package.path.clone()],
             ..RunRequest::default()
         };
         let mut resolved = self.resolve(&request)?;
-        resolved.spec.review_of = Some(review_of);
+        resolved.spec.review_of = Some(package.review_of.clone());
         resolved.warnings.append(&mut warnings);
         Ok(resolved)
     }
 
+    /// The package of the uncommitted work in the tree: every change to tracked files and every
+    /// untracked file git does not ignore, against `HEAD`. The tree is snapshotted into a
+    /// throwaway index with secret-looking files kept out (never staged, so never in the
+    /// object store, and never in the package); the user's index is only read.
+    fn uncommitted_package(&self, dir: Option<&Path>) -> Result<Package, ServiceError> {
+        let repo = discover(dir, "--uncommitted reviews the work in a git tree")?;
+        let reviews = self.reviews_dir()?;
+        let index = reviews.join(format!(".uncommitted-index-{}", stamp()));
+        let snapped = pitroom_core::secrets::snapshot_without_secrets(&repo, &index);
+        // The throwaway index has served once the tree is written.
+        if let Err(e) = std::fs::remove_file(&index) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("could not remove {}: {e}", index.display());
+            }
+        }
+        let snap =
+            snapped.map_err(|e| ServiceError::refused(format!("snapshotting the tree: {e}")))?;
+        let git = Git::in_dir(&repo.toplevel);
+        let head = git
+            .run(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"])
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+            .unwrap_or_else(|_| pitroom_git::EMPTY_TREE.to_string());
+        let diff = git
+            .run([
+                "diff",
+                "--no-ext-diff",
+                "--binary",
+                CONTEXT_LINES,
+                head.as_str(),
+                snap.tree.as_str(),
+            ])
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|e| ServiceError::refused(format!("diffing the tree against HEAD: {e}")))?;
+        if diff.trim().is_empty() {
+            return Err(ServiceError::refused(
+                "the tree has no uncommitted changes; there is nothing to review",
+            ));
+        }
+        let mut text = format!(
+            "# Review package for the uncommitted work\n\n## The brief\n\nReview the uncommitted work in {} against HEAD: changes to tracked files and new files not yet added.\n\n## The change (±10 lines of context)\n\n```diff\n{}\n```\n",
+            repo.toplevel.display(),
+            diff.trim_end()
+        );
+        if !snap.dropped.is_empty() {
+            text.push_str(&format!(
+                "\n## What the diff above does not show\n\nSecret-looking files are left out of the package: {}\n",
+                snap.dropped.join(", ")
+            ));
+        }
+        let path = reviews.join(format!("uncommitted-{}.md", stamp()));
+        self.write_package(&path, &text, Some(&repo.toplevel))?;
+        Ok(Package {
+            path,
+            dir: repo.toplevel.clone(),
+            review_of: "uncommitted".to_string(),
+            implementer: String::new(),
+        })
+    }
+
+    /// Where packages of ranges and uncommitted work are kept.
+    fn reviews_dir(&self) -> Result<PathBuf, ServiceError> {
+        let reviews = self.home().root.join("reviews");
+        std::fs::create_dir_all(&reviews)
+            .map_err(|e| ServiceError::refused(format!("{}: {e}", reviews.display())))?;
+        Ok(reviews)
+    }
+
     /// The package of a finished run with changes: written into its run directory.
-    fn run_package(
-        &self,
-        given: Option<&str>,
-    ) -> Result<(PathBuf, PathBuf, String, String), ServiceError> {
+    fn run_package(&self, given: Option<&str>) -> Result<Package, ServiceError> {
         let record = self.load(given)?;
         let id = record.id.clone();
         record.ensure_finished().map_err(ServiceError::refused)?;
@@ -122,8 +269,12 @@ impl Service {
             .clone()
             .filter(|c| record.spec.mode == Mode::Isolate && c.is_dir())
             .unwrap_or_else(|| record.spec.dir.clone());
-        let implementer = record.spec.backend.clone();
-        Ok((path, dir, id, implementer))
+        Ok(Package {
+            path,
+            dir,
+            review_of: id,
+            implementer: record.spec.backend.clone(),
+        })
     }
 
     /// The diff of a run with wide context from its trees, else its stored patch.
@@ -169,11 +320,7 @@ impl Service {
     }
 
     /// The package of a commit range `A..B`: its commits and its diff from the merge base.
-    fn range_package(
-        &self,
-        range: &str,
-        dir: Option<&Path>,
-    ) -> Result<(PathBuf, PathBuf, String, String), ServiceError> {
+    fn range_package(&self, range: &str, dir: Option<&Path>) -> Result<Package, ServiceError> {
         let Some((from, to)) = range
             .split_once("..")
             .filter(|(a, b)| !a.is_empty() && !b.is_empty() && !b.starts_with('.'))
@@ -182,20 +329,7 @@ impl Service {
                 "--range {range}: give two commits as A..B (e.g. main..HEAD)"
             )));
         };
-        let dir = match dir {
-            Some(d) => d.to_path_buf(),
-            None => std::env::current_dir().map_err(|e| {
-                ServiceError::refused(format!("cannot read the current directory: {e}"))
-            })?,
-        };
-        let repo = pitroom_git::Repo::discover(&dir)
-            .map_err(|e| ServiceError::refused(e.to_string()))?
-            .ok_or_else(|| {
-                ServiceError::refused(format!(
-                    "{} is not in a git repository; --range reviews commits",
-                    dir.display()
-                ))
-            })?;
+        let repo = discover(dir, "--range and --base review commits")?;
         let git = Git::in_dir(&repo.toplevel);
         let text_of = |args: &[&str]| -> Result<String, ServiceError> {
             git.run(args)
@@ -221,21 +355,19 @@ impl Service {
             log.trim(),
             diff.trim_end()
         );
-        let reviews = self.home().root.join("reviews");
-        std::fs::create_dir_all(&reviews)
-            .map_err(|e| ServiceError::refused(format!("{}: {e}", reviews.display())))?;
+        let reviews = self.reviews_dir()?;
         let name: String = range
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
         let path = reviews.join(format!("{name}-{}.md", stamp()));
         self.write_package(&path, &text, Some(&repo.toplevel))?;
-        Ok((
+        Ok(Package {
             path,
-            repo.toplevel.clone(),
-            range.to_string(),
-            String::new(),
-        ))
+            dir: repo.toplevel.clone(),
+            review_of: range.to_string(),
+            implementer: String::new(),
+        })
     }
 
     fn write_package(
@@ -255,13 +387,60 @@ impl Service {
     }
 }
 
+/// The repository `dir` (default: the current directory) is in; `why` says what needs one.
+fn discover(dir: Option<&Path>, why: &str) -> Result<pitroom_git::Repo, ServiceError> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            ServiceError::refused(format!("cannot read the current directory: {e}"))
+        })?,
+    };
+    pitroom_git::Repo::discover(&dir)
+        .map_err(|e| ServiceError::refused(e.to_string()))?
+        .ok_or_else(|| {
+            ServiceError::refused(format!(
+                "{} is not in a git repository; {why}",
+                dir.display()
+            ))
+        })
+}
+
+/// The most reviewers a panel may have: each is a full worker session.
+pub const MAX_PANEL: usize = 5;
+
+/// The panel's reviewers, each a target given once; two to [`MAX_PANEL`] of them.
+fn panel_members(given: &[String]) -> Result<Vec<String>, ServiceError> {
+    let mut members: Vec<String> = Vec::new();
+    for target in given.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+        if !members.iter().any(|m| m == target) {
+            members.push(target.to_string());
+        }
+    }
+    if !(2..=MAX_PANEL).contains(&members.len()) {
+        return Err(ServiceError::usage(format!(
+            "--panel takes 2 to {MAX_PANEL} different reviewers, comma-separated (e.g. --panel claude,gemini,codex); got {}",
+            members.len()
+        )));
+    }
+    Ok(members)
+}
+
 /// What the reviewer is asked.
-fn reviewer_task(review_of: &str) -> String {
+fn reviewer_task(review_of: &str, focus: Option<&str>) -> String {
+    let what = match review_of {
+        "uncommitted" => "the uncommitted work in this tree".to_string(),
+        other => format!("the change of {other}"),
+    };
+    let focus = focus
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(|f| format!("Focus above all on: {f}\n"))
+        .unwrap_or_default();
     format!(
-        "Review the change of {review_of}, described in the attached review package (the brief, the implementer's report, any earlier findings, and the diff). \
+        "Review {what}, described in the attached review package (the brief, the implementer's report, any earlier findings, and the diff). \
 Check it against the brief: does it do what was asked, are cases missed, are there bugs, risks or missing tests? \
 List each issue with its severity (critical, important or minor) and a path:line citation. \
-Do not change any file. End your answer with exactly one verdict line:\n{VERDICT_FORMAT}"
+Do not change any file.\n{focus}End your answer with exactly one verdict line:\n{VERDICT_FORMAT}"
     )
 }
 

@@ -420,11 +420,25 @@ pub(crate) struct DemoArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ReviewArgs {
     /// The run whose change to review (id, prefix or `last`; default: the latest run).
-    #[arg(conflicts_with = "range")]
+    #[arg(conflicts_with_all = ["range", "base", "uncommitted"])]
     pub run: Option<String>,
     /// Review a commit range instead, A..B (its commits and diff from the merge base).
-    #[arg(long, value_name = "A..B")]
+    #[arg(long, value_name = "A..B", conflicts_with_all = ["base", "uncommitted"])]
     pub range: Option<String>,
+    /// Review the branch instead: HEAD from its merge base with REF (e.g. main).
+    #[arg(long, value_name = "REF", conflicts_with = "uncommitted")]
+    pub base: Option<String>,
+    /// Review the uncommitted work in the tree instead: changes to tracked files and new
+    /// files, against HEAD (secret-looking files left out).
+    #[arg(long)]
+    pub uncommitted: bool,
+    /// What the reviewer should look at most closely, e.g. "error handling".
+    #[arg(long, value_name = "TEXT")]
+    pub focus: Option<String>,
+    /// Several reviewers at once, on the same package (2-5 targets, comma-separated): their
+    /// verdicts merge into the strictest (see docs/review.md).
+    #[arg(long, value_name = "TARGETS", value_delimiter = ',', conflicts_with_all = ["worker", "tier", "bg"])]
+    pub panel: Vec<String>,
     /// The reviewer: backend[:model][#effort] (default: the `review` tier, else `standard` or
     /// `capable`, else a fallback target, on another backend than the implementer).
     #[arg(short = 'W', long = "worker", value_name = "TARGET")]
@@ -432,7 +446,7 @@ pub(crate) struct ReviewArgs {
     /// Use the reviewer configured for this tier.
     #[arg(long, value_name = "NAME", conflicts_with = "worker")]
     pub tier: Option<String>,
-    /// Repository of a --range review (default: the current directory).
+    /// Repository of a --range, --base or --uncommitted review (default: the current directory).
     #[arg(short = 'd', long = "dir", value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Time limit: seconds or 90s, 20m, 1h (default 30m).
@@ -441,7 +455,8 @@ pub(crate) struct ReviewArgs {
     /// Run in the background: print the review's run id at once.
     #[arg(long)]
     pub bg: bool,
-    /// Print the review's record as JSON (its `verdict` field) instead of the report.
+    /// Print the review's record as JSON (its `verdict` field; a panel's seats and merged
+    /// verdict) instead of the report.
     #[arg(long)]
     pub json: bool,
 }

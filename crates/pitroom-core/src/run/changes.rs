@@ -57,7 +57,7 @@ pub(super) fn snapshot_after(
     // snapshot, and any that appeared since.
     let mut secrets = Vec::new();
     if let (None, Some(repo)) = (&tree.copy, &tree.repo) {
-        secrets = super::tree::stageable_secrets(repo);
+        secrets = crate::secrets::stageable_secrets(repo);
         if let Some((before, _)) = &tree.secrets_before {
             secrets.extend(before.iter().cloned());
         }

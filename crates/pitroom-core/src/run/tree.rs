@@ -44,7 +44,7 @@ pub(super) struct InPlace {
 
 /// More secret-looking files than this and a tree is read through a copy instead: each costs
 /// two mounts in the worker's namespace.
-const MAX_HIDDEN: usize = 4096;
+const MAX_HIDDEN: usize = crate::secrets::MAX_SECRET_FILES;
 
 /// What decides whether a read run may read the live tree in place.
 pub(super) struct ViewFacts {
@@ -220,7 +220,7 @@ impl Engine {
                             &repo.toplevel,
                             &repo.index,
                             &base_index,
-                            &stageable_secrets(&repo),
+                            &crate::secrets::stageable_secrets(&repo),
                         )?
                         .tree;
                         let copy =
@@ -243,7 +243,7 @@ impl Engine {
                     let ignored = scope.spawn(|| {
                         pitroom_git::FileStamps::ignored(&repo.git_dir, &repo.toplevel, MAX_IGNORED)
                     });
-                    let base = stageable_secrets(&repo);
+                    let base = crate::secrets::stageable_secrets(&repo);
                     let snapshot = pitroom_git::snapshot_excluding(
                         &repo.git_dir,
                         &repo.toplevel,
@@ -339,24 +339,7 @@ impl Engine {
         repo: &Repo,
         index: &Path,
     ) -> Result<String, EngineError> {
-        let is_secret = |p: &str| crate::secrets::is_secret_path(p);
-        // Left out of staging, not only dropped after it: a file `add` stages is hashed into
-        // the user's object store, which every read copy borrows, and a worker reading a copy
-        // could print it with `git cat-file --batch-all-objects`. (Tracked ones are there
-        // already, as the user committed them; they are dropped from the copy's index.)
-        let secrets = stageable_secrets(repo);
-        let options = pitroom_git::SnapshotOptions {
-            exclude: &secrets,
-            drop: Some(&is_secret),
-            seed_tree: None,
-        };
-        let snap = pitroom_git::snapshot_with(
-            &repo.git_dir,
-            &repo.toplevel,
-            &repo.index,
-            index,
-            &options,
-        )?;
+        let snap = crate::secrets::snapshot_without_secrets(repo, index)?;
         if !snap.dropped.is_empty() {
             let shown: Vec<&str> = snap.dropped.iter().take(5).map(String::as_str).collect();
             record.warnings.push(format!(
@@ -368,24 +351,6 @@ impl Engine {
         }
         Ok(snap.tree)
     }
-}
-
-/// The secret-looking files of `repo`'s tree that a snapshot could stage, relative to its top:
-/// kept out of every snapshot Pitroom takes in the user's repository, so their contents are
-/// never hashed into its object store (which read copies borrow and a later worker could read).
-/// Files beyond a linked directory are left out of the list: git stages the link, never what
-/// lies beyond it, and naming such a path in a pathspec is an error.
-pub(super) fn stageable_secrets(repo: &Repo) -> Vec<String> {
-    let top = std::fs::canonicalize(&repo.toplevel).unwrap_or_else(|_| repo.toplevel.clone());
-    crate::secrets::secret_files_under(&repo.toplevel, MAX_HIDDEN)
-        .iter()
-        .filter_map(|p| p.strip_prefix(&repo.toplevel).ok())
-        .filter(|rel| {
-            let parent = rel.parent().unwrap_or(Path::new(""));
-            std::fs::canonicalize(repo.toplevel.join(parent)).ok() == Some(top.join(parent))
-        })
-        .map(|p| p.display().to_string())
-        .collect()
 }
 
 /// Builds the isolated copy of `base` for run `id` under `copies`: in a `.tmp-` directory first,

@@ -8,11 +8,11 @@ use serde::Deserialize;
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RunArgs {
-    /// The task for one worker (or give `tasks`).
+    /// The task (or give `tasks`).
     pub task: Option<String>,
-    /// Or up to 30 tasks, run in parallel.
+    /// Or up to 30 parallel tasks.
     pub tasks: Vec<String>,
-    /// read (default), isolate (edit a copy) or write (edit in place).
+    /// read (default), isolate (a copy) or write (in place).
     pub mode: Option<String>,
     /// backend[:model], e.g. codex.
     pub worker: Option<String>,
@@ -48,7 +48,7 @@ pub struct RunArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct WaitArgs {
-    /// Run ids (default: the latest run).
+    /// Run ids (default: latest).
     pub runs: Vec<String>,
     /// Every run of this group.
     pub group: Option<String>,
@@ -61,12 +61,19 @@ pub struct WaitArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ReviewArgs {
-    /// Run id (default: the latest run).
+    /// Run id (default: latest).
     pub run: Option<String>,
     /// Or commits A..B.
     pub range: Option<String>,
+    /// Or HEAD from merge base with ref.
+    pub base: Option<String>,
+    /// Or uncommitted work.
+    pub uncommitted: bool,
+    pub focus: Option<String>,
     /// The reviewer.
     pub worker: Option<String>,
+    /// Or 2-5 reviewers.
+    pub panel: Vec<String>,
     pub tier: Option<String>,
     pub wait_seconds: Option<u64>,
 }
@@ -74,7 +81,7 @@ pub struct ReviewArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ShowArgs {
-    /// Run id (default: the latest run).
+    /// Run id (default: latest).
     pub run: Option<String>,
     /// report (default), patch, full (with stderr) or record (JSON).
     pub view: Option<String>,
@@ -83,7 +90,7 @@ pub struct ShowArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ApplyArgs {
-    /// Run id (default: the latest run).
+    /// Run id (default: latest).
     pub run: Option<String>,
     /// Land a group's runs in start order.
     pub group: Option<String>,
@@ -107,14 +114,14 @@ impl ApplyArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RunRef {
-    /// Run id (default: the latest run).
+    /// Run id (default: latest).
     pub run: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StopArgs {
-    /// Run id (default: the latest run).
+    /// Run id (default: latest).
     pub run: Option<String>,
     /// Every run of this group.
     pub group: Option<String>,

@@ -144,7 +144,7 @@ impl PitroomMcp {
             .await
     }
 
-    /// A second model reviews a run's change (or range A..B); its verdict is in the report.
+    /// Review by a second model or a panel: a run's change, A..B, a branch or uncommitted work.
     #[tool(
         input_schema = schema::for_type::<ReviewArgs>(),
         output_schema = schema::runs_output(),
@@ -163,8 +163,17 @@ impl PitroomMcp {
             dir: self.default_dir.clone(),
             timeout: None,
             background: true,
+            uncommitted: args.uncommitted,
+            base: args.base,
+            focus: args.focus,
+            panel: args.panel,
         };
         let start = move |s: &Service| -> Result<Selector, ServiceError> {
+            if !request.panel.is_empty() {
+                // The panel's reviews, one report each, with the verdict of each.
+                let (group, ..) = s.start_panel(&request)?;
+                return Ok(Selector::Group(group));
+            }
             let resolved = s.prepare_review(&request)?;
             let record = s.start_background(resolved.spec)?;
             Ok(Selector::Runs(vec![record.id]))
@@ -173,7 +182,7 @@ impl PitroomMcp {
             .await
     }
 
-    /// A run's report, patch, report with stderr (full) or record.
+    /// Show a run.
     #[tool(
         input_schema = schema::for_type::<ShowArgs>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
@@ -196,7 +205,7 @@ impl PitroomMcp {
         .await
     }
 
-    /// Land an isolated run's patch in the tree: checked first, all or nothing.
+    /// Land an isolated run's patch: checked first, all or nothing.
     #[tool(
         input_schema = schema::for_type::<ApplyArgs>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
@@ -241,7 +250,7 @@ impl PitroomMcp {
         .await
     }
 
-    /// Remove an isolated run's private copy; its patch is kept.
+    /// Drop an isolated run's copy; its patch is kept.
     #[tool(
         input_schema = schema::for_type::<RunRef>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
@@ -261,7 +270,7 @@ impl PitroomMcp {
         .await
     }
 
-    /// Undo exactly a write run's edits (refused if the files changed since).
+    /// Undo a write run's exact edits (refused if files changed since).
     #[tool(
         input_schema = schema::for_type::<RunRef>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
@@ -308,7 +317,7 @@ impl PitroomMcp {
         .await
     }
 
-    /// Recent runs, history search, stats, savings, cooldowns, config, models.
+    /// Ask Pitroom about its runs and set-up (see topic).
     #[tool(
         input_schema = schema::for_type::<InfoArgs>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)

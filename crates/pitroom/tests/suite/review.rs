@@ -161,3 +161,169 @@ fn after_a_review_apply_without_a_run_lands_the_reviewed_change_not_the_review()
     // And `revert` without a run means the latest write run: there is none here.
     env.run_expecting(&repo, &["revert"], 3);
 }
+
+/// The panel's scripts: one reviewer approves, one asks for fixes.
+fn panel_scripts() -> Value {
+    let step = json!({"step": {"input": 500, "output": 40, "cost": 0.001}});
+    json!({"by_model": {
+        "fake/review": [step, {"text": "SUMMARY: no test covers the zero check\nDETAILS: important: calc.py:6\nSPEC: PASS · QUALITY: NEEDS_FIXES · ISSUES: critical=0 important=1 minor=0"}],
+        "fake/lenient": [step, {"text": "SUMMARY: fine\nDETAILS: minor: README.md:3 wording\nSPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=0 minor=1"}],
+        "fake/noverdict": [step, {"text": "SUMMARY: looks good to me"}],
+        "*": [step, {"text": "SUMMARY: nothing to see"}],
+    }})
+}
+
+#[test]
+fn the_uncommitted_work_is_reviewed_with_new_files_and_the_focus_but_no_secret() {
+    let mut env = fake_env(scripts());
+    let repo = dirty_repo(&env, "repo");
+    std::fs::write(repo.join(".env"), "API_KEY=sk-live-0123456789abcdef\n").expect("secret");
+    record_invocations(&mut env, "opencode");
+    let review = env.run_json(
+        &repo,
+        &[
+            "review",
+            "--uncommitted",
+            "--focus",
+            "the README wording",
+            "-W",
+            "opencode:fake/review",
+            "--json",
+        ],
+    );
+    assert_eq!(review["spec"]["review_of"], "uncommitted");
+    assert_eq!(review["verdict"]["important"], 1);
+    let prompt = recorded_prompt(&env);
+    assert!(
+        prompt.contains("Review the uncommitted work in this tree"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Focus above all on: the README wording"),
+        "{prompt}"
+    );
+    // A staged change, an unstaged one and an untracked file, against HEAD.
+    assert!(prompt.contains("+    41 + 1"), "staged: {prompt}");
+    assert!(
+        prompt.contains("+user edit in progress"),
+        "unstaged: {prompt}"
+    );
+    assert!(
+        prompt.contains("+untracked user notes"),
+        "untracked: {prompt}"
+    );
+    assert!(!prompt.contains("sk-live-0123456789abcdef"), "{prompt}");
+    assert!(
+        prompt.contains("Secret-looking files are left out of the package: .env"),
+        "{prompt}"
+    );
+    // The secret never reached the object store, and the user's index is untouched.
+    let objects = pitroom_testkit::repo::git_ok(&repo, &["count-objects", "-v"]);
+    let listed = pitroom_testkit::repo::git_ok(&repo, &["status", "--porcelain"]);
+    assert!(listed.contains("?? .env"), "{listed}");
+    assert!(
+        listed.contains("M  src/lib.rs"),
+        "the index as the user left it: {listed}"
+    );
+    let all = pitroom_testkit::repo::git_ok(
+        &repo,
+        &[
+            "cat-file",
+            "--batch-all-objects",
+            "--batch-check=%(objectname)",
+        ],
+    );
+    for object in all.lines() {
+        let body = pitroom_testkit::repo::git_ok(&repo, &["cat-file", "-p", object]);
+        assert!(
+            !body.contains("sk-live-0123456789abcdef"),
+            "{object}: {objects}"
+        );
+    }
+
+    // A clean tree has nothing to review.
+    env.git(&repo, &["add", "-A", "."]);
+    env.git(&repo, &["reset", "-q", "--", ".env"]);
+    env.git(&repo, &["commit", "-qm", "everything"]);
+    std::fs::remove_file(repo.join(".env")).expect("rm");
+    let out = env.run_expecting(
+        &repo,
+        &["review", "--uncommitted", "-W", "opencode:fake/review"],
+        3,
+    );
+    assert_stderr_has(&out, "no uncommitted changes");
+}
+
+#[test]
+fn a_branch_is_reviewed_from_its_merge_base_with_the_base_ref() {
+    let env = fake_env(scripts());
+    let repo = dirty_repo(&env, "repo");
+    env.git(&repo, &["stash", "-u", "-q"]);
+    env.git(&repo, &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(repo.join("calc.py"), FIXED).expect("edit");
+    env.git(&repo, &["commit", "-qam", "zero check"]);
+    let review = env.run_json(
+        &repo,
+        &[
+            "review",
+            "--base",
+            "main",
+            "-W",
+            "opencode:fake/review",
+            "--json",
+        ],
+    );
+    assert_eq!(review["spec"]["review_of"], "main..HEAD");
+    assert_eq!(review["verdict"]["spec_pass"], true);
+}
+
+#[test]
+fn a_panel_runs_its_reviewers_as_one_group_and_the_strictest_verdict_wins() {
+    let env = fake_env(panel_scripts());
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run_expecting(
+        &repo,
+        &[
+            "review",
+            "--uncommitted",
+            "--panel",
+            "opencode:fake/review,opencode:fake/lenient",
+        ],
+        0,
+    );
+    assert_stdout_has(
+        &out,
+        "── panel: SPEC PASS · QUALITY NEEDS_FIXES · critical 0, important 1, minor 1 · 1 of 2 reviewer(s) agree",
+    );
+    assert_stdout_has(&out, "opencode:fake/lenient (");
+    let panel = env.run_json(
+        &repo,
+        &[
+            "review",
+            "--uncommitted",
+            "--panel",
+            "opencode:fake/lenient,opencode:fake/noverdict",
+            "--json",
+        ],
+    );
+    assert_eq!(panel["review_of"], "uncommitted");
+    assert_eq!(panel["voted"], 1);
+    assert_eq!(panel["agree"], 1);
+    assert_eq!(panel["verdict"]["approved"], true);
+    let seats = panel["seats"].as_array().expect("seats");
+    assert_eq!(seats.len(), 2);
+    assert_eq!(seats[1]["state"], "failed", "{panel:#}");
+    assert!(seats[1]["verdict"].is_null());
+    // The seats are one group, as crews are.
+    let group = panel["group"].as_str().expect("group");
+    // (Exit 1: one of the reviews failed.)
+    let status = json_stdout(&env.run_expecting(&repo, &["status", "-g", group, "--json"], 1));
+    assert_eq!(status.as_array().map(Vec::len), Some(2), "{status:#}");
+
+    let alone = env.run_expecting(
+        &repo,
+        &["review", "--uncommitted", "--panel", "opencode:fake/review"],
+        2,
+    );
+    assert_stderr_has(&alone, "--panel takes 2 to 5 different reviewers");
+}
