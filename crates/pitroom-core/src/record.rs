@@ -156,6 +156,10 @@ pub struct RunSpec {
     /// The plan step the run carries out (`run --plan PLAN --step N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::plan::PlanRef>,
+    /// A contender of a race (`run --race`): its group is the race, and of the group only the
+    /// winner is applied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub race: bool,
 }
 
 impl RunSpec {
@@ -196,6 +200,7 @@ impl RunSpec {
             attachments: Vec::new(),
             review_of: None,
             plan: None,
+            race: false,
         }
     }
 }

@@ -114,6 +114,12 @@ impl Service {
         allow: Allow,
     ) -> Result<(RunRecord, usize), ServiceError> {
         let mut record = self.load_of_mode(given, Mode::Isolate)?;
+        if given.is_none() {
+            // The latest isolated run is a race's contender: the race's winner is what lands.
+            if let Some(winner) = self.race_winner_of(&record).filter(|w| *w != record.id) {
+                record = self.load(Some(&winner))?;
+            }
+        }
         let files = isolate::apply(self.home(), &mut record, allow)?;
         Ok((record, files))
     }
@@ -129,6 +135,11 @@ impl Service {
             .filter(|r| r.spec.group.as_deref() == Some(group) && r.spec.mode == Mode::Isolate)
             .filter(|r| !r.applied && !r.changes.is_empty())
             .collect();
+        if pending.iter().any(|r| r.spec.race) {
+            // A race's contenders are rival answers to one task: only the winner lands.
+            let winner = self.race(group).winner;
+            pending.retain(|r| Some(&r.id) == winner.as_ref());
+        }
         if pending.is_empty() {
             return Err(ServiceError::refused(format!(
                 "group {group} has no unapplied isolated runs with changes"

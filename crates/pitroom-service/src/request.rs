@@ -181,6 +181,7 @@ impl Service {
             attachments,
             review_of: None,
             plan: plan_ref,
+            race: false,
         };
         Ok(Resolved { spec, warnings })
     }

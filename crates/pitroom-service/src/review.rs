@@ -309,7 +309,7 @@ impl Service {
     }
 
     /// The newest finished review of `run`, for a follow-up round.
-    fn latest_review_of(&self, run: &str) -> Option<RunRecord> {
+    pub(crate) fn latest_review_of(&self, run: &str) -> Option<RunRecord> {
         let home = self.home();
         home.run_ids()
             .iter()

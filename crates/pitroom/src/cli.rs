@@ -205,6 +205,13 @@ pub(crate) struct RunArgs {
     /// The plan step (its task number).
     #[arg(long, value_name = "N", requires = "plan")]
     pub step: Option<u32>,
+    /// Race the task: one isolated run per target at once (2-5 targets, comma-separated, or a
+    /// count of the configured chain); the winner is what `apply` lands (see docs/race.md).
+    #[arg(long, value_name = "TARGETS|N", value_delimiter = ',', conflicts_with_all = ["bg", "continue_run", "group", "worker"])]
+    pub race: Vec<String>,
+    /// With --race: have each contender with changes reviewed before the winner is picked.
+    #[arg(long, requires = "race")]
+    pub review: bool,
     /// Print the run record as JSON instead of the report.
     #[arg(long)]
     pub json: bool,

@@ -11,6 +11,7 @@ pub(crate) mod history;
 mod mcp;
 mod plan;
 mod probe;
+mod race;
 mod revert;
 mod review;
 mod run;

@@ -18,6 +18,9 @@ use crate::output::{say, tell};
 pub(super) fn run(args: RunArgs) -> Outcome {
     let service = super::service()?;
     let request = request(&args)?;
+    if !args.race.is_empty() {
+        return super::race::race(&service, &request, &args.race, args.review, args.json);
+    }
     let resolved = service.resolve(&request)?;
     carry_out(&service, resolved, args.bg, args.json)
 }

@@ -23,6 +23,7 @@ mod mcp_codex_chain_e2e;
 mod plan;
 mod plugins;
 mod probe;
+mod race;
 mod read_view;
 mod real_cli;
 mod recorder;
