@@ -83,8 +83,9 @@ pub(crate) enum Command {
     /// Remove old run directories (a dry run unless --yes; unapplied isolated patches stay).
     Clean(crate::commands::history::CleanArgs),
     /// Try Pitroom with no worker CLI and no key: a scripted worker walks a sample project
-    /// through read, isolate, review + apply, write + revert, a crew and savings; with
-    /// --worker opencode|kilo|qwen|claude, your real CLI does, against a scripted model on 127.0.0.1.
+    /// through read, isolate, review + apply, write + revert, a crew, a repair round, a race
+    /// and savings; with --worker opencode|kilo|qwen|claude, your real CLI does (the first
+    /// five stages and savings), against a scripted model on 127.0.0.1.
     Demo(DemoArgs),
     /// A second model reviews a run's change (or a commit range) and gives a verdict.
     Review(ReviewArgs),

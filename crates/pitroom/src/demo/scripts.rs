@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::worker::{Action, Case, Script, Step, Tool, WriteFile};
+use super::worker::{Action, Case, ModelCase, Script, Step, Tool, WriteFile};
 use super::{CALC, TESTS};
 
 /// The isolated run's edit of calc.py: (old text, new text).
@@ -279,5 +279,97 @@ mod tests {
             "SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"
         );
         assert!(verdict.clean());
+    }
+}
+
+/// The repair and race stages' task.
+pub(super) const MEAN_TASK: &str = "Make mean([]) return 0.0 instead of failing";
+
+/// The check of the repair and race stages: does mean() guard the empty list? Shell builtins
+/// only, so the demo needs nothing beyond `sh` (a real project would run its tests).
+pub(super) const MEAN_CHECK: &str = "while IFS= read -r line; do case $line in *'if not xs:'*) exit 0;; esac; done < calc.py; echo 'FAIL: mean([]) still calls divide(0, 0)'; exit 1";
+
+/// The model names of the race's two contenders: the quick one misses the empty list.
+pub(super) const RACE_MODELS: [&str; 2] = ["pitroom/quick", "pitroom/careful"];
+
+/// calc.py with mean() guarding only `None`: the first round's (and the quick contender's) miss.
+fn mean_guarded_wrongly() -> String {
+    checked().replacen(
+        "def mean(xs):\n",
+        "def mean(xs):\n    if xs is None:\n        return 0.0\n",
+        1,
+    )
+}
+
+/// calc.py with mean() returning 0.0 for an empty list.
+fn mean_guarded() -> String {
+    checked().replacen(
+        "def mean(xs):\n",
+        "def mean(xs):\n    if not xs:\n        return 0.0\n",
+        1,
+    )
+}
+
+fn mean_attempt(content: String, answer: &str, tokens: (u64, u64)) -> Vec<Action> {
+    vec![
+        tool("read", json!({"filePath": "calc.py"}), &checked()),
+        step(tokens.0, tokens.1),
+        write_file("calc.py", content),
+        tool(
+            "edit",
+            json!({"filePath": "calc.py", "oldString": "def mean(xs):"}),
+            "Edit applied successfully.",
+        ),
+        text(answer.to_string()),
+        step(tokens.0 + 240, tokens.1 + 60),
+    ]
+}
+
+/// The repair stage: the first round guards the wrong case, and the check's failure, sent back
+/// as the repair prompt, makes the second round fix it.
+pub(super) fn repair_script() -> Script {
+    Script::ByPrompt {
+        by_prompt: vec![
+            Case {
+                contains: "REPAIR (round 2".into(),
+                actions: mean_attempt(
+                    mean_guarded(),
+                    "SUMMARY: mean() now returns 0.0 for an empty list (calc.py:16); the check passes.\nFILES CHANGED: calc.py",
+                    (2950, 84),
+                ),
+            },
+            Case {
+                contains: MEAN_TASK.into(),
+                actions: mean_attempt(
+                    mean_guarded_wrongly(),
+                    "SUMMARY: mean() returns 0.0 when it gets no list (calc.py:16).\nFILES CHANGED: calc.py",
+                    (2400, 77),
+                ),
+            },
+        ],
+    }
+}
+
+/// The race stage: two contenders on the same task; only the careful one's check passes.
+pub(super) fn race_script() -> Script {
+    Script::ByModel {
+        by_model: vec![
+            ModelCase {
+                model: RACE_MODELS[0].into(),
+                actions: mean_attempt(
+                    mean_guarded_wrongly(),
+                    "SUMMARY: guarded mean() (calc.py:16).\nFILES CHANGED: calc.py",
+                    (1900, 45),
+                ),
+            },
+            ModelCase {
+                model: RACE_MODELS[1].into(),
+                actions: mean_attempt(
+                    mean_guarded(),
+                    "SUMMARY: mean([]) returns 0.0 (calc.py:16).\nFILES CHANGED: calc.py",
+                    (2700, 90),
+                ),
+            },
+        ],
     }
 }

@@ -9,8 +9,11 @@ use super::worker::{Action, Script};
 use super::{write, Demo, MODEL};
 use crate::output::say;
 
-/// How many stages there are, for the "stage n/N" headers.
-const STAGES: usize = 6;
+/// How many stages there are with the scripted worker, for the "stage n/N" headers.
+const STAGES: usize = 8;
+/// With a real CLI the repair and race stages are left out: they need answers that change with
+/// the round and the contender, which the scripted model server does not give.
+const REAL_STAGES: usize = 6;
 /// What every header says about the worker.
 const WORKER: &str = "worker: scripted, not a model";
 /// The review stage's header: its reviewer is the same scripted stand-in.
@@ -37,9 +40,14 @@ impl Demo {
         // the ledger rows that `savings` reads (and writes, importing), so let them finish.
         let (limit, watch_limit) = self.limits();
         self.wait_for_supervisors(watch_limit);
+        if self.real.is_none() {
+            self.repair_round(&dir)?;
+            self.race(&dir)?;
+            self.wait_for_supervisors(watch_limit);
+        }
 
         self.header(
-            6,
+            self.stage_count(),
             "savings",
             "what the runs above would have saved, from their scripted token counts",
         );
@@ -169,15 +177,85 @@ impl Demo {
         )
     }
 
+    /// Stage 6: `--attempts`; the first round's failed check goes back to the worker.
+    fn repair_round(&mut self, dir: &str) -> Result<(), String> {
+        self.header(
+            6,
+            "repair round",
+            "the check fails after round 1; its output goes back to the worker, which fixes it in round 2",
+        );
+        let script = self.script("6-repair", scripts::repair_script())?;
+        let target = format!("opencode:{MODEL}");
+        self.pitroom(
+            &[
+                "-i",
+                "-W",
+                target.as_str(),
+                "-d",
+                dir,
+                "--verify",
+                scripts::MEAN_CHECK,
+                "--attempts",
+                "2",
+                scripts::MEAN_TASK,
+            ],
+            Some(&script),
+            self.limits().0,
+        )?;
+        let id = self.latest_run()?;
+        self.pitroom(&["discard", id.as_str()], None, self.limits().0)
+    }
+
+    /// Stage 7: `--race`; two contenders, and the one whose check passes is landed.
+    fn race(&mut self, dir: &str) -> Result<(), String> {
+        self.header(
+            7,
+            "race",
+            "two models take the same task in their own copies; only one passes the check, and apply lands it",
+        );
+        let script = self.script("7-race", scripts::race_script())?;
+        let contenders = scripts::RACE_MODELS
+            .iter()
+            .map(|model| format!("opencode:{model}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let (limit, _) = self.limits();
+        self.pitroom(
+            &[
+                "run",
+                "--race",
+                contenders.as_str(),
+                "-d",
+                dir,
+                "--verify",
+                scripts::MEAN_CHECK,
+                scripts::MEAN_TASK,
+            ],
+            Some(&script),
+            limit,
+        )?;
+        self.pitroom(&["apply"], None, limit)
+    }
+
+    /// How many stages this demo has.
+    fn stage_count(&self) -> usize {
+        if self.real.is_some() {
+            REAL_STAGES
+        } else {
+            STAGES
+        }
+    }
+
     fn header(&mut self, n: usize, name: &str, about: &str) {
         let who = self.who(false);
         self.header_for(n, name, &who, about);
     }
 
     fn header_for(&mut self, n: usize, name: &str, who: &str, about: &str) {
-        self.stage = format!("stage {n}/{STAGES} ({name})");
+        let of = self.stage_count();
+        self.stage = format!("stage {n}/{of} ({name})");
         say!();
-        say!("▶ stage {n}/{STAGES} · {name} · {who}");
+        say!("▶ stage {n}/{of} · {name} · {who}");
         say!("  {about}");
     }
 

@@ -5,7 +5,9 @@
 //!
 //! A script is a JSON array of actions, run in order, or `{"by_prompt": [{"contains": "…",
 //! "actions": […]}, …]}`: the actions of the first case whose text occurs in the prompt (one
-//! script for a crew whose runs get different tasks). Actions:
+//! script for a crew whose runs get different tasks, or for a repair round), or `{"by_model":
+//! [{"model": "…", "actions": […]}, …]}`: the actions for the `--model` it was given (one script
+//! for a race whose contenders are different models). Actions:
 //! `{"text": "…"}` (a text part: the answer), `{"tool": {"name": "read", "input": {…},
 //! "status": "completed"|"error", "output": "…"}}`, `{"step": {"input": N, "output": N,
 //! "cost": X}}` (a model call's start and finish, with its tokens), and `{"write": {"path":
@@ -42,6 +44,14 @@ pub(crate) fn is_scripted_worker(argv0: Option<&OsString>) -> bool {
 pub(crate) enum Script {
     Actions(Vec<Action>),
     ByPrompt { by_prompt: Vec<Case> },
+    ByModel { by_model: Vec<ModelCase> },
+}
+
+/// The actions for the model `model`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ModelCase {
+    pub model: String,
+    pub actions: Vec<Action>,
 }
 
 /// The actions for prompts that contain `contains`.
@@ -99,7 +109,8 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         eprintln!("{WORKER_NAME}: could not read the prompt from stdin: {e}");
         return 2;
     }
-    let actions = match load(&prompt) {
+    let model = flag_value(args, "--model").map(|m| m.to_string_lossy().into_owned());
+    let actions = match load(&prompt, model.as_deref()) {
         Ok(a) => a,
         Err(why) => {
             eprintln!("{WORKER_NAME}: {why}");
@@ -129,8 +140,8 @@ fn flag_value(args: &[OsString], flag: &str) -> Option<OsString> {
     args.get(at + 1).cloned()
 }
 
-/// The actions `$PITROOM_DEMO_SCRIPT` holds for this prompt.
-fn load(prompt: &str) -> Result<Vec<Action>, String> {
+/// The actions `$PITROOM_DEMO_SCRIPT` holds for this prompt and model.
+fn load(prompt: &str, model: Option<&str>) -> Result<Vec<Action>, String> {
     let path = std::env::var_os(SCRIPT_ENV).ok_or_else(|| {
         format!("{SCRIPT_ENV} is not set: this worker only replays a script (pitroom demo sets it)")
     })?;
@@ -139,11 +150,15 @@ fn load(prompt: &str) -> Result<Vec<Action>, String> {
         .map_err(|e| format!("could not read the script {}: {e}", path.display()))?;
     let script: Script = serde_json::from_str(&text)
         .map_err(|e| format!("the script {} is not valid: {e}", path.display()))?;
-    select(script, prompt)
+    select(script, prompt, model)
 }
 
-/// The actions of a script for a prompt.
-pub(crate) fn select(script: Script, prompt: &str) -> Result<Vec<Action>, String> {
+/// The actions of a script for a prompt and a model.
+pub(crate) fn select(
+    script: Script,
+    prompt: &str,
+    model: Option<&str>,
+) -> Result<Vec<Action>, String> {
     match script {
         Script::Actions(actions) => Ok(actions),
         Script::ByPrompt { by_prompt } => by_prompt
@@ -151,6 +166,11 @@ pub(crate) fn select(script: Script, prompt: &str) -> Result<Vec<Action>, String
             .find(|c| prompt.contains(&c.contains))
             .map(|c| c.actions)
             .ok_or_else(|| "the script has no case for this prompt".to_string()),
+        Script::ByModel { by_model } => by_model
+            .into_iter()
+            .find(|c| Some(c.model.as_str()) == model)
+            .map(|c| c.actions)
+            .ok_or_else(|| format!("the script has no case for the model {model:?}")),
     }
 }
 
@@ -246,7 +266,7 @@ mod tests {
             ]}
         ]}))
         .expect("script parses");
-        let actions = select(script, "Where can divide fail?").expect("a case matches");
+        let actions = select(script, "Where can divide fail?", None).expect("a case matches");
         let dir = std::env::temp_dir().join(format!("pitroom-worker-test-{}", std::process::id()));
         let mut out = Vec::new();
         run(&actions, &dir, "ses_t", &mut out).expect("runs");
@@ -300,6 +320,24 @@ mod tests {
             ]
         );
         assert!(text.lines().all(|l| l.contains("\"sessionID\":\"ses_t\"")));
+    }
+
+    #[test]
+    fn a_race_script_gives_each_model_its_own_actions() {
+        let script: Script = serde_json::from_value(json!({"by_model": [
+            {"model": "pitroom/quick", "actions": [{"text": "quick"}]},
+            {"model": "pitroom/careful", "actions": [{"text": "careful"}]}
+        ]}))
+        .expect("script parses");
+        let text = |actions: Vec<Action>| match actions.as_slice() {
+            [Action::Text(t)] => t.clone(),
+            _ => String::new(),
+        };
+        assert_eq!(
+            select(script.clone(), "task", Some("pitroom/careful")).map(text),
+            Ok("careful".to_string())
+        );
+        assert!(select(script, "task", Some("other/model")).is_err());
     }
 
     #[test]

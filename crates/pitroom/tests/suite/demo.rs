@@ -65,13 +65,15 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
     let stdout = String::from_utf8_lossy(&out.stdout);
 
     let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with('▶')).collect();
-    assert_eq!(headers.len(), 6, "{stdout}");
+    assert_eq!(headers.len(), 8, "{stdout}");
     for (header, stage) in headers.iter().zip([
         "read",
         "isolate",
         "review + apply",
         "write + revert",
         "crew + watch",
+        "repair round",
+        "race",
         "savings",
     ]) {
         assert!(header.contains(stage), "{header} should name {stage}");
@@ -94,10 +96,25 @@ fn demo_runs_every_stage_on_a_fresh_home_with_only_git_on_path() {
         "$ pitroom revert",
         "$ pitroom crew -g demo ",
         "$ pitroom watch -g demo --json --timeout 60",
+        " --attempts 2 ",
+        "$ pitroom run --race opencode:pitroom/quick,opencode:pitroom/careful ",
         "$ pitroom savings",
     ] {
         assert_stdout_has(&out, command);
     }
+    // The repair round: the check failed after round 1 and passed after round 2.
+    assert_stdout_has(
+        &out,
+        "1. opencode:pitroom/scripted: verify failed (exit 1) → round 2",
+    );
+    assert_stdout_has(&out, "── verify: ✔ passed");
+    assert_stdout_has(&out, "on round 2 of 2: while IFS= read -r line;");
+    // The race: the careful contender wins, and `apply` lands it.
+    assert_stdout_has(&out, "1. opencode:pitroom/careful (");
+    assert_stdout_has(
+        &out,
+        "the only contender that finished with changes and a passing check (opencode:pitroom/quick did not)",
+    );
     assert_stdout_has(&out, "refs: 1/2 verified");
     assert_stdout_has(&out, "calc.py:42 — file has 13 lines");
     assert_stdout_has(&out, "model pitroom/scripted");
