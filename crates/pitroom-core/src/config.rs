@@ -87,6 +87,7 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     ("verify_timeout", Kind::Duration, None, Some("15m")),
     ("attempts", Kind::Count, None, Some("1")),
     ("web", Kind::Bool, None, Some("false")),
+    ("notify", Kind::Bool, None, Some("false")),
     (
         "max_parallel",
         Kind::Count,

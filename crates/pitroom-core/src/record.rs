@@ -160,6 +160,10 @@ pub struct RunSpec {
     /// winner is applied.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub race: bool,
+    /// A background run that shows a desktop notification when it (or, in a group, the last
+    /// of the group) ends: config `notify`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify: bool,
 }
 
 impl RunSpec {
@@ -201,6 +205,7 @@ impl RunSpec {
             review_of: None,
             plan: None,
             race: false,
+            notify: false,
         }
     }
 }

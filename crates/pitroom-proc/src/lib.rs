@@ -20,6 +20,7 @@ mod hide_state;
 mod init;
 mod keeper;
 pub mod landlock;
+mod notify;
 mod platform;
 pub mod private_dir;
 pub mod seatbelt;
@@ -39,6 +40,7 @@ pub use landlock::{
     enter_sandbox, kernel_abi, looks_like_blocked_write, GitDirState, LandlockState, SandboxReport,
     SandboxSpec, TreeAccess,
 };
+pub use notify::desktop_notification;
 pub use tree::{
     descendants, is_running, process_start_time, terminate_descendants, terminate_exact,
     worker_tree_holder,

@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod error;
 pub mod events;
 pub mod ledger;
+mod notify;
 pub mod panel;
 pub mod plan;
 pub mod race;

@@ -196,6 +196,8 @@ impl Service {
             };
             let mut one = self.resolve(&request)?;
             one.spec.race = true;
+            // The race is followed in the foreground: its table is the news.
+            one.spec.notify = false;
             warnings.append(&mut one.warnings);
             resolved.push(one.spec);
         }

@@ -182,6 +182,8 @@ impl Service {
             review_of: None,
             plan: plan_ref,
             race: false,
+            // A foreground run's report is the news; a background one tells when it ends.
+            notify: request.background && config.flag("notify"),
         };
         Ok(Resolved { spec, warnings })
     }

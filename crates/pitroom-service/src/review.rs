@@ -96,6 +96,8 @@ impl Service {
             };
             let mut resolved = self.reviewer_run(&one, &package, Some(member), Vec::new())?;
             resolved.spec.group = Some(group.clone());
+            // The panel is followed in the foreground: its report is the news.
+            resolved.spec.notify = false;
             runs.push(resolved);
         }
         Ok((group, runs))

@@ -245,6 +245,9 @@ impl Service {
         for note in self.settle(&mut record) {
             tracing::warn!("{note}");
         }
+        if record.spec.notify {
+            self.notify_ended(&record);
+        }
         Ok(record)
     }
 

@@ -24,6 +24,7 @@ const KNOWN: &[&str] = &[
     "verify_timeout",
     "attempts",
     "web",
+    "notify",
     "max_parallel",
 ];
 

@@ -249,39 +249,6 @@ pub(super) fn crew_script() -> Script {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_edits_change_the_sample() {
-        assert_ne!(checked(), CALC);
-        assert_ne!(documented(), checked());
-        assert!(CALC.lines().any(|l| l.contains("return a / b")));
-        assert!(CALC.lines().any(|l| l.contains("def mean")));
-        assert!(CALC.lines().any(|l| l.contains("return divide(sum(xs)")));
-        assert!(TESTS.lines().any(|l| l.contains("def test_mean")));
-        assert_eq!(line_of(CALC, "return a / b"), 9);
-    }
-
-    #[test]
-    fn the_scripted_review_ends_with_a_clean_verdict_and_one_minor_issue() {
-        let answer = review_script()
-            .into_iter()
-            .find_map(|a| match a {
-                Action::Text(t) => Some(t),
-                _ => None,
-            })
-            .expect("the reviewer answers");
-        let verdict = pitroom_core::verdict::parse(&answer).expect("a verdict line");
-        assert_eq!(
-            verdict.line(),
-            "SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"
-        );
-        assert!(verdict.clean());
-    }
-}
-
 /// The repair and race stages' task.
 pub(super) const MEAN_TASK: &str = "Make mean([]) return 0.0 instead of failing";
 
@@ -371,5 +338,38 @@ pub(super) fn race_script() -> Script {
                 ),
             },
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_edits_change_the_sample() {
+        assert_ne!(checked(), CALC);
+        assert_ne!(documented(), checked());
+        assert!(CALC.lines().any(|l| l.contains("return a / b")));
+        assert!(CALC.lines().any(|l| l.contains("def mean")));
+        assert!(CALC.lines().any(|l| l.contains("return divide(sum(xs)")));
+        assert!(TESTS.lines().any(|l| l.contains("def test_mean")));
+        assert_eq!(line_of(CALC, "return a / b"), 9);
+    }
+
+    #[test]
+    fn the_scripted_review_ends_with_a_clean_verdict_and_one_minor_issue() {
+        let answer = review_script()
+            .into_iter()
+            .find_map(|a| match a {
+                Action::Text(t) => Some(t),
+                _ => None,
+            })
+            .expect("the reviewer answers");
+        let verdict = pitroom_core::verdict::parse(&answer).expect("a verdict line");
+        assert_eq!(
+            verdict.line(),
+            "SPEC PASS · QUALITY APPROVED · critical 0, important 0, minor 1"
+        );
+        assert!(verdict.clean());
     }
 }

@@ -20,6 +20,7 @@ mod landlock;
 mod mcp;
 mod mcp_chain_e2e;
 mod mcp_codex_chain_e2e;
+mod notify;
 mod plan;
 mod plugins;
 mod probe;
