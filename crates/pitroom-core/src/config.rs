@@ -85,6 +85,7 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
         None,
     ),
     ("verify_timeout", Kind::Duration, None, Some("15m")),
+    ("max_hold", Kind::Duration, None, Some("30m")),
     ("attempts", Kind::Count, None, Some("1")),
     ("web", Kind::Bool, None, Some("false")),
     ("notify", Kind::Bool, None, Some("false")),

@@ -75,6 +75,16 @@ impl Cooldowns {
         self.entries.get(key)
     }
 
+    /// When every one of `keys` is cooling down: the earliest time one of them is free again.
+    /// `None` when one of them is free now.
+    pub fn all_cooling_until(&self, keys: &[String]) -> Option<jiff::Timestamp> {
+        keys.iter()
+            .map(|k| self.get(k).and_then(Cooling::until))
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .min()
+    }
+
     /// Puts `key` on cooldown for as long as `message` (or the provider's retry-after) says.
     pub fn note(
         home: &Home,
@@ -176,6 +186,32 @@ fn parse_wait(message: &str) -> Option<Duration> {
         };
     }
     (secs > 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod hold_tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_is_all_cooling_only_when_every_target_is_and_frees_at_the_earliest_end() {
+        let cooling = |until: &str| Cooling {
+            until: until.into(),
+            reason: "429".into(),
+        };
+        let mut c = Cooldowns::default();
+        c.entries
+            .insert("a".into(), cooling("2030-01-01T10:00:00Z"));
+        c.entries
+            .insert("b:m".into(), cooling("2030-01-01T09:00:00Z"));
+        let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            c.all_cooling_until(&keys(&["a", "b:m"]))
+                .map(|t| t.to_string()),
+            Some("2030-01-01T09:00:00Z".to_string())
+        );
+        assert_eq!(c.all_cooling_until(&keys(&["a", "free"])), None);
+        assert_eq!(c.all_cooling_until(&keys(&[])), None);
+    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,8 @@ impl RunState {
 pub enum RunPhase {
     /// Waiting for a worker slot.
     Queued,
+    /// Waiting for a rate limit to reset: every target of the chain is cooling down.
+    Held,
     /// Preparing the tree: the "before" snapshot, a read or isolated copy.
     Tree,
     /// The worker (every attempt of the fallback chain).
@@ -60,6 +62,7 @@ impl RunPhase {
     pub fn as_str(self) -> &'static str {
         match self {
             RunPhase::Queued => "queued",
+            RunPhase::Held => "held",
             RunPhase::Tree => "tree",
             RunPhase::Worker => "worker",
             RunPhase::Finishing => "finishing",
@@ -71,6 +74,7 @@ impl RunPhase {
     pub fn described(self) -> &'static str {
         match self {
             RunPhase::Queued => "while queued for a worker slot",
+            RunPhase::Held => "while held for a rate limit to reset",
             RunPhase::Tree => "while preparing the tree",
             RunPhase::Worker => "while the worker ran",
             RunPhase::Finishing => "while recording the worker's changes",
@@ -125,6 +129,10 @@ pub struct RunSpec {
     pub verify: Option<String>,
     #[serde(default = "default_verify_timeout")]
     pub verify_timeout_secs: f64,
+    /// The longest a run waits, held, for its chain's rate limits to reset before it starts
+    /// (config `max_hold`; 0 with `--no-hold`, and in older records).
+    #[serde(default, skip_serializing_if = "is_zero_secs")]
+    pub max_hold_secs: f64,
     /// How many rounds the worker gets to make `--verify` pass (`--attempts`): a failed check
     /// goes back to the worker with its output until it passes or the rounds run out. 1 (the
     /// default, and in older records) sends nothing back.
@@ -197,6 +205,7 @@ impl RunSpec {
             verify: None,
             verify_timeout_secs: default_verify_timeout(),
             attempts: 1,
+            max_hold_secs: 0.0,
             fallback: Vec::new(),
             custom_workers: Default::default(),
             sandbox_writable: Vec::new(),
@@ -216,6 +225,10 @@ fn default_max_parallel() -> usize {
 
 fn default_verify_timeout() -> f64 {
     900.0
+}
+
+fn is_zero_secs(secs: &f64) -> bool {
+    *secs == 0.0
 }
 
 fn one_round() -> u32 {
@@ -390,6 +403,10 @@ pub struct RunRecord {
     /// The stage the run is in, or the last one it reached (`None` in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<RunPhase>,
+    /// Until when the run was held because every target of its chain was cooling down (RFC
+    /// 3339, the wall clock); `None` when it never was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_until: Option<String>,
     /// The stage a stop or the timeout interrupted, for a run that ended `stopped` or `timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_in: Option<RunPhase>,
@@ -558,6 +575,7 @@ impl RunRecord {
             view: None,
             view_reason: None,
             phase: None,
+            held_until: None,
             interrupted_in: None,
             created_at,
             started_at: None,

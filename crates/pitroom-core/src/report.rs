@@ -257,10 +257,15 @@ pub fn brief(record: &RunRecord) -> String {
         .and_then(summary_line)
         .or(record.error.as_deref())
         .unwrap_or("");
+    // A run held for a rate limit is queued, but the news is why it waits.
+    let state = match held_until(record) {
+        Some(_) => "held",
+        None => record.state.as_str(),
+    };
     let line = format!(
         "{} {:<8} {:<6} {:>7}  {}  {}",
         record.id,
-        record.state.as_str(),
+        state,
         record.spec.mode.as_str(),
         duration(record)
             .map(format_duration)
@@ -269,6 +274,20 @@ pub fn brief(record: &RunRecord) -> String {
         truncate(summary, 60)
     );
     crate::terminal::neutralise(&line).into_owned()
+}
+
+/// For a run held now for a rate limit to reset: until when, as `14:05 UTC`.
+fn held_until(record: &RunRecord) -> Option<String> {
+    if record.state != RunState::Queued || record.phase != Some(crate::record::RunPhase::Held) {
+        return None;
+    }
+    let until = record.held_until.as_deref()?;
+    Some(
+        until
+            .parse::<jiff::Timestamp>()
+            .map(|t| t.strftime("%H:%M UTC").to_string())
+            .unwrap_or_else(|_| until.to_string()),
+    )
 }
 
 fn header(record: &RunRecord, color: bool) -> String {
@@ -282,6 +301,8 @@ fn header(record: &RunRecord, color: bool) -> String {
         "failed · READ-ONLY VIOLATION".to_string()
     } else if record.verify_failed() {
         "failed · verify failed".to_string()
+    } else if let Some(until) = held_until(record) {
+        format!("held until {until} (every target is cooling down after a rate limit)")
     } else {
         record.state.as_str().to_string()
     };

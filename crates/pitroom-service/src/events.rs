@@ -44,6 +44,12 @@ pub enum WatchEvent {
         failed: String,
         reason: String,
     },
+    /// Every target of the run's chain is cooling down after a rate limit: the run waits until
+    /// `until` (RFC 3339) before it starts.
+    Held {
+        run: String,
+        until: String,
+    },
     /// A failed `--verify` went back to the worker (`--attempts`): `round` is the one starting.
     Repair {
         run: String,
@@ -87,7 +93,8 @@ impl WatchEvent {
             | WatchEvent::Started { run, .. }
             | WatchEvent::Progress { run, .. }
             | WatchEvent::Fallback { run, .. }
-            | WatchEvent::Repair { run, .. } => Some(run),
+            | WatchEvent::Repair { run, .. }
+            | WatchEvent::Held { run, .. } => Some(run),
             WatchEvent::Done(f)
             | WatchEvent::Failed(f)
             | WatchEvent::Timeout(f)
@@ -115,6 +122,7 @@ pub struct Seen {
     steps: u32,
     tools: u32,
     attempts: usize,
+    held: bool,
 }
 
 impl Seen {
@@ -124,8 +132,14 @@ impl Seen {
             steps: record.tally.steps,
             tools: record.tally.tool_calls,
             attempts: record.attempts.len(),
+            held: is_held(record),
         }
     }
+}
+
+/// Whether the run is held for a rate limit to reset (it has not started yet).
+fn is_held(record: &RunRecord) -> bool {
+    record.state == RunState::Queued && record.phase == Some(pitroom_core::record::RunPhase::Held)
 }
 
 /// The events that take a follower from `before` to `record` (PRODUCT.md §8).
@@ -156,6 +170,12 @@ pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
             run: run.clone(),
             mode,
             task,
+        });
+    }
+    if is_held(record) && !before.held {
+        events.push(WatchEvent::Held {
+            run: run.clone(),
+            until: record.held_until.clone().unwrap_or_default(),
         });
     }
     // Attempts that failed over to the next target, one line each.

@@ -42,6 +42,8 @@ pub struct RunRequest {
     /// `--attempts`: rounds the worker gets to make `verify` pass.
     pub attempts: Option<u32>,
     pub no_fallback: bool,
+    /// `--no-hold`: start even when every target is cooling down, rather than wait.
+    pub no_hold: bool,
     /// Files to attach (`-f`): relative ones are taken from the run's directory.
     pub files: Vec<PathBuf>,
     /// The plan step this run carries out: the plan file and the step's number.
@@ -167,6 +169,11 @@ impl Service {
             verify: request.verify.clone(),
             verify_timeout_secs: secs("verify_timeout"),
             attempts: repair_rounds(&config, request, mode)?,
+            max_hold_secs: if request.no_hold {
+                0.0
+            } else {
+                secs("max_hold")
+            },
             fallback,
             custom_workers: custom,
             sandbox_writable: config

@@ -173,6 +173,10 @@ pub(crate) struct WorkerOptions {
     /// Do not move to the configured fallback targets when a worker is unavailable.
     #[arg(long)]
     pub no_fallback: bool,
+    /// Start at once even when every target is cooling down after a rate limit, instead of
+    /// waiting (held, up to `max_hold`, default 30m) for the earliest to reset.
+    #[arg(long)]
+    pub no_hold: bool,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,7 @@ const KNOWN: &[&str] = &[
     "link",
     "sandbox_writable",
     "verify_timeout",
+    "max_hold",
     "attempts",
     "web",
     "notify",
@@ -166,7 +167,7 @@ proptest! {
                 // Every key with a default still reads as its kind, whatever was given.
                 prop_assert!(c.text("worker").is_some());
                 prop_assert!(c.text("primary").is_some());
-                for key in ["timeout", "watchdog", "verify_timeout"] {
+                for key in ["timeout", "watchdog", "verify_timeout", "max_hold"] {
                     prop_assert!(c.duration(key).is_some(), "{} of {:?}", key, text);
                 }
                 prop_assert!(c.count("max_parallel").is_some());

@@ -311,7 +311,7 @@ pub(super) fn fallback_chain(spec: &RunSpec) -> Vec<(String, Option<String>)> {
 }
 
 /// How a target is named in attempts and cooldowns: `backend[:model]`.
-fn target_display(backend: &str, model: Option<&str>) -> String {
+pub(super) fn target_display(backend: &str, model: Option<&str>) -> String {
     match model {
         Some(m) => format!("{backend}:{m}"),
         None => backend.to_string(),

@@ -142,7 +142,7 @@ pub(super) fn end_interrupted(record: &mut RunRecord, cause: Cause) {
 /// What a run interrupted in `phase` leaves.
 fn consequence(phase: RunPhase, mode: Mode) -> &'static str {
     match (phase, mode) {
-        (RunPhase::Queued | RunPhase::Tree, _) => "the worker never started",
+        (RunPhase::Queued | RunPhase::Held | RunPhase::Tree, _) => "the worker never started",
         (RunPhase::Worker, _) => "what the worker did is kept",
         (RunPhase::Finishing, Mode::Write) => {
             "the worker's edits are in your tree, but no patch was recorded (see git status)"

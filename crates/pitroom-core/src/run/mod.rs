@@ -23,6 +23,7 @@ mod changes;
 mod confidential;
 mod fallback;
 mod finish;
+mod hold;
 mod interrupt;
 mod judge;
 mod launch;
@@ -379,6 +380,12 @@ impl Engine {
         self.save(record)?;
         // A `pitroom stop` that raced the start left a note instead of a signal.
         interrupt.take_stop_note(run_dir);
+        // Wait out a rate limit that every target of the chain is under, without a slot.
+        let targets: Vec<String> = chain
+            .iter()
+            .map(|(backend, model)| fallback::target_display(backend, model.as_deref()))
+            .collect();
+        self.hold_while_cooling(record, &targets, interrupt.stop_flag())?;
         // Wait for a slot.
         let Some(slot) = self.wait_for_slot(record, ticket, interrupt.stop_flag())? else {
             return Err(EngineError::Interrupted);

@@ -105,6 +105,7 @@ impl PitroomMcp {
             verify: args.verify,
             attempts: args.attempts,
             no_fallback: false,
+            no_hold: false,
             files: args.files.iter().map(PathBuf::from).collect(),
             plan: args.plan.map(PathBuf::from).zip(args.step),
         };

@@ -123,6 +123,7 @@ pub(super) fn options(mode: &ModeFlags, worker: &WorkerOptions) -> RunRequest {
         verify: worker.verify.clone(),
         attempts: worker.attempts,
         no_fallback: worker.no_fallback,
+        no_hold: worker.no_hold,
         ..RunRequest::default()
     }
 }

@@ -12,6 +12,7 @@ mod failfast;
 mod full_disk;
 mod guard;
 mod history;
+mod hold;
 mod hooks;
 mod install;
 mod isolate;
