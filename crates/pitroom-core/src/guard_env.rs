@@ -8,7 +8,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use pitroom_git::guard::{env, floor, shim};
+use pitroom_guard::{env, floor, shim};
 
 use crate::home::Home;
 
@@ -48,7 +48,7 @@ pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
         target: guard_executable(exe),
     };
     link(&links.target, &links.shim_dir.join(env::SHIM))?;
-    // The floor: privilege, publishing and other agent CLIs (see pitroom-git's guard/floor.rs).
+    // The floor: privilege, publishing and other agent CLIs (see pitroom-guard's floor.rs).
     for program in floor::guarded_programs() {
         link(&links.target, &links.shim_dir.join(program))?;
     }

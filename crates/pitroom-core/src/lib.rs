@@ -36,16 +36,8 @@ pub mod target;
 pub mod terminal;
 pub mod verdict;
 
-/// The non-git floor lives beside the git guard's rules; this path is kept for callers.
-pub use pitroom_git::guard::floor;
-
+pub use home::{Home, HomeError};
+pub use record::{Attempt, RunRecord, RunSpec, RunState};
 pub use run::{
     Checked, Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,
 };
-
-/// The run engine's former path: `pitroom_core::engine::Engine` and the rest still resolve.
-pub mod engine {
-    pub use crate::run::*;
-}
-pub use home::{Home, HomeError};
-pub use record::{Attempt, RunRecord, RunSpec, RunState};

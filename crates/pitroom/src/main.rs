@@ -24,7 +24,7 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
     // Inside a worker, `git`, the floor programs and git's `reference-transaction` hook link to
     // `pitroom-guard`; to this binary when that one is missing (the same roles, one copy).
-    if let Some(code) = pitroom_git::guard::roles::run(&args) {
+    if let Some(code) = pitroom_guard::roles::run(&args) {
         std::process::exit(code);
     }
     // `pitroom demo`'s scripted worker is this binary too, linked as `pitroom-scripted-worker`.

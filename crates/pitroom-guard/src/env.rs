@@ -3,7 +3,7 @@
 //! The writer is `pitroom-core` (`guard_env.rs` links the shim and the hook and builds a
 //! worker's guarded environment; the engine names the worker's CLI). The reader is
 //! `pitroom-guard` (or the pitroom binary) started as `git`, as a floor program or as the
-//! `reference-transaction` hook ([`roles`](super::roles)), and the
+//! `reference-transaction` hook ([`roles`](crate::roles)), and the
 //! guard's own alias model, which reads git's config variables the writer appends to.
 
 use std::ffi::OsStr;
