@@ -17,11 +17,11 @@ use jiff::Timestamp;
 
 /// The environment variable that fixes [`now`]: an RFC 3339 timestamp such as
 /// `2026-01-02T03:04:05Z`. Any other value, or none, leaves the wall clock (docs/configuration.md).
-pub const TIMESTAMP_ENV: &str = "PITROOM_TIMESTAMP";
+pub const TIMESTAMP_ENV: &str = pitroom_env::PITROOM_TIMESTAMP;
 
 /// The environment variable that makes a run id's salt deterministic: an unsigned integer. Any
 /// other value, or none, leaves the salt random (docs/configuration.md).
-pub const RANDOMNESS_SEED_ENV: &str = "PITROOM_RANDOMNESS_SEED";
+pub const RANDOMNESS_SEED_ENV: &str = pitroom_env::PITROOM_RANDOMNESS_SEED;
 
 /// The time to stamp on a record or an id: the fixed time of [`TIMESTAMP_ENV`] when it is set,
 /// else the wall clock.
