@@ -1,4 +1,4 @@
-//! The git guard around a worker (PRODUCT.md §7): layer 1, a `git` link to the guard's
+//! The git guard around a worker (docs/safety.md): layer 1, a `git` link to the guard's
 //! executable first on the worker's `PATH`; layer 2, git's own environment config — a
 //! `reference-transaction` hook (the same executable) that refuses every ref update of a
 //! protected repository, and push URLs rewritten to nowhere — which holds even when a worker

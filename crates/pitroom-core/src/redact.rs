@@ -1,4 +1,4 @@
-//! Redaction of secrets in everything Pitroom stores or shows (PRODUCT.md §7): well-known key
+//! Redaction of secrets in everything Pitroom stores or shows: well-known key
 //! formats (the rules in `secret_rules.rs`), and the values found in the project's
 //! secret-looking files.
 //!

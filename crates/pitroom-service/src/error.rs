@@ -3,7 +3,7 @@
 
 use pitroom_core::exit::Exit;
 
-/// What kind of failure an operation met; each maps to one exit (PRODUCT.md §3).
+/// What kind of failure an operation met; each maps to one exit (`pitroom_core::exit::Exit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The request itself is wrong (exit 2).
