@@ -1,6 +1,7 @@
-//! `pitroom`: the command-line front end. One module per command; all printing goes through
-//! `output`; a command ends with an `Exit` (`pitroom_core::exit`) or a `CliError` (`error`),
-//! which `commands::dispatch` alone turns into the exit code.
+//! `pitroom`: the command-line front end. One module per command or family of commands
+//! (`commands/`); all printing goes through `output`; a command ends with an `Exit`
+//! (`pitroom_core::exit`) or a `CliError` (`error`), which `commands::dispatch` alone turns
+//! into the exit code.
 
 // The printer (`output`) owns stdout and stderr; the few other writers say why they may.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
