@@ -28,7 +28,7 @@ pub use edges::{check_edges, parse_patch, quote_path, EdgeCheck, EdgeProblem, Pa
 pub use ignored::FileStamps;
 pub use repo::Repo;
 pub use snapshot::{
-    inexact_paths, snapshot, snapshot_excluding, snapshot_with, Snapshot, SnapshotOptions,
+    read_inexact_note, snapshot, snapshot_excluding, snapshot_with, Snapshot, SnapshotOptions,
 };
 
 /// The id of git's empty tree.

@@ -89,9 +89,9 @@ impl From<pitroom_core::HomeError> for ServiceError {
     }
 }
 
-impl From<pitroom_core::isolate::PatchError> for ServiceError {
-    fn from(e: pitroom_core::isolate::PatchError) -> ServiceError {
-        use pitroom_core::isolate::PatchError;
+impl From<pitroom_core::patches::PatchError> for ServiceError {
+    fn from(e: pitroom_core::patches::PatchError) -> ServiceError {
+        use pitroom_core::patches::PatchError;
         let kind = match e {
             PatchError::Conflict(_) => ErrorKind::Failed,
             PatchError::Unsafe { message, hint } => {
