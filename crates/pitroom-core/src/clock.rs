@@ -29,6 +29,13 @@ pub fn now() -> Timestamp {
     fixed_time().unwrap_or_else(Timestamp::now)
 }
 
+/// The stamp to write on a record or a note, as the record stores it: [`now`] in RFC 3339
+/// (`2026-01-02T03:04:05Z`). A stamp always comes from this clock, so a fixed clock fixes
+/// every stamp.
+pub fn stamp() -> String {
+    now().to_string()
+}
+
 /// The fixed time of this process's [`TIMESTAMP_ENV`], read once (every stamp of a process agrees).
 pub fn fixed_time() -> Option<Timestamp> {
     static FIXED: OnceLock<Option<Timestamp>> = OnceLock::new();
@@ -65,6 +72,16 @@ mod tests {
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn a_stamp_is_the_stamping_clock_in_rfc_3339() {
+        let stamp = stamp();
+        let parsed: Timestamp = stamp.parse().unwrap();
+        assert_eq!(parsed.to_string(), stamp);
+        if let Some(fixed) = fixed_time() {
+            assert_eq!(parsed, fixed);
         }
     }
 

@@ -254,8 +254,7 @@ impl Home {
                 "the supervising pitroom process exited unexpectedly; the run did not finish"
                     .into(),
             );
-            // A stamp on the record: the stamping clock.
-            record.ended_at = Some(crate::clock::now().to_string());
+            record.ended_at = Some(crate::clock::stamp());
             let path = self.record_path(id);
             record.write(&path).map_err(self.io(&path))?;
         }
