@@ -1,10 +1,10 @@
 //! Pitroom's worker guard. Layer 1: the decision behind the `git` shim; beside it the non-git
 //! floor and the roles the guard's executables play.
 //!
-//! A crate of its own, on the standard library alone: the small `pitroom-guard` executable
-//! links it and nothing else, and starts on every git call a worker makes. It knows no other
-//! Pitroom crate; `pitroom-core` (`guard_env.rs`) writes the worker environment it reads, by
-//! the names in [`mod@env`].
+//! A crate of its own, on the standard library and `pitroom-env` (the variables' names) alone:
+//! the small `pitroom-guard` executable links it and nothing else, and starts on every git call
+//! a worker makes. It knows no other Pitroom crate; `pitroom-core` (`guard_env.rs`) writes the
+//! worker environment it reads, by the names in [`mod@env`].
 //!
 //! Inside a worker, `pitroom-guard` (or, as the fallback, the pitroom binary) is first on `PATH`
 //! under the name `git`. It hands its argv (without argv\[0\]) to [`decide`], passes the call
