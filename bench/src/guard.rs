@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use pitroom_core::guard_env::{guard_vars, install_links, GuardLinks};
 use pitroom_core::home::Home;
-use pitroom_git::guard::env as guard_env;
+use pitroom_guard::env as guard_env;
 
 /// Calls per batch.
 pub const CALLS: usize = 50;

@@ -33,7 +33,7 @@ pub fn release_binaries() -> (PathBuf, PathBuf) {
 /// package), from the same place as [`release_binaries`].
 pub fn release_pitroom() -> PathBuf {
     let target = profile_dir();
-    built(&target, pitroom_git::guard::env::GUARD_EXE);
+    built(&target, pitroom_guard::env::GUARD_EXE);
     built(&target, "pitroom")
 }
 

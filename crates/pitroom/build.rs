@@ -7,9 +7,9 @@
 //! randomised. `PITROOM_PIE=1` at build time keeps a position-independent executable.
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=PITROOM_PIE");
+    println!("cargo:rerun-if-env-changed={}", pitroom_env::PITROOM_PIE);
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    if linux && std::env::var_os("PITROOM_PIE").is_none() {
+    if linux && std::env::var_os(pitroom_env::PITROOM_PIE).is_none() {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
 }

@@ -17,16 +17,23 @@ use jiff::Timestamp;
 
 /// The environment variable that fixes [`now`]: an RFC 3339 timestamp such as
 /// `2026-01-02T03:04:05Z`. Any other value, or none, leaves the wall clock (docs/configuration.md).
-pub const TIMESTAMP_ENV: &str = "PITROOM_TIMESTAMP";
+pub const TIMESTAMP_ENV: &str = pitroom_env::PITROOM_TIMESTAMP;
 
 /// The environment variable that makes a run id's salt deterministic: an unsigned integer. Any
 /// other value, or none, leaves the salt random (docs/configuration.md).
-pub const RANDOMNESS_SEED_ENV: &str = "PITROOM_RANDOMNESS_SEED";
+pub const RANDOMNESS_SEED_ENV: &str = pitroom_env::PITROOM_RANDOMNESS_SEED;
 
 /// The time to stamp on a record or an id: the fixed time of [`TIMESTAMP_ENV`] when it is set,
 /// else the wall clock.
 pub fn now() -> Timestamp {
     fixed_time().unwrap_or_else(Timestamp::now)
+}
+
+/// The stamp to write on a record or a note, as the record stores it: [`now`] in RFC 3339
+/// (`2026-01-02T03:04:05Z`). A stamp always comes from this clock, so a fixed clock fixes
+/// every stamp.
+pub fn stamp() -> String {
+    now().to_string()
 }
 
 /// The fixed time of this process's [`TIMESTAMP_ENV`], read once (every stamp of a process agrees).
@@ -65,6 +72,16 @@ mod tests {
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn a_stamp_is_the_stamping_clock_in_rfc_3339() {
+        let stamp = stamp();
+        let parsed: Timestamp = stamp.parse().unwrap();
+        assert_eq!(parsed.to_string(), stamp);
+        if let Some(fixed) = fixed_time() {
+            assert_eq!(parsed, fixed);
         }
     }
 

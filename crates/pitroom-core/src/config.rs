@@ -48,11 +48,16 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     (
         "worker",
         Kind::Text,
-        Some("PITROOM_WORKER"),
+        Some(pitroom_env::PITROOM_WORKER),
         Some("opencode"),
     ),
-    ("model", Kind::Text, Some("PITROOM_MODEL"), None),
-    ("fallback", Kind::TextList, Some("PITROOM_FALLBACK"), None),
+    ("model", Kind::Text, Some(pitroom_env::PITROOM_MODEL), None),
+    (
+        "fallback",
+        Kind::TextList,
+        Some(pitroom_env::PITROOM_FALLBACK),
+        None,
+    ),
     ("models", Kind::TextMap, None, None),
     ("tiers", Kind::TextMap, None, None),
     ("costs", Kind::Table, None, None),
@@ -61,27 +66,27 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     (
         "timeout",
         Kind::Duration,
-        Some("PITROOM_TIMEOUT"),
+        Some(pitroom_env::PITROOM_TIMEOUT),
         Some("30m"),
     ),
     (
         "watchdog",
         Kind::Duration,
-        Some("PITROOM_WATCHDOG"),
+        Some(pitroom_env::PITROOM_WATCHDOG),
         Some("60s"),
     ),
     (
         "primary",
         Kind::Text,
-        Some("PITROOM_PRIMARY"),
+        Some(pitroom_env::PITROOM_PRIMARY),
         Some("sonnet"),
     ),
-    ("price", Kind::Text, Some("PITROOM_PRICE"), None),
+    ("price", Kind::Text, Some(pitroom_env::PITROOM_PRICE), None),
     ("link", Kind::TextList, None, None),
     (
         "sandbox_writable",
         Kind::TextList,
-        Some("PITROOM_SANDBOX_WRITABLE"),
+        Some(pitroom_env::PITROOM_SANDBOX_WRITABLE),
         None,
     ),
     ("verify_timeout", Kind::Duration, None, Some("15m")),
@@ -92,7 +97,7 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     (
         "max_parallel",
         Kind::Count,
-        Some("PITROOM_MAX_PARALLEL"),
+        Some(pitroom_env::PITROOM_MAX_PARALLEL),
         Some("20"),
     ),
 ];
@@ -302,7 +307,7 @@ impl Config {
 }
 
 fn config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    if let Some(p) = env("PITROOM_CONFIG").filter(|v| !v.is_empty()) {
+    if let Some(p) = env(pitroom_env::PITROOM_CONFIG).filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(p));
     }
     let base = env("XDG_CONFIG_HOME")

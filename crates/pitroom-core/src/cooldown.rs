@@ -1,5 +1,5 @@
 //! Cooldowns: a `backend:model` that was rate limited is skipped for a while, as long as another
-//! target of the chain is available (PRODUCT.md §9). Kept in `cooldowns.json` in the state dir,
+//! target of the chain is available (docs/crews.md). Kept in `cooldowns.json` in the state dir,
 //! changed under a lock so concurrent runs never lose each other's entries.
 
 use std::collections::BTreeMap;

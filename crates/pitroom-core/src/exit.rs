@@ -1,4 +1,4 @@
-//! Process exit codes (PRODUCT.md §3). Stable: agents branch on them.
+//! Process exit codes. Stable: agents branch on them.
 //!
 //! [`Exit`] is the one list: each variant's number and meaning are written once, in
 //! [`Exit::code`] and [`Exit::meaning`], and `--help`'s table ([`table`]) and the `i32`

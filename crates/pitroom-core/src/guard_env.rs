@@ -1,4 +1,4 @@
-//! The git guard around a worker (PRODUCT.md §7): layer 1, a `git` link to the guard's
+//! The git guard around a worker (docs/safety.md): layer 1, a `git` link to the guard's
 //! executable first on the worker's `PATH`; layer 2, git's own environment config — a
 //! `reference-transaction` hook (the same executable) that refuses every ref update of a
 //! protected repository, and push URLs rewritten to nowhere — which holds even when a worker
@@ -8,7 +8,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use pitroom_git::guard::{env, floor, shim};
+use pitroom_guard::{env, floor, shim};
 
 use crate::home::Home;
 
@@ -48,7 +48,7 @@ pub fn install_links(home: &Home, exe: &Path) -> std::io::Result<GuardLinks> {
         target: guard_executable(exe),
     };
     link(&links.target, &links.shim_dir.join(env::SHIM))?;
-    // The floor: privilege, publishing and other agent CLIs (see pitroom-git's guard/floor.rs).
+    // The floor: privilege, publishing and other agent CLIs (see pitroom-guard's floor.rs).
     for program in floor::guarded_programs() {
         link(&links.target, &links.shim_dir.join(program))?;
     }

@@ -41,7 +41,7 @@ impl HomeError {
 }
 
 /// The environment variable that moves the state directory.
-pub const HOME_ENV: &str = "PITROOM_HOME";
+pub const HOME_ENV: &str = pitroom_env::PITROOM_HOME;
 
 /// How many ids [`Home::create_run_dir`] tries. Under a fixed clock every run of a state
 /// directory takes one more attempt than the one before (each the next millisecond), so this
@@ -254,8 +254,7 @@ impl Home {
                 "the supervising pitroom process exited unexpectedly; the run did not finish"
                     .into(),
             );
-            // A stamp on the record: the stamping clock.
-            record.ended_at = Some(crate::clock::now().to_string());
+            record.ended_at = Some(crate::clock::stamp());
             let path = self.record_path(id);
             record.write(&path).map_err(self.io(&path))?;
         }

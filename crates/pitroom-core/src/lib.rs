@@ -17,10 +17,10 @@ pub mod fs_watch;
 mod fuzz;
 pub mod guard_env;
 pub mod home;
-pub mod isolate;
 pub mod landing;
 pub mod log;
 mod patch;
+pub mod patches;
 pub mod plan;
 pub mod prompt;
 pub mod receipt;
@@ -29,23 +29,14 @@ pub mod redact;
 pub mod report;
 pub mod revert;
 pub mod run;
-mod secret_rules;
 pub mod secrets;
 pub mod slots;
 pub mod target;
 pub mod terminal;
 pub mod verdict;
 
-/// The non-git floor lives beside the git guard's rules; this path is kept for callers.
-pub use pitroom_git::guard::floor;
-
+pub use home::{Home, HomeError};
+pub use record::{Attempt, RunRecord, RunSpec, RunState};
 pub use run::{
     Checked, Engine, EngineError, Observer, Prepared, Silent, STOP_REQUESTED, SUPERVISE_SUBCOMMAND,
 };
-
-/// The run engine's former path: `pitroom_core::engine::Engine` and the rest still resolve.
-pub mod engine {
-    pub use crate::run::*;
-}
-pub use home::{Home, HomeError};
-pub use record::{Attempt, RunRecord, RunSpec, RunState};

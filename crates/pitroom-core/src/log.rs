@@ -22,7 +22,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// The variable that sets what the run log keeps (a `tracing` target list: `debug`,
 /// `pitroom_core=debug,info`).
-pub const LOG_ENV: &str = "PITROOM_LOG";
+pub const LOG_ENV: &str = pitroom_env::PITROOM_LOG;
 /// The run's own log, in its run directory.
 pub const RUN_LOG: &str = "pitroom.log";
 

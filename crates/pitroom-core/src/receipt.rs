@@ -1,4 +1,4 @@
-//! Receipts: what the worker burned, what came back, what it saved (PRODUCT.md §11).
+//! Receipts: what the worker burned, what came back, what it saved.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
-//! Redaction of secrets in everything Pitroom stores or shows (PRODUCT.md §7): well-known key
-//! formats (the rules in `secret_rules.rs`), and the values found in the project's
+//! Redaction of secrets in everything Pitroom stores or shows: well-known key
+//! formats (the rules in `redact/rules.rs`), and the values found in the project's
 //! secret-looking files.
 //!
 //! Every event line of a run passes through [`Redactor::redact`], so it finds all secrets of a
@@ -13,7 +13,9 @@ use std::path::Path;
 
 use regex::Regex;
 
-use crate::secret_rules::secret_spans;
+mod rules;
+
+use rules::secret_spans;
 
 /// What a redacted secret is replaced with.
 pub const MASK: &str = "[REDACTED]";
@@ -276,7 +278,7 @@ mod tests {
 
     #[test]
     fn every_pattern_compiles() {
-        for p in crate::secret_rules::RULES.iter().map(|r| r.pattern) {
+        for p in rules::RULES.iter().map(|r| r.pattern) {
             assert!(Regex::new(p).is_ok(), "{p}");
         }
     }

@@ -36,10 +36,10 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, PatchError> 
     let bytes = std::fs::read(&patch)?;
     // Files whose bytes before the run git's conversion cannot give back (noted by the
     // "before" snapshot).
-    let inexact = pitroom_git::inexact_paths(&home.run_dir(&id).join("base.index"));
+    let inexact = pitroom_git::read_inexact_note(&home.run_dir(&id).join("base.index"));
     let edges = pitroom_git::check_edges(&repo, &bytes, Direction::Reverse, None, &inexact)?;
     if !edges.problems.is_empty() {
-        let (lines, hint) = crate::isolate::describe(&edges.problems);
+        let (lines, hint) = crate::patches::describe(&edges.problems);
         let hint = hint.replace(
             "pitroom show --patch)",
             &format!("pitroom show --patch {id})"),

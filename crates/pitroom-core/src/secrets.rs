@@ -1,4 +1,4 @@
-//! Which files look like secrets (PRODUCT.md §7): kept out of read copies, so a worker that only
+//! Which files look like secrets: kept out of read copies, so a worker that only
 //! needs to read code never sees them.
 
 /// The one secret-file policy lives with the worker adapters, which render it into each CLI's

@@ -41,7 +41,7 @@ impl Target {
             _ if known(body) => (body.to_string(), None),
             _ if body.is_empty() => (default_backend.to_string(), None),
             // `provider/model` or `qwen3:8b` is a model for the default backend; a bare word
-            // that names no backend is a typo or a model in the wrong place (PRODUCT.md §5).
+            // that names no backend is a typo or a model in the wrong place.
             _ if body.contains(['/', ':']) => (default_backend.to_string(), Some(body.to_string())),
             _ => return Err(unknown_backend(body, extra)),
         };

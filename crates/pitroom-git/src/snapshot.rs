@@ -80,7 +80,7 @@ pub fn snapshot_excluding(
 fn write_inexact_note(git: &Git, git_dir: &Path, work_tree: &Path, index: &Path) {
     let note = inexact_note(index);
     let _ = std::fs::remove_file(&note);
-    if let Ok(paths) = crate::edges::inexact_paths(git, git_dir, work_tree) {
+    if let Ok(paths) = crate::edges::find_inexact_paths(git, git_dir, work_tree) {
         if !paths.is_empty() {
             let _ = std::fs::write(&note, nul_joined_bytes(&paths));
         }
@@ -96,7 +96,7 @@ pub fn inexact_note(index: &Path) -> PathBuf {
 }
 
 /// The paths in the note beside `index` (none when there is no note).
-pub fn inexact_paths(index: &Path) -> Vec<Vec<u8>> {
+pub fn read_inexact_note(index: &Path) -> Vec<Vec<u8>> {
     std::fs::read(inexact_note(index))
         .unwrap_or_default()
         .split(|b| *b == 0)

@@ -75,14 +75,14 @@ impl ContainmentReport {
 
 /// Set (to anything) in the environment of `pitroom run`, it turns the PID namespace off and
 /// leaves only the keeper's sweep: an escape hatch should a worker CLI misbehave inside one.
-pub const NO_PID_NAMESPACE_ENV: &str = "PITROOM_NO_PID_NAMESPACE";
+pub const NO_PID_NAMESPACE_ENV: &str = pitroom_env::PITROOM_NO_PID_NAMESPACE;
 
 /// Set (to anything but empty or `0`), Pitroom runs as on a platform without Linux's own
 /// mechanisms: no PID or user namespace (only the keeper's sweep), no private mount namespace
 /// (read runs read a checked copy, `.git` is not bound read-only), no Landlock, and the
 /// state-dir watch polls instead of using inotify. The portable test pass (`.ci/portable`)
 /// runs with it, so the paths macOS takes are proven on Linux too.
-pub const PORTABLE_ENV: &str = "PITROOM_PORTABLE";
+pub const PORTABLE_ENV: &str = pitroom_env::PITROOM_PORTABLE;
 
 /// Whether a value of [`PORTABLE_ENV`] turns the portable mode on.
 pub fn portable_value(value: Option<&std::ffi::OsStr>) -> bool {

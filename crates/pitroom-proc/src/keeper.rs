@@ -306,7 +306,7 @@ pub fn keeper_main(argv: &[OsString]) -> i32 {
             return 127;
         }
     };
-    supervise(worker, &args)
+    reap_until_exit(worker, &args)
 }
 
 /// The signals the keeper waits for instead of handling: a child's exit, and the three ways
@@ -525,7 +525,7 @@ pub(crate) fn confine_or_harden(
     }
 }
 
-fn supervise(worker: i32, args: &KeeperArgs) -> i32 {
+fn reap_until_exit(worker: i32, args: &KeeperArgs) -> i32 {
     let signals = waited_signals();
     loop {
         for (pid, status) in reap_children() {

@@ -458,7 +458,7 @@ mod tests {
     fn assert_fixture(name: &str, profile: &SeatbeltProfile) {
         let path = Path::new(FIXTURES).join(name);
         let actual = profile.annotated();
-        if std::env::var_os("PITROOM_BLESS").is_some_and(|v| v == "1") {
+        if std::env::var_os(pitroom_env::PITROOM_BLESS).is_some_and(|v| v == "1") {
             std::fs::create_dir_all(FIXTURES).unwrap();
             std::fs::write(&path, &actual).unwrap();
             return;

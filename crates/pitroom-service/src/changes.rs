@@ -2,9 +2,9 @@
 //! per run), discard, revert.
 
 use pitroom_core::exit::Exit;
-pub use pitroom_core::isolate::Allow;
 use pitroom_core::landing::{self, UnseenFile};
-use pitroom_core::{isolate, revert, RunRecord};
+pub use pitroom_core::patches::Allow;
+use pitroom_core::{patches, revert, RunRecord};
 use pitroom_workers::Mode;
 
 use crate::{ErrorKind, Service, ServiceError};
@@ -40,7 +40,7 @@ impl RunFile {
 impl Service {
     /// The run's patch with secrets redacted (the stored patch stays exact: apply and revert
     /// need it). `None` when the run changed nothing. `apply` refuses a patch whose files this
-    /// text shows redacted, or binary, unless allowed (`isolate::Allow`).
+    /// text shows redacted, or binary, unless allowed (`patches::Allow`).
     pub fn patch(&self, record: &RunRecord) -> Result<Option<String>, ServiceError> {
         Ok(self
             .run_file(record, RunFile::Patch)?
@@ -120,7 +120,7 @@ impl Service {
                 record = self.load(Some(&winner))?;
             }
         }
-        let files = isolate::apply(self.home(), &mut record, allow)?;
+        let files = patches::apply(self.home(), &mut record, allow)?;
         Ok((record, files))
     }
 
@@ -152,7 +152,7 @@ impl Service {
             error: None,
         };
         for (index, record) in pending.iter_mut().enumerate() {
-            if let Err(e) = isolate::apply(home, record, allow) {
+            if let Err(e) = patches::apply(home, record, allow) {
                 outcome.not_applied = pending[index..].iter().map(|r| r.id.clone()).collect();
                 outcome.error = Some((pending[index].id.clone(), e.into()));
                 break;
@@ -165,7 +165,7 @@ impl Service {
     /// Removes an isolated run's copy; its patch is kept.
     pub fn discard(&self, given: Option<&str>) -> Result<RunRecord, ServiceError> {
         let mut record = self.load_of_mode(given, Mode::Isolate)?;
-        isolate::discard(self.home(), &mut record)?;
+        patches::discard(self.home(), &mut record)?;
         Ok(record)
     }
 

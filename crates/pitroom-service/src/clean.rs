@@ -11,7 +11,7 @@ use crate::Service;
 /// Why `clean` keeps or removes a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum CleanDecision {
     Remove,
     KeepActive,
     KeepUnappliedPatch,
@@ -21,12 +21,12 @@ pub enum Verdict {
 
 /// What `clean` decides for one run directory. An isolated run whose patch was never applied
 /// is kept whatever its age, discarded or not: `discard` promises the patch stays.
-pub fn verdict(record: &RunRecord, cutoff_ms: i64) -> Verdict {
+pub fn clean_decision(record: &RunRecord, cutoff_ms: i64) -> CleanDecision {
     if record.state.is_active() {
-        return Verdict::KeepActive;
+        return CleanDecision::KeepActive;
     }
     if record.spec.mode == Mode::Isolate && !record.applied && !record.changes.is_empty() {
-        return Verdict::KeepUnappliedPatch;
+        return CleanDecision::KeepUnappliedPatch;
     }
     let ended = record
         .ended_at
@@ -35,9 +35,9 @@ pub fn verdict(record: &RunRecord, cutoff_ms: i64) -> Verdict {
         .parse::<jiff::Timestamp>()
         .map(|t| t.as_millisecond());
     match ended {
-        Ok(ms) if ms < cutoff_ms => Verdict::Remove,
-        Ok(_) => Verdict::KeepRecent,
-        Err(_) => Verdict::KeepUnreadable,
+        Ok(ms) if ms < cutoff_ms => CleanDecision::Remove,
+        Ok(_) => CleanDecision::KeepRecent,
+        Err(_) => CleanDecision::KeepUnreadable,
     }
 }
 
@@ -66,12 +66,12 @@ impl Service {
         let mut cleaning = Cleaning::default();
         for id in home.run_ids() {
             let v = match home.load_settled(&id) {
-                Ok(record) => verdict(&record, cutoff),
-                Err(_) => Verdict::KeepUnreadable,
+                Ok(record) => clean_decision(&record, cutoff),
+                Err(_) => CleanDecision::KeepUnreadable,
             };
             match v {
-                Verdict::Remove => cleaning.doomed.push(id),
-                Verdict::KeepUnappliedPatch => cleaning.kept_unapplied_patches.push(id),
+                CleanDecision::Remove => cleaning.doomed.push(id),
+                CleanDecision::KeepUnappliedPatch => cleaning.kept_unapplied_patches.push(id),
                 _ => {}
             }
         }
@@ -141,16 +141,16 @@ mod tests {
     #[test]
     fn clean_removes_old_finished_runs_and_keeps_recent_and_active_ones() {
         assert_eq!(
-            verdict(&record("read", "done", OLD), cutoff()),
-            Verdict::Remove
+            clean_decision(&record("read", "done", OLD), cutoff()),
+            CleanDecision::Remove
         );
         assert_eq!(
-            verdict(&record("read", "failed", "2026-07-01T00:00:00Z"), cutoff()),
-            Verdict::KeepRecent
+            clean_decision(&record("read", "failed", "2026-07-01T00:00:00Z"), cutoff()),
+            CleanDecision::KeepRecent
         );
         assert_eq!(
-            verdict(&record("write", "running", OLD), cutoff()),
-            Verdict::KeepActive
+            clean_decision(&record("write", "running", OLD), cutoff()),
+            CleanDecision::KeepActive
         );
     }
 
@@ -164,19 +164,22 @@ mod tests {
             added: Some(1),
             deleted: Some(0),
         }];
-        assert_eq!(verdict(&r, cutoff()), Verdict::KeepUnappliedPatch);
+        assert_eq!(
+            clean_decision(&r, cutoff()),
+            CleanDecision::KeepUnappliedPatch
+        );
         r.discarded = true;
         assert_eq!(
-            verdict(&r, cutoff()),
-            Verdict::KeepUnappliedPatch,
+            clean_decision(&r, cutoff()),
+            CleanDecision::KeepUnappliedPatch,
             "discard keeps the patch, so clean does too"
         );
         r.applied = true;
-        assert_eq!(verdict(&r, cutoff()), Verdict::Remove);
+        assert_eq!(clean_decision(&r, cutoff()), CleanDecision::Remove);
         // An isolated run that changed nothing has no patch to lose.
         assert_eq!(
-            verdict(&record("isolate", "done", OLD), cutoff()),
-            Verdict::Remove
+            clean_decision(&record("isolate", "done", OLD), cutoff()),
+            CleanDecision::Remove
         );
     }
 }

@@ -3,7 +3,7 @@
 
 use pitroom_core::exit::Exit;
 
-/// What kind of failure an operation met; each maps to one exit (PRODUCT.md §3).
+/// What kind of failure an operation met; each maps to one exit (`pitroom_core::exit::Exit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The request itself is wrong (exit 2).
@@ -89,9 +89,9 @@ impl From<pitroom_core::HomeError> for ServiceError {
     }
 }
 
-impl From<pitroom_core::isolate::PatchError> for ServiceError {
-    fn from(e: pitroom_core::isolate::PatchError) -> ServiceError {
-        use pitroom_core::isolate::PatchError;
+impl From<pitroom_core::patches::PatchError> for ServiceError {
+    fn from(e: pitroom_core::patches::PatchError) -> ServiceError {
+        use pitroom_core::patches::PatchError;
         let kind = match e {
             PatchError::Conflict(_) => ErrorKind::Failed,
             PatchError::Unsafe { message, hint } => {

@@ -1,4 +1,4 @@
-//! The typed event stream `watch --json` prints (PRODUCT.md §8), and the inotify-driven change
+//! The typed event stream `watch --json` prints, and the inotify-driven change
 //! wait under it and under `wait`.
 //!
 //! A supervisor publishes its record by renaming a new file into the run directory
@@ -142,7 +142,7 @@ fn is_held(record: &RunRecord) -> bool {
     record.state == RunState::Queued && record.phase == Some(pitroom_core::record::RunPhase::Held)
 }
 
-/// The events that take a follower from `before` to `record` (PRODUCT.md §8).
+/// The events that take a follower from `before` to `record`.
 pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
     let mut events = Vec::new();
     let run = record.id.clone();

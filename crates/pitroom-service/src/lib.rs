@@ -5,7 +5,7 @@
 //!
 //! - [`request`]: a request and its resolution into a `RunSpec` (flags > env > config file).
 //! - [`runs`]: start one run or a crew (foreground or background), supervise, status, wait, stop.
-//! - [`events`]: the typed `watch` event stream (PRODUCT.md §8), driven by inotify.
+//! - [`events`]: the typed `watch` event stream, driven by inotify.
 //! - [`changes`]: show a run's patch, apply (one run or a group), discard, revert.
 //! - [`ledger`]: the ledger row written when a run ends, history, stats, savings.
 

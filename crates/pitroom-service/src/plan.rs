@@ -138,7 +138,7 @@ impl Service {
             }
         }
         let note = Note {
-            time: pitroom_core::clock::now().to_string(), // a stamp: the stamping clock
+            time: pitroom_core::clock::stamp(),
             step,
             text: text.trim().to_string(),
         };

@@ -217,7 +217,7 @@ impl Service {
     ///
     /// # Safety
     /// `lock_fd` and `ticket_fd` must be descriptors handed down for exactly this run.
-    pub unsafe fn supervise(
+    pub unsafe fn run_detached(
         &self,
         id: &str,
         lock_fd: Option<i32>,

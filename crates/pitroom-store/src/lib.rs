@@ -1,4 +1,4 @@
-//! Pitroom's ledger and history (PRODUCT.md §11–§12).
+//! Pitroom's ledger and history.
 //!
 //! Every finished run becomes one row of `$PITROOM_HOME/history.sqlite`: task, worker, model,
 //! times, tokens, cost, saving, steps, answer and diff, with an FTS5 index over task, answer and

@@ -1,6 +1,7 @@
-//! `pitroom`: the command-line front end. One module per command; all printing goes through
-//! `output`; a command ends with an `Exit` (`pitroom_core::exit`) or a `CliError` (`error`),
-//! which `commands::dispatch` alone turns into the exit code.
+//! `pitroom`: the command-line front end. One module per command or family of commands
+//! (`commands/`); all printing goes through `output`; a command ends with an `Exit`
+//! (`pitroom_core::exit`) or a `CliError` (`error`), which `commands::dispatch` alone turns
+//! into the exit code.
 
 // The printer (`output`) owns stdout and stderr; the few other writers say why they may.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
@@ -24,7 +25,7 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
     // Inside a worker, `git`, the floor programs and git's `reference-transaction` hook link to
     // `pitroom-guard`; to this binary when that one is missing (the same roles, one copy).
-    if let Some(code) = pitroom_git::guard::roles::run(&args) {
+    if let Some(code) = pitroom_guard::roles::run(&args) {
         std::process::exit(code);
     }
     // `pitroom demo`'s scripted worker is this binary too, linked as `pitroom-scripted-worker`.

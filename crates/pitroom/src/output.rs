@@ -2,7 +2,8 @@
 //! error, the live progress line. This module owns stdout and stderr: commands print through
 //! [`say!`] (results, on stdout), [`tell!`] (notes for the person, on stderr), [`error`] and
 //! [`warning`]; a command's failure reaches [`error`] and [`hint`] only through
-//! `CliError::report`. The crate denies `print_stdout`/`print_stderr` everywhere else.
+//! `CliError::report`. The crate warns on `print_stdout`/`print_stderr` everywhere else (and CI
+//! denies warnings); the few other writers are separate entry points that say why they may.
 //!
 //! Every text these print is neutralised (`pitroom_core::terminal::neutralise`): a worker's
 //! answer, patch, file names or error cannot move the cursor or erase a line. Two paths print

@@ -1,6 +1,6 @@
 //! Integration tests of the `pitroom` binary: fast CLI tests on the fake worker, end-to-end
-//! tests on the real OpenCode CLI against a scripted fake model server, and process-survival
-//! tests.
+//! tests on the real worker CLIs (`suite/real_cli/`, one table entry each) against scripted
+//! fake model servers, and process-survival tests.
 
 #![allow(
     clippy::unwrap_used,

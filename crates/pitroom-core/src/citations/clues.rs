@@ -1,4 +1,4 @@
-//! The clues that pick one file among several of the same name (PRODUCT.md §10): an answer that
+//! The clues that pick one file among several of the same name: an answer that
 //! cites `app.py:1566` on a project with three `app.py` files means the one that has that many
 //! lines, defines the cited identifier there, and sits near the answer's other references.
 //!

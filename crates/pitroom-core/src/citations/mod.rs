@@ -1,4 +1,4 @@
-//! Citation checking (PRODUCT.md §10): find the `path:line` references in a worker's answer and
+//! Citation checking: find the `path:line` references in a worker's answer and
 //! check each one on disk before the answer reaches the primary agent.
 //!
 //! [`find_citations`] is a pure, hand-written scanner (`scan.rs`, with the identifiers cited

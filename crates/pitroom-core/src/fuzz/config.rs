@@ -30,15 +30,15 @@ const KNOWN: &[&str] = &[
 ];
 
 const ENV: &[&str] = &[
-    "PITROOM_WORKER",
-    "PITROOM_MODEL",
-    "PITROOM_FALLBACK",
-    "PITROOM_TIMEOUT",
-    "PITROOM_WATCHDOG",
-    "PITROOM_PRIMARY",
-    "PITROOM_PRICE",
-    "PITROOM_SANDBOX_WRITABLE",
-    "PITROOM_MAX_PARALLEL",
+    pitroom_env::PITROOM_WORKER,
+    pitroom_env::PITROOM_MODEL,
+    pitroom_env::PITROOM_FALLBACK,
+    pitroom_env::PITROOM_TIMEOUT,
+    pitroom_env::PITROOM_WATCHDOG,
+    pitroom_env::PITROOM_PRIMARY,
+    pitroom_env::PITROOM_PRICE,
+    pitroom_env::PITROOM_SANDBOX_WRITABLE,
+    pitroom_env::PITROOM_MAX_PARALLEL,
 ];
 
 /// Raw text a person (or a typo) might give as a value, for the environment and flags.
@@ -145,7 +145,7 @@ proptest! {
         std::fs::write(&path, &text).unwrap();
         let file = path.display().to_string();
         let lookup = |name: &str| {
-            if name == "PITROOM_CONFIG" {
+            if name == pitroom_env::PITROOM_CONFIG {
                 return Some(file.clone());
             }
             env.iter().rev().find(|(k, _)| *k == name).map(|(_, v)| v.clone())

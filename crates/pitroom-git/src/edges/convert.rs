@@ -188,7 +188,7 @@ pub(super) fn anything_converts(git: &Git, git_dir: &Path) -> Result<bool, GitEr
 /// conversion is judged, by its rules, without running anything: a file under a `filter`,
 /// `ident` or `working-tree-encoding` is taken to round-trip (a filter's smudge undoes its
 /// clean), since judging it would run the user's filters (git-lfs fetches) on every file.
-pub(crate) fn inexact_paths(
+pub(crate) fn find_inexact_paths(
     git: &Git,
     git_dir: &Path,
     work_tree: &Path,

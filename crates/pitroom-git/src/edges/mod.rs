@@ -23,7 +23,7 @@ mod patch;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use convert::inexact_paths;
+pub(crate) use convert::find_inexact_paths;
 use convert::*;
 pub use patch::*;
 
@@ -85,7 +85,7 @@ impl EdgeCheck {
 /// Checks `patch`, about to be applied in `direction` to the work tree at `toplevel`.
 /// `worker_tree` is the tree the worker left (an isolated run's copy): the bytes a converted
 /// file must come out as. `inexact` are the files git's conversion cannot give back as they
-/// were before the run ([`crate::inexact_paths`] of its "before" snapshot): a revert that would
+/// were before the run ([`crate::read_inexact_note`] of its "before" snapshot): a revert that would
 /// restore one is refused. Nothing is written.
 pub fn check_edges(
     toplevel: &Path,

@@ -43,7 +43,7 @@ static SESSIONS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
 /// The variable the keeper puts in its worker's environment where there is no subreaper: an
 /// orphan of the tree that left the worker's session (a tool's detached shell whose background
 /// job outlived it) still carries it, and the sweep finds it by it.
-pub(crate) const TREE_MARK_ENV: &str = "PITROOM_TREE";
+pub(crate) const TREE_MARK_ENV: &str = pitroom_env::PITROOM_TREE;
 
 /// The `PITROOM_TREE=…` entry this process marks its worker trees with.
 static MARK: std::sync::Mutex<Option<Vec<u8>>> = std::sync::Mutex::new(None);

@@ -1,8 +1,9 @@
 //! `pitroom-guard`: the small executable a worker's `git`, floor programs (`sudo`, `npm`, other
 //! agent CLIs…) and git's `reference-transaction` hook link to, so that every git call a worker
-//! makes pays for starting this, not the whole `pitroom` binary. It links `pitroom-git`'s
-//! guard and the standard library only; the roles themselves live in
-//! `pitroom_git::guard::roles`, which `pitroom` also plays when this executable is missing.
+//! makes pays for starting this, not the whole `pitroom` binary. It links the `pitroom-guard`
+//! crate (which needs only the standard library and `pitroom-env`'s names) and nothing else;
+//! the roles themselves live in `pitroom_guard::roles`, which `pitroom` also plays when this
+//! executable is missing.
 //!
 //! `main` is the C entry point (`no_main`): the standard library's start-up (its stack-overflow
 //! handler, `SIGPIPE` set to ignored, the check that fds 0–2 are open) costs ~0.1 ms per call
@@ -20,7 +21,7 @@ const USAGE: c_int = 2;
 #[no_mangle]
 extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    pitroom_git::guard::roles::run(&argv).unwrap_or_else(|| {
+    pitroom_guard::roles::run(&argv).unwrap_or_else(|| {
         eprintln!(
             "pitroom-guard: not meant to be run directly: Pitroom links a worker's `git`, its \
              floor programs and git's reference-transaction hook to it"

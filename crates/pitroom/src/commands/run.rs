@@ -148,7 +148,7 @@ fn read_task(args: &RunArgs) -> Result<String, CliError> {
 pub(super) fn supervise(args: SuperviseArgs) -> Outcome {
     let service = super::service()?;
     // SAFETY: the descriptors were handed down by `run --bg` (or `crew`) for exactly this run.
-    let record = unsafe { service.supervise(&args.id, args.lock_fd, args.ticket_fd) }?;
+    let record = unsafe { service.run_detached(&args.id, args.lock_fd, args.ticket_fd) }?;
     Ok(record.exit())
 }
 

@@ -1,5 +1,5 @@
 //! `pitroom watch`: follows runs live. For agents (`--json`), one JSON object per line, flushed
-//! at once (PRODUCT.md §8); for people, a table redrawn in place, or one line per finished run.
+//! at once; for people, a table redrawn in place, or one line per finished run.
 //! The events come from the run library's inotify-driven stream.
 
 use std::io::Write;

@@ -282,7 +282,8 @@ impl Demo {
     fn hermetic(&self, cmd: &mut Command) {
         for (key, _) in std::env::vars_os() {
             let k = key.to_string_lossy();
-            if k.starts_with("PITROOM_") || (k.starts_with("GIT_") && k != "GIT_EXEC_PATH") {
+            if k.starts_with(pitroom_env::PREFIX) || (k.starts_with("GIT_") && k != "GIT_EXEC_PATH")
+            {
                 cmd.env_remove(&key);
             }
         }
@@ -296,10 +297,10 @@ impl Demo {
     /// and none of the user's own settings for it.
     fn env(&self, cmd: &mut Command, script: Option<&Path>) {
         self.hermetic(cmd);
-        cmd.env("PITROOM_HOME", &self.state)
-            .env("PITROOM_CONFIG", &self.config);
+        cmd.env(pitroom_env::PITROOM_HOME, &self.state)
+            .env(pitroom_env::PITROOM_CONFIG, &self.config);
         let Some(real) = &self.real else {
-            cmd.env("PITROOM_OPENCODE_BIN", &self.worker);
+            cmd.env(pitroom_env::worker_bin("opencode"), &self.worker);
             if let Some(script) = script {
                 cmd.env(worker::SCRIPT_ENV, script);
             }
@@ -432,7 +433,7 @@ impl Demo {
     /// The demo's state dir, as the commands it runs see it.
     fn home(&self) -> Home {
         let state = self.state.display().to_string();
-        Home::locate(&|k: &str| (k == "PITROOM_HOME").then(|| state.clone()))
+        Home::locate(&|k: &str| (k == pitroom_env::PITROOM_HOME).then(|| state.clone()))
     }
 
     fn clean_up(&mut self) {

@@ -57,7 +57,7 @@ impl RealWorker {
 
     /// The variable that points Pitroom at the CLI.
     pub(super) fn bin_var(&self) -> String {
-        format!("PITROOM_{}_BIN", self.backend.to_ascii_uppercase())
+        pitroom_env::worker_bin(self.backend)
     }
 
     /// Writes the CLI's provider config into the demo's `config_home` (its

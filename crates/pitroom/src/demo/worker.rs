@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 /// The file name that makes this binary the scripted worker.
 pub(crate) const WORKER_NAME: &str = "pitroom-scripted-worker";
 /// The variable that names the script file.
-pub(crate) const SCRIPT_ENV: &str = "PITROOM_DEMO_SCRIPT";
+pub(crate) const SCRIPT_ENV: &str = pitroom_env::PITROOM_DEMO_SCRIPT;
 
 /// Whether `argv[0]` asks for the scripted worker.
 pub(crate) fn is_scripted_worker(argv0: Option<&OsString>) -> bool {

@@ -35,7 +35,7 @@ pub(crate) fn read_payload() -> Value {
 
 /// Whether this process runs inside a Pitroom worker (which must not be told to delegate).
 fn inside_worker() -> bool {
-    std::env::var("PITROOM_ACTIVE").as_deref() == Ok("1")
+    std::env::var(pitroom_env::PITROOM_ACTIVE).as_deref() == Ok("1")
 }
 
 /// `pitroom hook session-start`.

@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn committed_host_packages_match_the_generator() {
         let root = repo_root();
-        let rewrite = std::env::var_os("PITROOM_WRITE_PACKAGES").is_some();
+        let rewrite = std::env::var_os(pitroom_env::PITROOM_WRITE_PACKAGES).is_some();
         let mut stale = Vec::new();
         for file in files() {
             let path = root.join(&file.path);

@@ -318,7 +318,7 @@ fn worker_git_is_the_small_guard_beside_pitroom_and_refuses_commit_and_push() {
     let guard = Path::new(env!("CARGO_BIN_EXE_pitroom-guard"));
     assert_eq!(
         guard.file_name().and_then(|n| n.to_str()),
-        Some(pitroom_git::guard::env::GUARD_EXE),
+        Some(pitroom_guard::env::GUARD_EXE),
         "the binary's name is the one install_links looks for"
     );
     assert_eq!(guard.parent(), Path::new(PITROOM).parent());

@@ -1,4 +1,4 @@
-//! A read run's view of the project (PRODUCT.md §6): where the kernel offers Landlock and a
+//! A read run's view of the project: where the kernel offers Landlock and a
 //! private mount namespace, the worker reads the live tree in place, unable to write it, with
 //! every secret-looking file hidden behind an empty one; elsewhere, or when asked, a read-only
 //! copy. The record says which view the run had.

@@ -1,5 +1,5 @@
 //! Snapshot tests of what Pitroom prints: the text report of a read, a write and a failed run,
-//! `run --json`, `watch --json` (PRODUCT.md §8), `show --json` and `history --json` (§3), all on
+//! `run --json`, `watch --json`, `show --json` and `history --json`, all on
 //! the fake worker.
 //!
 //! The test environment fixes the clock and the run-id seed (`PITROOM_TIMESTAMP`,

@@ -1,7 +1,7 @@
 //! Commands that write, and the read-only forms of those that can.
 
 use super::*;
-use crate::guard::tables::{ALLOWED, BLOCKED, CONDITIONAL};
+use crate::tables::{ALLOWED, BLOCKED, CONDITIONAL};
 
 #[test]
 fn history_writers_are_blocked() {
@@ -435,7 +435,16 @@ fn every_table_command_is_known() {
         .chain(ALLOWED.iter().copied())
     {
         assert!(
-            guard.rule(name, &[], &aliases, frame).is_some(),
+            guard
+                .rule(
+                    name,
+                    &[],
+                    EvalCtx {
+                        aliases: &aliases,
+                        frame
+                    }
+                )
+                .is_some(),
             "{name} has no rule"
         );
     }

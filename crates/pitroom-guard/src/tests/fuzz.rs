@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 
 use super::*;
-use crate::guard::floor;
-use crate::guard::shim::{self, DotGit, Target};
-use crate::guard::tables::{BLOCKED, CONDITIONAL};
+use crate::floor;
+use crate::shim::{self, DotGit, Target};
+use crate::tables::{BLOCKED, CONDITIONAL};
 
 /// The argv words the unit tests use, and the shapes the guard's parsers care about: these,
 /// [`SUBCOMMANDS`], then [`SEED_WORDS_AFTER`].

@@ -1,7 +1,7 @@
 //! Odd and random argv, and the helpers that follow git's own code.
 
 use super::*;
-use crate::guard::aliases::{levenshtein, split_cmdline};
+use crate::aliases::{levenshtein, split_cmdline};
 
 #[test]
 fn odd_argv_never_panics() {

@@ -1,6 +1,6 @@
 //! Command tables: what the guard knows about each of git's commands.
 
-use super::{
+use crate::{
     CREDENTIALS, DISCARD, HISTORY, INDEX, MOVES_HEAD, PUBLISHES, REFS, REINIT, SUBMODULES,
 };
 

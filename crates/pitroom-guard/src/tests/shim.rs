@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::guard::shim::{
+use crate::shim::{
     find_git_dir, find_on_path, hook_git_dir, is_builtin, is_protected, needs_user_aliases,
     parse_alias_listing, real_git, subcommand, target, DotGit, Target, BUILTIN,
 };
@@ -244,7 +244,7 @@ fn only_words_that_are_not_gits_own_need_the_users_aliases() {
 
 #[test]
 fn every_builtin_is_one_the_guard_knows() {
-    use crate::guard::tables::{ALLOWED, BLOCKED, CONDITIONAL};
+    use crate::tables::{ALLOWED, BLOCKED, CONDITIONAL};
     let known = |w: &str| {
         BLOCKED.iter().any(|(b, _)| *b == w) || CONDITIONAL.contains(&w) || ALLOWED.contains(&w)
     };

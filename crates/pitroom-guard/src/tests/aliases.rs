@@ -336,3 +336,20 @@ fn refusal_line_names_the_subcommand_and_reason() {
     assert!(refusal_line(&[], "x").starts_with("pitroom: git is blocked"));
     assert!(refusal_line(&[String::new()], "x").starts_with("pitroom: git \"\" is blocked"));
 }
+
+#[test]
+fn a_nested_git_process_expands_its_aliases_afresh() {
+    // `for-each-repo` starts a new git process: the aliases being expanded around it do not
+    // count as a loop inside it. Here the shadowing `log` alias is judged hypothetically, and
+    // the nested `foo` → `log` → `for-each-repo foo` … chain only ends at the nesting limit,
+    // which blocks (were the outer `log` counted, the hypothetical loop would allow the call).
+    let got = decide_with(
+        &argv("log"),
+        &[("log", "for-each-repo foo"), ("foo", "log")],
+        &[],
+    );
+    assert_eq!(reason_of(&got), Some("nested too deeply"));
+    // Within one process an alias naming one already being expanded is a loop at once.
+    let got = decide_with(&argv("a"), &[("a", "b"), ("b", "a")], &[]);
+    assert_eq!(reason_of(&got), Some(ALIAS_LOOP));
+}

@@ -1,6 +1,6 @@
 //! The guard's roles as a process plays them: `git` (layer 1), git's `reference-transaction`
 //! hook (layer 2) and the floor programs (`sudo`, `npm`, other agent CLIs…), picked by
-//! `argv[0]`. This is the one impure corner of [`guard`](super): it reads the environment and
+//! `argv[0]`. This is the one impure corner of the guard: it reads the environment and
 //! the disk, prints the refusal line and `exec`s the real program.
 //!
 //! Two executables run it: the small `pitroom-guard`, which the worker's links point at when it
@@ -13,8 +13,8 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use super::shim::{self, DotGit, Target};
-use super::{decide, env, floor, refusal_line, Context, Decision};
+use crate::shim::{self, DotGit, Target};
+use crate::{decide, env, floor, refusal_line, Context, Decision};
 
 /// The exit status of a refused call.
 const REFUSED: i32 = 1;

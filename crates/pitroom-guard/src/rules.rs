@@ -1,7 +1,7 @@
 //! Per-command rules: the read-only forms of commands that can also write.
 
-use super::scan::{abbreviates, before_dashdash, scan, short_cluster, split_eq, Spec, NO_OPTIONS};
-use super::{CONFIG, DISCARD, HISTORY, INDEX, OBJECTS, PUBLISHES, REFLOG, REFS, SUBMODULES};
+use crate::scan::{abbreviates, before_dashdash, scan, short_cluster, split_eq, Spec, NO_OPTIONS};
+use crate::{CONFIG, DISCARD, HISTORY, INDEX, OBJECTS, PUBLISHES, REFLOG, REFS, SUBMODULES};
 
 /// Plain `git apply` only touches the work tree; `--index`, `--cached`, `--3way` and
 /// `--intent-to-add` touch the index. Long options may be abbreviated.

@@ -3,7 +3,7 @@
 //! The writer is `pitroom-core` (`guard_env.rs` links the shim and the hook and builds a
 //! worker's guarded environment; the engine names the worker's CLI). The reader is
 //! `pitroom-guard` (or the pitroom binary) started as `git`, as a floor program or as the
-//! `reference-transaction` hook ([`roles`](super::roles)), and the
+//! `reference-transaction` hook ([`roles`](crate::roles)), and the
 //! guard's own alias model, which reads git's config variables the writer appends to.
 
 use std::ffi::OsStr;
@@ -11,11 +11,11 @@ use std::path::PathBuf;
 
 /// Colon-separated git dirs the guard protects (the user's repository, the worker's copy).
 /// Unset means every repository is protected.
-pub const PROTECTED: &str = "PITROOM_PROTECTED";
+pub const PROTECTED: &str = pitroom_env::PITROOM_PROTECTED;
 /// The real git the shim hands allowed calls to (else the first other `git` on `PATH`).
-pub const REAL_GIT: &str = "PITROOM_REAL_GIT";
+pub const REAL_GIT: &str = pitroom_env::PITROOM_REAL_GIT;
 /// The file name of the worker's own CLI, which the floor lets run itself again.
-pub const WORKER_CLI: &str = "PITROOM_WORKER_CLI";
+pub const WORKER_CLI: &str = pitroom_env::PITROOM_WORKER_CLI;
 
 /// git's explicit repository, as the shim and the hook read it.
 pub const GIT_DIR: &str = "GIT_DIR";

@@ -1,7 +1,7 @@
-//! The floor every worker stands on, whatever its CLI (PRODUCT.md §7): no `sudo`, no publishing,
+//! The floor every worker stands on, whatever its CLI: no `sudo`, no publishing,
 //! no recursive delegation to another agent CLI. Inside a worker these programs are links to
 //! the guard's executable, first on `PATH` next to the git shim; it decides here and hands
-//! everything allowed to the real program untouched ([`roles`](super::roles)).
+//! everything allowed to the real program untouched ([`roles`](crate::roles)).
 
 /// Programs that raise privileges.
 const PRIVILEGE: &[&str] = &["sudo", "su", "doas", "pkexec"];

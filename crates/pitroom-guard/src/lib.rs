@@ -1,4 +1,10 @@
-//! Layer 1 of the worker guard: the decision behind the `git` shim.
+//! Pitroom's worker guard. Layer 1: the decision behind the `git` shim; beside it the non-git
+//! floor and the roles the guard's executables play.
+//!
+//! A crate of its own, on the standard library and `pitroom-env` (the variables' names) alone:
+//! the small `pitroom-guard` executable links it and nothing else, and starts on every git call
+//! a worker makes. It knows no other Pitroom crate; `pitroom-core` (`guard_env.rs`) writes the
+//! worker environment it reads, by the names in [`mod@env`].
 //!
 //! Inside a worker, `pitroom-guard` (or, as the fallback, the pitroom binary) is first on `PATH`
 //! under the name `git`. It hands its argv (without argv\[0\]) to [`decide`], passes the call
@@ -62,7 +68,7 @@ mod tables;
 mod tests;
 
 use aliases::Aliases;
-use eval::{Frame, Guard};
+use eval::{EvalCtx, Frame, Guard};
 use globals::{walk_globals, Walk};
 
 /// Expansions deeper than this are treated as a loop.
@@ -128,11 +134,13 @@ pub fn decide(args: &[String], ctx: &Context<'_>) -> Decision {
     let aliases = Aliases::from_context(ctx);
     guard.process(
         args,
-        &aliases,
-        Frame {
-            depth: 0,
-            top_level: true,
-            hypothetical: false,
+        EvalCtx {
+            aliases: &aliases,
+            frame: Frame {
+                depth: 0,
+                top_level: true,
+                hypothetical: false,
+            },
         },
     )
 }

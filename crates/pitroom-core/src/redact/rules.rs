@@ -1,4 +1,4 @@
-//! The secret formats redaction masks (PRODUCT.md §7), as data: one rule per credential family.
+//! The secret formats redaction masks, as data: one rule per credential family.
 //!
 //! The families and their shapes follow the high-confidence rules of gitleaks' default
 //! configuration (`config/gitleaks.toml` in github.com/gitleaks/gitleaks, MIT licence,

@@ -9,7 +9,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use super::globals::{walk_globals, Walk, VALUED};
+use crate::globals::{walk_globals, Walk, VALUED};
 
 /// Where a git call looks for its repository, as far as argv and the environment say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub fn hook_git_dir(
 }
 
 /// Whether the guard applies to a call on `git_dir` (`None`: not in a repository, or a git
-/// dir that does not exist) given the protected dirs (`None`: [`PROTECTED`](super::env::PROTECTED)
+/// dir that does not exist) given the protected dirs (`None`: [`PROTECTED`](crate::env::PROTECTED)
 /// is unset, and then everything is protected, the safe default). The caller canonicalises
 /// both sides.
 pub fn is_protected(protected: Option<&[PathBuf]>, git_dir: Option<&Path>) -> bool {
@@ -128,7 +128,7 @@ pub fn is_protected(protected: Option<&[PathBuf]>, git_dir: Option<&Path>) -> bo
     }
 }
 
-/// The subcommand after git's global options, walked as [`decide`](super::decide) walks them;
+/// The subcommand after git's global options, walked as [`decide`](crate::decide) walks them;
 /// `None` when git runs none (options only, an option that prints and exits, an option git does
 /// not know). The legacy `--help`/`-h` and `--version`/`-v` are `help` and `version`.
 pub fn subcommand(args: &[String]) -> Option<&str> {
@@ -231,7 +231,7 @@ pub fn needs_user_aliases(args: &[String]) -> bool {
 /// per line; [`parse_alias_listing`] reads its output.
 pub const ALIAS_LISTING: &[&str] = &["config", "--get-regexp", r"^alias\."];
 
-/// `alias.NAME VALUE` lines as [`Context::aliases`](super::Context::aliases) takes them.
+/// `alias.NAME VALUE` lines as [`Context::aliases`](crate::Context::aliases) takes them.
 pub fn parse_alias_listing(stdout: &str) -> Vec<(String, String)> {
     stdout
         .lines()
@@ -254,7 +254,7 @@ pub fn find_on_path(
         .find(accept)
 }
 
-/// The real git: [`REAL_GIT`](super::env::REAL_GIT) when set and not empty, else the first
+/// The real git: [`REAL_GIT`](crate::env::REAL_GIT) when set and not empty, else the first
 /// `git` along `path` that `accept` takes.
 pub fn real_git(
     real_git_env: Option<&OsStr>,

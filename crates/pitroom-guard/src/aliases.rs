@@ -1,8 +1,8 @@
 //! Aliases: where definitions come from, and how git splits them.
 
-use super::env;
-use super::globals::{env_get, push_parameter};
-use super::{Context, SIMILARITY_FLOOR};
+use crate::env;
+use crate::globals::{env_get, push_parameter};
+use crate::{Context, SIMILARITY_FLOOR};
 
 /// The config the guard can see: alias definitions, plus whether `help.autocorrect` or an
 /// include was set in argv or the environment.

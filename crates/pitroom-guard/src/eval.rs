@@ -1,17 +1,17 @@
 //! Evaluation: one git invocation, its aliases and autocorrection candidates, walked to a verdict.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
-use super::aliases::{similarity, split_cmdline, Aliases};
-use super::env;
-use super::globals::{env_get, walk_globals, Walk};
-use super::rules::{
+use crate::aliases::{similarity, split_cmdline, Aliases};
+use crate::env;
+use crate::globals::{env_get, walk_globals, Walk};
+use crate::rules::{
     apply_rule, branch_rule, clean_rule, config_rule, fetch_rule, hash_object_rule, lfs_rule,
     notes_rule, reflog_rule, remote_rule, replace_rule, submodule_rule, symbolic_ref_rule,
     tag_rule,
 };
-use super::tables::{ALLOWED, BLOCKED, COMMON, CONDITIONAL, RECENT, THIRD_PARTY};
-use super::{
+use crate::tables::{ALLOWED, BLOCKED, COMMON, CONDITIONAL, RECENT, THIRD_PARTY};
+use crate::{
     block, Decision, ALIAS_LOOP, BAD_ALIAS, CREDENTIALS, DISCARD, EMPTY_ALIAS, INCLUDES, INDEX,
     MAX_ALIAS_DEPTH, MAX_EVALUATIONS, MOVES_HEAD, REFS, SHELL_ALIAS, STASH, TOO_COMPLEX,
     TYPO_SCORE, UNKNOWN_OPTION, WORKTREES,
@@ -21,6 +21,18 @@ pub(super) struct Guard<'a> {
     pub(super) env: &'a [(String, String)],
     /// Command evaluations left; bounds the work hostile alias sets can cause.
     pub(super) budget: Cell<usize>,
+    /// The aliases being expanded in the current git process, outermost first: an expansion
+    /// that names one of them again is a loop. Pushed and popped around each expansion, and
+    /// set aside while a nested process (`for-each-repo`) is judged, which expands from scratch.
+    pub(super) expanding: RefCell<Vec<String>>,
+}
+
+/// What an evaluation carries down to the commands it reaches: the aliases in force there and
+/// where in the walk it is.
+#[derive(Clone, Copy)]
+pub(super) struct EvalCtx<'a> {
+    pub(super) aliases: &'a Aliases,
+    pub(super) frame: Frame,
 }
 
 #[derive(Clone, Copy)]
@@ -40,12 +52,20 @@ impl<'a> Guard<'a> {
         Guard {
             env,
             budget: Cell::new(MAX_EVALUATIONS),
+            expanding: RefCell::new(Vec::new()),
         }
     }
 
     /// One git process: global options, then the command.
-    pub(super) fn process(&self, words: &[String], aliases: &Aliases, frame: Frame) -> Decision {
-        let mut aliases = aliases.clone();
+    pub(super) fn process(&self, words: &[String], ctx: EvalCtx<'_>) -> Decision {
+        let outer = self.expanding.take();
+        let decision = self.process_fresh(words, ctx);
+        self.expanding.replace(outer);
+        decision
+    }
+
+    fn process_fresh(&self, words: &[String], ctx: EvalCtx<'_>) -> Decision {
+        let mut aliases = ctx.aliases.clone();
         let walk = walk_globals(words, self.env, &mut |key, value| {
             aliases.push_config(key, value)
         });
@@ -58,21 +78,15 @@ impl<'a> Guard<'a> {
             Walk::Command(i) => self.command(
                 &words[i],
                 words.get(i + 1..).unwrap_or(&[]),
-                &aliases,
-                &mut Vec::new(),
-                frame,
+                EvalCtx {
+                    aliases: &aliases,
+                    ..ctx
+                },
             ),
         }
     }
 
-    pub(super) fn command(
-        &self,
-        cmd: &str,
-        rest: &[String],
-        aliases: &Aliases,
-        stack: &mut Vec<String>,
-        frame: Frame,
-    ) -> Decision {
+    pub(super) fn command(&self, cmd: &str, rest: &[String], ctx: EvalCtx<'_>) -> Decision {
         let Some(left) = self.budget.get().checked_sub(1) else {
             return block(TOO_COMPLEX);
         };
@@ -90,7 +104,7 @@ impl<'a> Guard<'a> {
         // Rules are looked up case-insensitively: on a case-insensitive file system
         // `git COMMIT` can reach git-commit's script or binary.
         let lower = cmd.to_ascii_lowercase();
-        let rule = self.rule(&lower, rest, aliases, frame);
+        let rule = self.rule(&lower, rest, ctx);
         if rule.is_some()
             && !THIRD_PARTY.contains(&lower.as_str())
             && rest.len() == 1
@@ -102,15 +116,15 @@ impl<'a> Guard<'a> {
             return decision;
         }
         let known = rule.is_some();
-        if let Some(expansion) = aliases.lookup(cmd) {
+        if let Some(expansion) = ctx.aliases.lookup(cmd) {
             let frame = Frame {
-                hypothetical: frame.hypothetical || known,
-                ..frame
+                hypothetical: ctx.frame.hypothetical || known,
+                ..ctx.frame
             };
-            return self.alias(cmd, expansion, rest, aliases, stack, frame);
+            return self.alias(cmd, expansion, rest, EvalCtx { frame, ..ctx });
         }
-        if !known && frame.top_level {
-            return self.autocorrect(cmd, rest, aliases, stack, frame);
+        if !known && ctx.frame.top_level {
+            return self.autocorrect(cmd, rest, ctx);
         }
         Decision::Allow
     }
@@ -120,10 +134,9 @@ impl<'a> Guard<'a> {
         name: &str,
         expansion: &str,
         rest: &[String],
-        aliases: &Aliases,
-        stack: &mut Vec<String>,
-        frame: Frame,
+        ctx: EvalCtx<'_>,
     ) -> Decision {
+        let frame = ctx.frame;
         if frame.depth >= MAX_ALIAS_DEPTH {
             return block(ALIAS_LOOP);
         }
@@ -133,7 +146,7 @@ impl<'a> Guard<'a> {
         let Some(words) = split_cmdline(expansion) else {
             return block(BAD_ALIAS);
         };
-        let mut aliases = aliases.clone();
+        let mut aliases = ctx.aliases.clone();
         let walk = walk_globals(&words, self.env, &mut |key, value| {
             aliases.push_config(key, value)
         });
@@ -148,7 +161,11 @@ impl<'a> Guard<'a> {
         };
         let cmd = &words[head];
         let looped = cmd.eq_ignore_ascii_case(name)
-            || stack.iter().any(|seen| seen.eq_ignore_ascii_case(cmd));
+            || self
+                .expanding
+                .borrow()
+                .iter()
+                .any(|seen| seen.eq_ignore_ascii_case(cmd));
         if looped {
             return if frame.hypothetical {
                 Decision::Allow
@@ -158,19 +175,20 @@ impl<'a> Guard<'a> {
         }
         let mut args = words.get(head + 1..).unwrap_or(&[]).to_vec();
         args.extend_from_slice(rest);
-        stack.push(name.to_string());
+        self.expanding.borrow_mut().push(name.to_string());
         let decision = self.command(
             cmd,
             &args,
-            &aliases,
-            stack,
-            Frame {
-                depth: frame.depth + 1,
-                top_level: false,
-                ..frame
+            EvalCtx {
+                aliases: &aliases,
+                frame: Frame {
+                    depth: frame.depth + 1,
+                    top_level: false,
+                    ..frame
+                },
             },
         );
-        stack.pop();
+        self.expanding.borrow_mut().pop();
         decision
     }
 
@@ -181,14 +199,8 @@ impl<'a> Guard<'a> {
     /// guard sees, or config files are redirected (`GIT_CONFIG_GLOBAL`/`GIT_CONFIG_SYSTEM`),
     /// any such pick counts; otherwise only a near-certain typo of a blocked command does, so
     /// that `git-foo` extensions and alias names stay usable.
-    pub(super) fn autocorrect(
-        &self,
-        cmd: &str,
-        rest: &[String],
-        aliases: &Aliases,
-        stack: &mut Vec<String>,
-        frame: Frame,
-    ) -> Decision {
+    pub(super) fn autocorrect(&self, cmd: &str, rest: &[String], ctx: EvalCtx<'_>) -> Decision {
+        let aliases = ctx.aliases;
         if COMMON.iter().any(|common| common.starts_with(cmd)) {
             return Decision::Allow;
         }
@@ -215,13 +227,15 @@ impl<'a> Guard<'a> {
         if !may_autocorrect && best > TYPO_SCORE {
             return Decision::Allow;
         }
-        let frame = Frame {
-            top_level: false,
-            ..frame
+        let ctx = EvalCtx {
+            frame: Frame {
+                top_level: false,
+                ..ctx.frame
+            },
+            ..ctx
         };
         for (_, candidate) in candidates.iter().filter(|(score, _)| *score == best) {
-            if let Decision::Block { reason } = self.command(candidate, rest, aliases, stack, frame)
-            {
+            if let Decision::Block { reason } = self.command(candidate, rest, ctx) {
                 return block(format!("may autocorrect to {candidate} ({reason})"));
             }
         }
@@ -229,13 +243,7 @@ impl<'a> Guard<'a> {
     }
 
     /// The verdict on one of the commands in the tables; `None` when the command is unknown.
-    pub(super) fn rule(
-        &self,
-        name: &str,
-        rest: &[String],
-        aliases: &Aliases,
-        frame: Frame,
-    ) -> Option<Decision> {
+    pub(super) fn rule(&self, name: &str, rest: &[String], ctx: EvalCtx<'_>) -> Option<Decision> {
         if let Some((_, reason)) = BLOCKED.iter().find(|(blocked, _)| *blocked == name) {
             return Some(block(*reason));
         }
@@ -252,7 +260,7 @@ impl<'a> Guard<'a> {
             "clean" => clean_rule(rest),
             "config" => config_rule(rest),
             "fetch" => fetch_rule(rest),
-            "for-each-repo" => return Some(self.for_each_repo(rest, aliases, frame)),
+            "for-each-repo" => return Some(self.for_each_repo(rest, ctx)),
             "hash-object" => hash_object_rule(rest),
             "lfs" => lfs_rule(rest),
             "notes" => notes_rule(rest),
@@ -280,12 +288,8 @@ impl<'a> Guard<'a> {
 
     /// `git for-each-repo [--config=<key>] [--keep-going] [--] <git args>` runs
     /// `git -C <repo> <git args>` for each repository: judge those args.
-    pub(super) fn for_each_repo(
-        &self,
-        rest: &[String],
-        aliases: &Aliases,
-        frame: Frame,
-    ) -> Decision {
+    pub(super) fn for_each_repo(&self, rest: &[String], ctx: EvalCtx<'_>) -> Decision {
+        let frame = ctx.frame;
         let mut i = 0;
         while let Some(arg) = rest.get(i) {
             match arg.as_str() {
@@ -309,11 +313,13 @@ impl<'a> Guard<'a> {
         }
         self.process(
             inner,
-            aliases,
-            Frame {
-                depth: frame.depth + 1,
-                top_level: true,
-                ..frame
+            EvalCtx {
+                frame: Frame {
+                    depth: frame.depth + 1,
+                    top_level: true,
+                    ..frame
+                },
+                ..ctx
             },
         )
     }

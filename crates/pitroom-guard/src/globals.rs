@@ -1,6 +1,6 @@
 //! Global options (git.c's `handle_options`).
 
-use super::scan::split_eq;
+use crate::scan::split_eq;
 
 pub(super) enum Walk {
     /// The subcommand is at this index.
