@@ -464,7 +464,7 @@ pub struct RunRecord {
     #[serde(skip)]
     pub unsaved: Option<String>,
     pub receipt: Option<Receipt>,
-    /// Citation check of the answer (PRODUCT.md §10).
+    /// Citation check of the answer (`crate::citations`).
     pub refs: Option<Refs>,
     /// The answer's claims held against the record (`crate::claims`): a read run that called no
     /// tool, cited files no tool call read, a `FILES CHANGED:` line the diff disagrees with.
@@ -498,7 +498,7 @@ pub struct RunRecord {
     pub safety: Option<Safety>,
 }
 
-/// How a read run's worker saw the project (PRODUCT.md §6).
+/// How a read run's worker saw the project (docs/safety.md, "Read runs in place").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadView {
@@ -618,7 +618,7 @@ impl RunRecord {
         }
     }
 
-    /// How a process that carried out (or waits for) this run ends (PRODUCT.md §3).
+    /// How a process that carried out (or waits for) this run ends (the exit codes of `crate::exit`).
     pub fn exit(&self) -> Exit {
         match self.state {
             RunState::Queued | RunState::Running => Exit::StillRunning,

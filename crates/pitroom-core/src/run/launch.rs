@@ -170,7 +170,8 @@ impl Engine {
             )));
         }
         let state_before = tree_bytes(&req.dirs.shared);
-        let ending = self.supervise(record, run_dir, &spec, adapter, interrupt, stream, observer);
+        let ending =
+            self.stream_attempt(record, run_dir, &spec, adapter, interrupt, stream, observer);
         note_sandbox(record, run_dir, spec.sandbox.is_some());
         note_state_growth(record, &req.dirs.shared, state_before);
         if record.reported_model.is_none() {
@@ -456,7 +457,7 @@ pub(super) fn worker_env(
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
         .collect();
     let floor = [
-        ("PITROOM_ACTIVE", "1"),
+        (pitroom_env::PITROOM_ACTIVE, "1"),
         ("GIT_TERMINAL_PROMPT", "0"),
         ("GIT_PAGER", "cat"),
         ("PAGER", "cat"),

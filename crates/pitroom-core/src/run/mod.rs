@@ -1,4 +1,4 @@
-//! The life cycle of one run (PRODUCT.md §4). This file reads in the order a run lives; each
+//! The life cycle of one run (docs/architecture.md). This file reads in the order a run lives; each
 //! stage has its own file:
 //!
 //! 1. prepare ([`Engine::prepare`], here): refuse early, create the record, take the writer
@@ -143,10 +143,10 @@ pub const STOP_REQUESTED: &str = "stop-requested";
 /// The environment variable that chooses a read run's view: `copy` keeps a read-only copy even
 /// where the kernel allows reading the live tree in place; anything else (or unset) lets
 /// Pitroom choose (docs/configuration.md).
-pub const READ_VIEW_ENV: &str = "PITROOM_READ_VIEW";
+pub const READ_VIEW_ENV: &str = pitroom_env::PITROOM_READ_VIEW;
 
 /// The environment variable that turns layer 3 (Landlock) off when set to `off`.
-pub const LANDLOCK_ENV: &str = "PITROOM_LANDLOCK";
+pub const LANDLOCK_ENV: &str = pitroom_env::PITROOM_LANDLOCK;
 
 /// The internal subcommand that runs a background supervisor.
 pub const SUPERVISE_SUBCOMMAND: &str = "__supervise";
@@ -198,7 +198,7 @@ impl Engine {
     /// the worker and its CLI, the directory and its repository — done once for a crew whose
     /// runs differ only in their tasks ([`Engine::create`] then makes each run).
     pub fn check(&self, spec: &RunSpec) -> Result<Checked, EngineError> {
-        if self.env_var("PITROOM_ACTIVE").as_deref() == Some("1") {
+        if self.env_var(pitroom_env::PITROOM_ACTIVE).as_deref() == Some("1") {
             return Err(EngineError::Refused(
                 "refusing to delegate from inside a Pitroom worker (PITROOM_ACTIVE=1)".into(),
             ));
@@ -393,7 +393,7 @@ impl Engine {
         // The timeout counts from here: tree, worker, finishing and --verify alike.
         interrupt.start_deadline(Duration::from_secs_f64(record.spec.timeout_secs));
         record.state = RunState::Running;
-        record.started_at = Some(crate::clock::now().to_string()); // a stamp: the stamping clock
+        record.started_at = Some(crate::clock::stamp());
         self.enter(record, RunPhase::Tree)?;
         let started = Instant::now();
 
@@ -466,7 +466,7 @@ impl Engine {
         interrupt: &mut Interrupt,
     ) {
         record.duration_ms = Some(started.elapsed().as_millis() as u64);
-        record.ended_at = Some(crate::clock::now().to_string()); // a stamp: the stamping clock
+        record.ended_at = Some(crate::clock::stamp());
         if matches!(
             last.ending,
             stream::Ending::Stopped | stream::Ending::TimedOut

@@ -1,4 +1,4 @@
-//! Paths a person reads are project paths (PRODUCT.md): a worker in a read copy names files
+//! Paths a person reads are project paths: a worker in a read copy names files
 //! under the copy, and this turns them back into the project's, in its steps, its answer and
 //! its citations. Also where the answer's `path:line` citations are checked.
 
@@ -100,7 +100,7 @@ pub(super) fn display_roots(tree: &TreeSetup) -> Vec<String> {
     roots
 }
 
-/// `read /state/snapshots/d4ae…/src/calc.py` → `read src/calc.py` (PRODUCT.md: paths a person
+/// `read /state/snapshots/d4ae…/src/calc.py` → `read src/calc.py` (paths a person
 /// reads are project paths).
 pub(super) fn project_relative(text: &str, roots: &[String]) -> String {
     let mut out = text.to_string();

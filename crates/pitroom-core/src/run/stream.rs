@@ -53,7 +53,7 @@ impl Engine {
         clippy::too_many_arguments,
         reason = "an attempt's context travels as arguments until it has a type of its own"
     )]
-    pub(super) fn supervise(
+    pub(super) fn stream_attempt(
         &self,
         record: &mut RunRecord,
         run_dir: &Path,

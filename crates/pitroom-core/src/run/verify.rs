@@ -126,7 +126,7 @@ impl Engine {
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect();
         for (k, v) in [
-            ("PITROOM_ACTIVE", OsString::from("1")),
+            (pitroom_env::PITROOM_ACTIVE, OsString::from("1")),
             ("TMPDIR", dirs.tmp.into_os_string()),
             ("XDG_CACHE_HOME", dirs.cache.into_os_string()),
         ] {
