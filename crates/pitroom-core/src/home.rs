@@ -250,15 +250,33 @@ impl Home {
         let mut record = self.load(id)?;
         if record.state.is_active() && !supervisor_alive(self, &record) {
             record.state = RunState::Failed;
-            record.error = Some(
+            let mut error =
                 "the supervising pitroom process exited unexpectedly; the run did not finish"
-                    .into(),
-            );
+                    .to_string();
+            let swept = self.sweep_orphans_of(id);
+            if swept > 0 {
+                error.push_str(&format!(
+                    "; {swept} worker process(es) it left were ended now"
+                ));
+            }
+            record.error = Some(error);
             record.ended_at = Some(crate::clock::stamp());
             let path = self.record_path(id);
             record.write(&path).map_err(self.io(&path))?;
         }
         Ok(record)
+    }
+}
+
+impl Home {
+    /// Where only the keeper's sweep held a run's worker tree (no PID namespace) and its
+    /// supervisor and keeper died together, the tree's processes live on, marked: ends them by
+    /// the mark the keeper recorded. Returns how many it ended.
+    fn sweep_orphans_of(&self, id: &str) -> usize {
+        let report = self.run_dir(id).join("containment.json");
+        pitroom_proc::ContainmentReport::read(&report)
+            .and_then(|r| r.tree_mark)
+            .map_or(0, |mark| pitroom_proc::sweep_marked_orphans(&mark))
     }
 }
 

@@ -49,6 +49,11 @@ pub struct ContainmentReport {
     /// Why the stronger mechanism (or the private `/proc`) is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Where only the sweep holds the tree: the `PITROOM_TREE` mark its processes carry, by
+    /// which the next Pitroom command that finds the run's supervisor and keeper dead ends
+    /// what they left ([`crate::sweep_marked_orphans`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_mark: Option<String>,
 }
 
 impl ContainmentReport {
@@ -57,6 +62,7 @@ impl ContainmentReport {
             mechanism: Mechanism::ProcessSweep,
             own_proc: false,
             reason: Some(reason.into()),
+            tree_mark: None,
         }
     }
 
@@ -238,6 +244,7 @@ mod tests {
             mechanism: Mechanism::PidNamespace,
             own_proc: true,
             reason: None,
+            tree_mark: None,
         };
         let json = serde_json::to_string(&report).expect("serialises");
         assert_eq!(json, r#"{"mechanism":"pid_namespace","own_proc":true}"#);

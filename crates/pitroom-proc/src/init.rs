@@ -106,6 +106,7 @@ pub fn init_main(argv: &[OsString]) -> i32 {
         mechanism: Mechanism::PidNamespace,
         own_proc: own_proc.is_ok(),
         reason: own_proc.err(),
+        tree_mark: None,
     };
     if let Some(file) = report_file.as_mut() {
         if let Err(e) = report.write_to(file) {

@@ -357,7 +357,11 @@ fn start_worker(args: &KeeperArgs, rights: Result<(), String>) -> std::io::Resul
     match rights.and_then(|()| new_pid_namespace_for_children()) {
         Ok(()) => start_init(args, stdin, stderr),
         Err(reason) => {
-            write_containment(args, &ContainmentReport::sweep(reason));
+            let report = ContainmentReport {
+                tree_mark: crate::platform::tree_mark(),
+                ..ContainmentReport::sweep(reason)
+            };
+            write_containment(args, &report);
             start_unnamespaced(args, stdin, stderr)
         }
     }

@@ -42,8 +42,8 @@ pub use landlock::{
 };
 pub use notify::desktop_notification;
 pub use tree::{
-    descendants, is_running, process_start_time, terminate_descendants, terminate_exact,
-    worker_tree_holder,
+    descendants, is_running, process_start_time, sweep_marked_orphans, terminate_descendants,
+    terminate_exact, worker_tree_holder,
 };
 
 /// Makes this process the subreaper of everything it starts (Linux: orphans of its tree come

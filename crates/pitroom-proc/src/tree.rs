@@ -105,6 +105,39 @@ pub fn terminate_exact(pid: i32, start: u64) {
     signal_exact(ProcId { pid, start }, Signal::SIGTERM);
 }
 
+/// Ends what a dead keeper's worker tree left behind, where only the sweep held it (no PID
+/// namespace): every process of this user that carries the tree's `PITROOM_TREE` mark (see
+/// [`crate::ContainmentReport::tree_mark`]). Nothing is done while the keeper that made the mark
+/// (`<pid>-<start>`) still runs: its own sweep is on the way. Returns how many were killed.
+pub fn sweep_marked_orphans(mark: &str) -> usize {
+    let keeper = mark
+        .split_once('-')
+        .and_then(|(pid, start)| Some((pid.parse::<i32>().ok()?, start.parse::<u64>().ok()?)));
+    let Some((keeper_pid, keeper_start)) = keeper else {
+        return 0;
+    };
+    if platform::proc_stat(keeper_pid).is_some_and(|s| s.start == keeper_start && !s.zombie) {
+        return 0;
+    }
+    let entry = format!("{}={mark}", crate::platform::TREE_MARK_ENV).into_bytes();
+    let me = std::process::id() as i32;
+    let marked: Vec<ProcId> = crate::platform::all_pids()
+        .into_iter()
+        .filter(|pid| *pid != me && crate::platform::env_has(*pid, &entry))
+        .filter_map(|pid| {
+            let stat = platform::proc_stat(pid).filter(|s| !s.zombie)?;
+            Some(ProcId {
+                pid,
+                start: stat.start,
+            })
+        })
+        .collect();
+    for proc in &marked {
+        signal_exact(*proc, Signal::SIGKILL);
+    }
+    marked.len()
+}
+
 /// Reaps every exited child of this process without blocking; returns `(pid, status)` pairs.
 pub(crate) fn reap_children() -> Vec<(i32, WaitStatus)> {
     let mut reaped = Vec::new();

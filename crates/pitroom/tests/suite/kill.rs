@@ -241,3 +241,72 @@ fn without_a_pid_namespace_the_record_and_a_warning_say_only_the_sweep_held() {
         "{r:#}"
     );
 }
+
+#[test]
+fn without_a_pid_namespace_the_next_command_ends_what_a_sigkill_of_every_pitroom_process_left() {
+    // The portable path (macOS's): no PID namespace and no subreaper, so once supervisors and
+    // keepers are SIGKILLed together nothing is left to end the worker trees; they carry the
+    // keeper's PITROOM_TREE mark, recorded in each run's containment report, and the next
+    // command that finds the supervisors dead ends them by it.
+    let marker = "sleep 281.9";
+    let mut env = fake_env(json!([
+        {"spawn_bg": format!("{marker} & exec {marker}")},
+        {"step": {"input": 5, "output": 1}},
+        {"sleep_ms": 60000}
+    ]));
+    env.set("PITROOM_PORTABLE", "1");
+    let dir = env.dir("plain");
+    let out = env.run_expecting(&dir, &["crew", "-g", "orphans", "-t", "120s", "a", "b"], 0);
+    let state = env.state.display().to_string();
+    let sleeps = || {
+        let ours = processes_with_env(&state);
+        processes_with_cmdline(marker)
+            .into_iter()
+            .filter(|pid| ours.contains(pid))
+            .count()
+    };
+    assert!(
+        eventually(Duration::from_secs(60), || sleeps() >= 4),
+        "both workers left their shapes behind: {} sleeps",
+        sleeps()
+    );
+    for id in ids(&out) {
+        let report = env.state.join("runs").join(&id).join("containment.json");
+        let containment: Value =
+            serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("parses");
+        assert_eq!(containment["mechanism"], "process_sweep", "{containment}");
+        assert!(containment["tree_mark"].is_string(), "{containment}");
+    }
+    for pid in pitroom_processes(&state) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || pitroom_processes(&state)
+            .is_empty()),
+        "the supervisors and keepers are gone"
+    );
+    assert!(
+        sleeps() >= 4,
+        "nothing ended the trees yet: {} sleeps",
+        sleeps()
+    );
+
+    // The next command settles the runs, and ends what their trees left.
+    env.run(&dir, &["status", "-g", "orphans"]);
+    assert!(
+        eventually(Duration::from_secs(10), || processes_with_env(&state)
+            .is_empty()),
+        "survivors after the next command: {:?}",
+        processes_with_env(&state)
+    );
+    for id in ids(&out) {
+        let r = show(&env, &dir, &id);
+        assert_eq!(r["state"], "failed", "{r:#}");
+        assert!(
+            r["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("were ended now")),
+            "{r:#}"
+        );
+    }
+}
