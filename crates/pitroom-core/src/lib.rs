@@ -35,6 +35,7 @@ pub mod slots;
 pub mod target;
 pub mod terminal;
 pub mod verdict;
+mod worker_adapter;
 
 /// The non-git floor lives beside the git guard's rules; this path is kept for callers.
 pub use pitroom_git::guard::floor;
