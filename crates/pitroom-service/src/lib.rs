@@ -9,6 +9,7 @@
 //! - [`changes`]: show a run's patch, apply (one run or a group), discard, revert.
 //! - [`ledger`]: the ledger row written when a run ends; the history (search, stats, savings).
 //! - [`info`]: models, cooldowns, settings, whether a run may be discarded.
+//! - [`probe`]: a real read run through each worker (`doctor --probe`).
 //!
 //! Front ends depend on this crate alone among Pitroom's: the types they name and render are
 //! re-exported here; what they do with them are methods of [`Service`].
@@ -21,6 +22,7 @@ pub mod events;
 pub mod info;
 pub mod ledger;
 pub mod plan;
+pub mod probe;
 pub mod process;
 pub mod request;
 pub mod review;
@@ -47,7 +49,9 @@ pub use pitroom_core::cooldown::{Cooldowns, Cooling};
 pub use pitroom_core::exit::Exit;
 pub use pitroom_core::redact::Redactor;
 pub use pitroom_core::target::Target;
-pub use pitroom_core::{clock, fs_watch, report, terminal, Home, RunRecord, RunSpec, RunState};
+pub use pitroom_core::{
+    clock, fs_watch, report, terminal, Home, Observer, RunRecord, RunSpec, RunState,
+};
 pub use pitroom_store::{Filter, Hit, ImportReport, ModelSavings, Savings, Since, WorkerStats};
 pub use pitroom_workers::{Mode, ModelInfo, ToolOutcome, WorkerEvent};
 
