@@ -34,6 +34,7 @@ pub mod slots;
 pub mod target;
 pub mod terminal;
 pub mod verdict;
+mod worker_adapter;
 
 pub use home::{Home, HomeError};
 pub use record::{Attempt, RunRecord, RunSpec, RunState};

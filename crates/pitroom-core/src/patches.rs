@@ -177,14 +177,45 @@ pub(crate) fn describe(problems: &[pitroom_git::EdgeProblem]) -> (String, String
     (lines.join("\n"), hints.join("\n"))
 }
 
+/// Why run `record`'s copy cannot be discarded now, if it cannot: the one rule every front end
+/// asks (the dashboard's button, `pitroom discard`, MCP). A copy counts only when it is a
+/// directory strictly inside `$PITROOM_HOME/copies`, the only place `discard` removes from: a
+/// copy recorded anywhere else would be marked discarded while staying on disk.
+pub fn discard_refusal(home: &Home, record: &RunRecord) -> Option<String> {
+    let id = &record.id;
+    if record.spec.mode != Mode::Isolate {
+        return Some(format!(
+            "run {id} is a {} run: only an isolated run (-i) has a copy to discard",
+            record.spec.mode.as_str()
+        ));
+    }
+    if record.state.is_active() {
+        return Some(format!(
+            "run {id} is still {}; stop it first",
+            record.state.as_str()
+        ));
+    }
+    if record.applied {
+        return Some(format!(
+            "run {id}'s patch was applied and its copy already removed"
+        ));
+    }
+    let copy_left = record
+        .copy
+        .as_deref()
+        .is_some_and(|c| c.is_dir() && is_inside(c, &home.copies()));
+    if record.discarded || !copy_left {
+        return Some(format!(
+            "run {id}'s copy is already gone (its patch is kept)"
+        ));
+    }
+    None
+}
+
 /// Removes an isolated run's copy and keeps its patch.
 pub fn discard(home: &Home, record: &mut RunRecord) -> Result<(), PatchError> {
-    require_isolated(record)?;
-    if record.discarded || record.copy.as_deref().is_none_or(|c| !c.exists()) {
-        return Err(PatchError::Refused(format!(
-            "run {} has no copy left to discard (applied or discarded already)",
-            record.id
-        )));
+    if let Some(why) = discard_refusal(home, record) {
+        return Err(PatchError::Refused(why));
     }
     remove_copy(home, record);
     record.discarded = true;
@@ -224,5 +255,86 @@ mod tests {
         assert!(!is_inside(home.path(), &copies));
         assert!(!is_inside(&copies.join("run1/../.."), &copies));
         assert!(!is_inside(Path::new("/"), &copies));
+    }
+
+    /// A finished isolated run of `home` whose copy is recorded at `copy`.
+    fn isolated_run(home: &Home, copy: &Path) -> RunRecord {
+        let spec = crate::RunSpec::new("task", Mode::Isolate, "opencode", home.root.clone());
+        let mut record = RunRecord::new("r1".into(), spec, "2026-01-01T00:00:00Z".into());
+        record.state = crate::RunState::Done;
+        record.copy = Some(copy.to_path_buf());
+        record
+    }
+
+    #[test]
+    fn a_copy_inside_the_copies_dir_may_be_discarded_and_each_refusal_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: dir.path().to_path_buf(),
+        };
+        let copy = home.copies().join("r1");
+        std::fs::create_dir_all(&copy).unwrap();
+        let mut record = isolated_run(&home, &copy);
+        assert_eq!(discard_refusal(&home, &record), None);
+
+        record.spec.mode = Mode::Read;
+        let why = discard_refusal(&home, &record).unwrap();
+        assert_eq!(
+            why,
+            "run r1 is a read run: only an isolated run (-i) has a copy to discard"
+        );
+        record.spec.mode = Mode::Isolate;
+        record.state = crate::RunState::Running;
+        assert_eq!(
+            discard_refusal(&home, &record).unwrap(),
+            "run r1 is still running; stop it first"
+        );
+        record.state = crate::RunState::Done;
+        record.applied = true;
+        assert_eq!(
+            discard_refusal(&home, &record).unwrap(),
+            "run r1's patch was applied and its copy already removed"
+        );
+        record.applied = false;
+        record.discarded = true;
+        assert_eq!(
+            discard_refusal(&home, &record).unwrap(),
+            "run r1's copy is already gone (its patch is kept)"
+        );
+    }
+
+    /// Where the dashboard and `discard` used to disagree: `discard` took any existing copy
+    /// (and, finding it outside `copies/`, marked it discarded while leaving it on disk); the
+    /// dashboard compared paths as written, so `copies/r1/../..` or `copies` itself passed.
+    #[test]
+    fn a_copy_outside_the_copies_dir_is_never_discarded_nor_marked_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home {
+            root: dir.path().to_path_buf(),
+        };
+        std::fs::create_dir_all(home.copies().join("r1")).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        for copy in [
+            elsewhere.clone(),
+            home.copies(),
+            home.copies().join("r1/../.."),
+        ] {
+            let mut record = isolated_run(&home, &copy);
+            assert_eq!(
+                discard_refusal(&home, &record).as_deref(),
+                Some("run r1's copy is already gone (its patch is kept)"),
+                "{}",
+                copy.display()
+            );
+            let refused = discard(&home, &mut record);
+            assert!(
+                matches!(refused, Err(PatchError::Refused(_))),
+                "{}",
+                copy.display()
+            );
+            assert!(!record.discarded, "{}", copy.display());
+            assert!(copy.is_dir(), "{} was removed", copy.display());
+        }
     }
 }

@@ -12,9 +12,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use pitroom_core::RunState;
-use pitroom_service::{ErrorKind, Selector};
-use pitroom_workers::Mode;
+use pitroom_service::{ErrorKind, RunRecord, RunState, Selector};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -101,7 +99,7 @@ fn live_snapshot(shared: &Shared) -> Value {
     let home = shared.service.home();
     let ids = home.run_ids();
     let mut chosen: Vec<String> = ids.iter().rev().take(LIVE_LIMIT).cloned().collect();
-    let mut records: Vec<pitroom_core::RunRecord> = chosen
+    let mut records: Vec<RunRecord> = chosen
         .iter()
         .filter_map(|id| home.load_settled(id).ok())
         .collect();
@@ -121,7 +119,7 @@ fn live_snapshot(shared: &Shared) -> Value {
     }
     let cards: Vec<Value> = records
         .iter()
-        .map(|r| view::card(home, r, &shared.redactors.for_record(r)))
+        .map(|r| view::card(&shared.service, r, &shared.redactors.for_record(r)))
         .collect();
     json!({ "feed": position, "cards": cards, "total": ids.len() })
 }
@@ -139,7 +137,7 @@ fn no_run(id: &str) -> (StatusCode, String) {
     )
 }
 
-fn load(shared: &Shared, id: &str) -> Result<pitroom_core::RunRecord, (StatusCode, String)> {
+fn load(shared: &Shared, id: &str) -> Result<RunRecord, (StatusCode, String)> {
     let home = shared.service.home();
     view::existing_run(home, id).ok_or_else(|| no_run(id))?;
     home.load_settled(id).map_err(|e| {
@@ -157,7 +155,13 @@ fn run_detail(shared: &Shared, id: &str) -> Answer {
     let timeline = steps::timeline(&record, &home.run_dir(id).join("events.jsonl"));
     // The service's patch is already redacted; a missing or unreadable one shows as none.
     let patch = shared.service.patch(&record).ok().flatten();
-    Ok(view::detail(home, &record, &redactor, timeline, patch))
+    Ok(view::detail(
+        &shared.service,
+        &record,
+        &redactor,
+        timeline,
+        patch,
+    ))
 }
 
 pub async fn stop(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
@@ -186,53 +190,22 @@ fn stop_run(shared: &Shared, id: &str) -> Answer {
     }
     let record = load(shared, id)?;
     let redactor = shared.redactors.for_record(&record);
-    Ok(json!({ "id": id, "card": view::card(shared.service.home(), &record, &redactor) }))
+    Ok(json!({ "id": id, "card": view::card(&shared.service, &record, &redactor) }))
 }
 
 pub async fn discard(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     blocking(&shared, move |s| discard_run(s, &id)).await
 }
 
-/// Why a run's copy cannot be discarded now, if it cannot.
-fn why_not_discardable(home: &pitroom_core::Home, r: &pitroom_core::RunRecord) -> Option<String> {
-    let id = &r.id;
-    if r.spec.mode != Mode::Isolate {
-        return Some(format!(
-            "run {id} is a {} run: only an isolated run (-i) has a copy to discard",
-            r.spec.mode.as_str()
-        ));
-    }
-    if r.state.is_active() {
-        return Some(format!(
-            "run {id} is still {}; stop it first",
-            r.state.as_str()
-        ));
-    }
-    if r.applied {
-        return Some(format!(
-            "run {id}'s patch was applied and its copy already removed"
-        ));
-    }
-    if r.discarded || !view::copy_exists(home, r) {
-        return Some(format!(
-            "run {id}'s copy is already gone (its patch is kept)"
-        ));
-    }
-    None
-}
-
 fn discard_run(shared: &Shared, id: &str) -> Answer {
-    let record = load(shared, id)?;
-    let home = shared.service.home();
-    if let Some(why) = why_not_discardable(home, &record) {
-        return Err(conflict(why));
-    }
+    load(shared, id)?;
+    // `discard` refuses by the library's one rule (`Service::can_discard`), with its reason.
     let record = shared
         .service
         .discard(Some(id))
         .map_err(|e| conflict(e.message))?;
     let redactor = shared.redactors.for_record(&record);
-    Ok(json!({ "id": id, "card": view::card(home, &record, &redactor) }))
+    Ok(json!({ "id": id, "card": view::card(&shared.service, &record, &redactor) }))
 }
 
 /// `/api/history` parameters; empty ones count as absent.

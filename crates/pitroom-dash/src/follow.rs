@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pitroom_core::fs_watch::{Interest, Watch, WatchId};
+use pitroom_service::fs_watch::{Interest, Watch, WatchId};
 
 use crate::server::Shared;
 
@@ -198,7 +198,7 @@ impl Follower {
             self.active.remove(id);
         }
         let redactor = self.shared.redactors.for_record(&record);
-        let json = crate::view::card(home, &record, &redactor).to_string();
+        let json = crate::view::card(&self.shared.service, &record, &redactor).to_string();
         if self.cards.get(id) == Some(&json) {
             return;
         }

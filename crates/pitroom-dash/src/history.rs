@@ -1,11 +1,10 @@
-//! History (full-text search with filters and paging) and Stats, from the ledger
-//! (`pitroom_store`) the run library opens.
+//! History (full-text search with filters and paging) and Stats, from the history the run
+//! library opens (`Service::history`).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use axum::http::StatusCode;
-use pitroom_core::redact::Redactor;
-use pitroom_store::{median, parse_since, Filter, Hit, Since, Store};
+use pitroom_service::{Filter, History, Hit, Redactor, ServiceError, Since};
 use serde_json::{json, Value};
 
 use crate::api::{is_state, HistoryQuery};
@@ -16,8 +15,6 @@ use crate::view::redact_value;
 pub const PAGE_SIZE: usize = 25;
 /// How many rows a group filter looks through (the ledger has no group filter of its own).
 const GROUP_SCAN: usize = 20_000;
-/// How many rows the per-day chart reads.
-const DAY_SCAN: usize = 200_000;
 
 type Answer = Result<Value, (StatusCode, String)>;
 
@@ -29,15 +26,15 @@ fn bad(message: String) -> (StatusCode, String) {
 /// on first use.
 fn with_store<T>(
     shared: &Shared,
-    work: impl FnOnce(&Store) -> Result<T, pitroom_store::StoreError>,
+    work: impl FnOnce(&History) -> Result<T, ServiceError>,
 ) -> Result<T, (StatusCode, String)> {
-    let mut slot = shared.store.lock().unwrap_or_else(|p| p.into_inner());
+    let mut slot = shared.history.lock().unwrap_or_else(|p| p.into_inner());
     if slot.is_none() {
-        let (store, _notes) = shared
+        let (history, _notes) = shared
             .service
-            .history_store()
+            .history()
             .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.message))?;
-        *slot = Some(store);
+        *slot = Some(history);
     }
     let store = slot.as_ref().ok_or((
         StatusCode::SERVICE_UNAVAILABLE,
@@ -46,7 +43,10 @@ fn with_store<T>(
     work(store).map_err(|e| {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("{e}; pitroom history import rebuilds it from the run directories"),
+            format!(
+                "{}; pitroom history import rebuilds it from the run directories",
+                e.message
+            ),
         )
     })
 }
@@ -60,8 +60,7 @@ fn given(value: &Option<String>) -> Option<String> {
 }
 
 fn since(text: Option<&str>, default: &str) -> Result<Since, (StatusCode, String)> {
-    // A window over stamped records: the stamping clock, so a fixed clock's runs are recent.
-    parse_since(text.unwrap_or(default), pitroom_core::clock::now()).map_err(bad)
+    pitroom_service::ledger::since(text.unwrap_or(default)).map_err(bad)
 }
 
 /// The ledger's model filter takes a model, a backend or `backend:model`.
@@ -174,66 +173,15 @@ pub fn stats(shared: &Shared, since_text: Option<&str>) -> Answer {
     let since = since(since_text.filter(|s| !s.trim().is_empty()), "30d")?;
     let workers = with_store(shared, |store| store.stats(&since))?;
     let savings = with_store(shared, |store| store.savings(&since))?;
-    let hits = with_store(shared, |store| {
-        store.search(&Filter {
-            since: since.clone(),
-            limit: DAY_SCAN,
-            ..Filter::default()
-        })
-    })?;
+    let days = with_store(shared, |store| store.days(&since))?;
     let mut out = json!({
         "since": since.label,
         "workers": workers,
         "savings": savings,
-        "days": per_day(&hits),
+        "days": days,
     });
     redact_value(&mut out, &Redactor::new(Vec::new()));
     Ok(out)
-}
-
-#[derive(Default)]
-struct Day {
-    runs: u64,
-    done: u64,
-    failed: u64,
-    tokens: u64,
-    cost: f64,
-    saved: f64,
-    times: Vec<u64>,
-}
-
-/// Per UTC day: runs (done and not), tokens, cost, saving and median time.
-fn per_day(hits: &[Hit]) -> Vec<Value> {
-    let mut days: BTreeMap<&str, Day> = BTreeMap::new();
-    for h in hits.iter().filter(|h| h.started_at.len() >= 10) {
-        let d = days.entry(&h.started_at[..10]).or_default();
-        d.runs += 1;
-        if h.state == "done" {
-            d.done += 1;
-        } else if !matches!(h.state.as_str(), "queued" | "running") {
-            d.failed += 1;
-        }
-        d.tokens += u64::try_from(h.tokens).unwrap_or(0);
-        d.cost += h.cost.unwrap_or(0.0);
-        d.saved += h.saved.unwrap_or(0.0);
-        if let Some(ms) = h.duration_ms.and_then(|ms| u64::try_from(ms).ok()) {
-            d.times.push(ms);
-        }
-    }
-    days.into_iter()
-        .map(|(day, mut d)| {
-            json!({
-                "day": day,
-                "runs": d.runs,
-                "done": d.done,
-                "failed": d.failed,
-                "tokens": d.tokens,
-                "cost": d.cost,
-                "saved": d.saved,
-                "median_ms": median(&mut d.times),
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use pitroom_core::Home;
+use pitroom_service::{Home, ProcessMark};
 use serde::{Deserialize, Serialize};
 
 use crate::DashError;
@@ -30,13 +30,13 @@ pub struct Entry {
 impl Entry {
     /// The entry for this process, serving on `port`.
     pub fn for_this_process(port: u16, detached: bool) -> Entry {
-        let pid = std::process::id();
+        let this = ProcessMark::this_process();
         Entry {
-            pid,
-            pid_start: pitroom_proc::process_start_time(pid as i32).unwrap_or(0),
+            pid: this.pid,
+            pid_start: this.start,
             port,
             detached,
-            started_at: pitroom_core::clock::now().to_string(), // a stamp: the stamping clock
+            started_at: pitroom_service::clock::now().to_string(), // a stamp: the stamping clock
         }
     }
 
@@ -46,9 +46,11 @@ impl Entry {
 
     /// Whether the process that wrote the entry still runs (the same process, not a reuse).
     pub fn is_alive(&self) -> bool {
-        let pid = self.pid as i32;
-        pitroom_proc::is_running(pid)
-            && pitroom_proc::process_start_time(pid) == Some(self.pid_start)
+        ProcessMark {
+            pid: self.pid,
+            start: self.pid_start,
+        }
+        .is_alive()
     }
 }
 

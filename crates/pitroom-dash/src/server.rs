@@ -12,8 +12,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use pitroom_service::Service;
-use pitroom_store::Store;
+use pitroom_service::{History, Service};
 use tokio::sync::watch;
 
 use crate::feed::Feed;
@@ -41,7 +40,7 @@ pub struct Shared {
     pub token: String,
     pub port: u16,
     /// The history database, opened (and synced with the run directories) on first use.
-    pub store: Mutex<Option<Store>>,
+    pub history: Mutex<Option<History>>,
     /// History's filter choices and when they were read (all-time stats cost hundreds of
     /// milliseconds over 100,000 runs: not once per search).
     pub facets: Mutex<Option<(Instant, serde_json::Value)>>,
@@ -133,7 +132,7 @@ impl Dash {
             redactors: Redactors::default(),
             token,
             port: bound,
-            store: Mutex::new(None),
+            history: Mutex::new(None),
             facets: Mutex::new(None),
             started: Instant::now(),
             last_request_ms: AtomicU64::new(0),

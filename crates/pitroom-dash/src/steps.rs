@@ -5,8 +5,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use pitroom_core::RunRecord;
-use pitroom_workers::{adapter_for, Adapter, ToolOutcome, WorkerEvent};
+use pitroom_service::{RunRecord, ToolOutcome, WorkerEvent};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -44,21 +43,9 @@ pub struct Timeline {
     pub truncated: bool,
 }
 
-/// The adapter that parsed the run: a CLI described in the config, else a built-in one.
-fn adapter(record: &RunRecord) -> Option<Box<dyn Adapter>> {
-    let backend = &record.spec.backend;
-    if let Some(def) = record.spec.custom_workers.get(backend) {
-        return Some(Box::new(pitroom_workers::Custom {
-            name: backend.clone(),
-            def: def.clone(),
-        }));
-    }
-    adapter_for(backend)
-}
-
 /// The run's timeline; empty when it has no events (yet) or no adapter knows its CLI.
 pub fn timeline(record: &RunRecord, events: &Path) -> Timeline {
-    let Some(adapter) = adapter(record) else {
+    let Some(adapter) = record.spec.adapter() else {
         return Timeline::default();
     };
     let Ok(file) = std::fs::File::open(events) else {

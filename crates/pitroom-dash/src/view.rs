@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pitroom_core::redact::Redactor;
-use pitroom_core::{report, Home, RunRecord};
-use pitroom_workers::Mode;
+use pitroom_service::{report, Home, Mode, Redactor, RunRecord, Service};
 use serde_json::{json, Value};
 
 /// How long a repository's redactor (the values of its secret files) is trusted before the
@@ -63,25 +61,8 @@ fn clip(text: &str, n: usize) -> String {
     }
 }
 
-/// Whether the run's isolated copy can be discarded now.
-pub fn discardable(home: &Home, record: &RunRecord) -> bool {
-    record.spec.mode == Mode::Isolate
-        && !record.state.is_active()
-        && !record.discarded
-        && !record.applied
-        && copy_exists(home, record)
-}
-
-/// Whether the run's isolated copy is still on disk (inside `copies/`, as discard requires).
-pub fn copy_exists(home: &Home, record: &RunRecord) -> bool {
-    record
-        .copy
-        .as_deref()
-        .is_some_and(|c| c.starts_with(home.copies()) && c.is_dir())
-}
-
 /// A Live card: what a glance needs.
-pub fn card(home: &Home, record: &RunRecord, redactor: &Redactor) -> Value {
+pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value {
     let tally = &record.tally;
     let mut card = json!({
         "id": record.id,
@@ -111,7 +92,7 @@ pub fn card(home: &Home, record: &RunRecord, redactor: &Redactor) -> Value {
         "discarded": record.discarded,
         "violation": record.read_only_violation,
         "stoppable": record.state.is_active(),
-        "discardable": discardable(home, record),
+        "discardable": service.can_discard(record).is_ok(),
     });
     redact_value(&mut card, redactor);
     card
@@ -120,7 +101,7 @@ pub fn card(home: &Home, record: &RunRecord, redactor: &Redactor) -> Value {
 /// Everything about one run: the record (less what is ours only), the card, the steps and the
 /// patch (redacted), and the commands that follow up.
 pub fn detail(
-    home: &Home,
+    service: &Service,
     record: &RunRecord,
     redactor: &Redactor,
     steps: crate::steps::Timeline,
@@ -135,7 +116,7 @@ pub fn detail(
     let patch_truncated = patch.as_ref().is_some_and(|p| p.len() > PATCH_LIMIT);
     let patch = patch.map(|p| cut(&p, PATCH_LIMIT).to_string());
     let mut out = json!({
-        "card": card(home, record, redactor),
+        "card": card(service, record, redactor),
         "record": full,
         "steps": steps.entries,
         "steps_truncated": steps.truncated,

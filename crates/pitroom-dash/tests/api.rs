@@ -12,10 +12,8 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pitroom_core::{Home, RunRecord, RunSpec, RunState};
 use pitroom_dash::{Dash, Options, Stopper};
-use pitroom_service::Service;
-use pitroom_workers::Mode;
+use pitroom_service::{Home, Mode, RunRecord, RunSpec, RunState, Service};
 use serde_json::Value;
 
 /// A generous limit that only trips when the mechanism under test is broken.

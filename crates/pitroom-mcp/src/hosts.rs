@@ -23,9 +23,7 @@ const XDG_DIRS: &[&str] = &["XDG_CONFIG_HOME", "XDG_DATA_HOME"];
 /// Gemini CLI): provider keys, Pitroom's own settings, each worker's `PITROOM_<CLI>_BIN` and
 /// the XDG directories. A host forwards only those that are set.
 pub fn pass_through() -> Vec<String> {
-    let binaries = pitroom_workers::KNOWN_BACKENDS
-        .iter()
-        .map(|backend| pitroom_workers::override_var(backend));
+    let binaries = pitroom_service::info::worker_binary_vars();
     PROVIDER_KEYS
         .iter()
         .chain(PITROOM_VARS)

@@ -1,11 +1,6 @@
 //! `pitroom_info`: the read-only facts an agent may want before or after delegating.
 
-use pitroom_core::config::FlagValues;
-use pitroom_core::cooldown::Cooldowns;
-use pitroom_core::report;
-use pitroom_core::target::Target;
-use pitroom_service::{Service, ServiceError};
-use pitroom_store::{Filter, Since};
+use pitroom_service::{report, Filter, Service, ServiceError, Since};
 use serde_json::{json, Value};
 
 use crate::render::RunView;
@@ -27,7 +22,7 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
                 limit,
                 ..Filter::default()
             };
-            let hits = refused(history(s)?.search(&filter))?;
+            let hits = history(s)?.search(&filter)?;
             let text = lines_or(&hits, "no matching runs", |h| {
                 format!(
                     "{} {} {} {}: {}",
@@ -41,7 +36,7 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
             Ok((json!({"hits": hits}), text))
         }
         "stats" => {
-            let stats = refused(history(s)?.stats(&Since::all()))?;
+            let stats = history(s)?.stats(&Since::all())?;
             let text = lines_or(&stats, "no finished runs yet", |w| {
                 format!(
                     "{}: {} runs, {} done, success {}, {} tokens, est. saved ${:.3}",
@@ -58,7 +53,7 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
             Ok((json!({"workers": stats}), text))
         }
         "savings" => {
-            let savings = refused(history(s)?.savings(&Since::all()))?;
+            let savings = history(s)?.savings(&Since::all())?;
             let text = format!(
                 "all time: {} delegated runs, {} worker tokens, {} returned, est. saved ${:.3} (an estimate), worker cost ${:.3}",
                 savings.runs, savings.tokens, savings.returned_tokens, savings.saved, savings.worker_cost
@@ -66,32 +61,24 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
             Ok((json!(savings), text))
         }
         "cooldown" => {
-            let cooldowns = Cooldowns::load(s.home());
+            let cooldowns = s.cooldowns();
             let text = lines_or(&cooldowns.entries, "no target is cooling down", |(target, c)| {
                 format!("{target} until {}: {}", c.until_short(), c.reason)
             });
             Ok((json!(cooldowns), text))
         }
         "config" => {
-            let config = s.config(&FlagValues::default())?;
-            let entries = config.entries();
+            let settings = s.settings()?;
+            let entries = settings.entries;
             let text = lines(&entries, |e| format!("{} = {} ({:?})", e.key, e.value, e.source));
             Ok((
-                json!({"entries": entries, "warnings": config.warnings}),
+                json!({"entries": entries, "warnings": settings.warnings}),
                 text,
             ))
         }
         "models" => {
-            let config = s.config(&FlagValues::default())?;
-            let worker = args
-                .worker
-                .clone()
-                .or_else(|| config.text("worker"))
-                .unwrap_or_else(|| pitroom_service::request::DEFAULT_BACKEND.into());
-            let backend = Target::parse(&worker, pitroom_service::request::DEFAULT_BACKEND)
-                .map_err(|e| ServiceError::usage(e.to_string()))?
-                .backend;
-            let models = s.engine().list_models(&backend)?;
+            let listed = s.models(args.worker.as_deref())?;
+            let (backend, models) = (listed.backend, listed.models);
             let text = lines(&models, |m| {
                 if m.efforts.is_empty() {
                     m.id.clone()
@@ -124,14 +111,9 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
     }
 }
 
-/// The history database (opened and brought up to date).
-fn history(s: &Service) -> Result<pitroom_store::Store, ServiceError> {
-    s.history_store().map(|(store, _)| store)
-}
-
-/// A history query's error, as the tool's refusal.
-fn refused<T>(result: Result<T, pitroom_store::StoreError>) -> Result<T, ServiceError> {
-    result.map_err(|e| ServiceError::refused(e.to_string()))
+/// The history (opened and brought up to date).
+fn history(s: &Service) -> Result<pitroom_service::History, ServiceError> {
+    s.history().map(|(history, _)| history)
 }
 
 /// One line per item.

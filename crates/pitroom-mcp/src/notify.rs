@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pitroom_core::fs_watch::{Interest, Watch, WatchId};
+use pitroom_service::fs_watch::{Interest, Watch, WatchId};
 use rmcp::model::{
     ResourceListChangedNotification, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
     ServerNotification, SubscriptionFilter,

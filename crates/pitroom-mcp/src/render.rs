@@ -1,10 +1,8 @@
 //! What a tool hands back: a short text for the model next to `structuredContent` of a fixed
 //! schema, both well under the clients' caps (Claude Code stops at 25,000 tokens).
 
-use pitroom_core::exit::Exit;
-use pitroom_core::{report, RunRecord};
 use pitroom_service::runs::set_exit;
-use pitroom_service::Selector;
+use pitroom_service::{report, Exit, RunRecord, Selector};
 use schemars::JsonSchema;
 use serde::Serialize;
 

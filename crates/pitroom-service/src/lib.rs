@@ -7,17 +7,25 @@
 //! - [`runs`]: start one run or a crew (foreground or background), supervise, status, wait, stop.
 //! - [`events`]: the typed `watch` event stream, driven by inotify.
 //! - [`changes`]: show a run's patch, apply (one run or a group), discard, revert.
-//! - [`ledger`]: the ledger row written when a run ends, history, stats, savings.
+//! - [`ledger`]: the ledger row written when a run ends; the history (search, stats, savings).
+//! - [`info`]: models, cooldowns, settings, whether a run may be discarded.
+//! - [`probe`]: a real read run through each worker (`doctor --probe`).
+//!
+//! Front ends depend on this crate alone among Pitroom's: the types they name and render are
+//! re-exported here; what they do with them are methods of [`Service`].
 
 pub mod changes;
 pub mod clean;
 pub mod doctor;
 pub mod error;
 pub mod events;
+pub mod info;
 pub mod ledger;
 mod notify;
 pub mod panel;
 pub mod plan;
+pub mod probe;
+pub mod process;
 pub mod race;
 pub mod request;
 pub mod review;
@@ -25,7 +33,7 @@ pub mod runs;
 
 use std::path::PathBuf;
 
-use pitroom_core::{Engine, Home, RunRecord};
+use pitroom_core::Engine;
 
 pub use error::{ErrorKind, ServiceError};
 pub use events::{EventStream, Finished, WatchEvent};
@@ -34,6 +42,23 @@ pub use race::{Contender, Race};
 pub use request::{Resolved, RunRequest};
 pub use review::ReviewRequest;
 pub use runs::{CrewOutcome, Selector, WaitOutcome};
+
+pub use info::{Settings, WorkerModels};
+pub use ledger::{Day, History, Imported};
+pub use process::ProcessMark;
+
+// What front ends name and render: a record, its report, an exit, a worker's mode and events,
+// the redactor and terminal-safe text, the stamping clock, file watching; the history's rows.
+pub use pitroom_core::config::{Entry as SettingsEntry, Source as SettingsSource};
+pub use pitroom_core::cooldown::{Cooldowns, Cooling};
+pub use pitroom_core::exit::Exit;
+pub use pitroom_core::redact::Redactor;
+pub use pitroom_core::target::Target;
+pub use pitroom_core::{
+    clock, fs_watch, report, terminal, Home, Observer, RunRecord, RunSpec, RunState,
+};
+pub use pitroom_store::{Filter, Hit, ImportReport, ModelSavings, Savings, Since, WorkerStats};
+pub use pitroom_workers::{Mode, ModelInfo, ToolOutcome, WorkerEvent};
 
 /// The run library bound to a state directory and the caller's environment.
 pub struct Service {
@@ -67,7 +92,8 @@ impl Service {
         &self.engine.home
     }
 
-    pub fn engine(&self) -> &Engine {
+    /// The engine stays inside the library: front ends ask the service, never the engine.
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 

@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use pitroom_core::{Home, RunRecord};
-use pitroom_workers::{adapter_for, ToolOutcome, WorkerEvent};
+use pitroom_workers::{Adapter, ToolOutcome, WorkerEvent};
 
 /// How much of events.jsonl is read to list the steps.
 const EVENTS_READ_LIMIT: u64 = 8 << 20;
@@ -30,13 +30,14 @@ pub fn load_docs(home: &Home, record: &RunRecord) -> RunDocs {
         .filter(|p| !p.is_empty())
         .map(|p| cap(&String::from_utf8_lossy(&p), PATCH_LIMIT));
     RunDocs {
-        steps: steps_text(&record.spec.backend, &dir.join("events.jsonl")),
+        // The run's own adapter: a config-described (custom) worker's steps are searchable too.
+        steps: steps_text(record.spec.adapter(), &dir.join("events.jsonl")),
         patch,
     }
 }
 
-fn steps_text(backend: &str, events: &std::path::Path) -> String {
-    let Some(adapter) = adapter_for(backend) else {
+fn steps_text(adapter: Option<Box<dyn Adapter>>, events: &std::path::Path) -> String {
+    let Some(adapter) = adapter else {
         return String::new();
     };
     let Ok(file) = std::fs::File::open(events) else {

@@ -461,6 +461,44 @@ fn import_rebuilds_finished_runs_from_their_directories() {
     assert_eq!(s.sync(&home).unwrap().imported, 0);
 }
 
+/// A `[workers.x]` CLI's steps go into the index too: the store reads them through the run's
+/// own adapter (its spec carries the definition), not only the built-in ones.
+#[test]
+fn a_custom_workers_steps_are_searchable() {
+    let (_d, home) = temp_home();
+    let mut r = record(
+        "20261120-100000-000a",
+        "custom task",
+        None,
+        RunState::Done,
+        T0,
+        5,
+    );
+    r.spec.backend = "mycli".into();
+    let def = serde_json::json!({
+        "command": "/bin/true",
+        "read": ["run"],
+        "events": {"kind": "/type", "tool": "tool", "tool_name": "/name", "tool_input": "/input"},
+    });
+    r.spec.custom_workers.insert(
+        "mycli".into(),
+        pitroom_workers::WorkerDef::from_value("mycli", &def).unwrap(),
+    );
+    write_run(
+        &home,
+        &r,
+        "{\"type\":\"tool\",\"name\":\"grep\",\"input\":\"quuxify\"}\n",
+        "",
+    );
+    let mut s = Store::open(&db_path(&home)).unwrap();
+    assert_eq!(s.import(&home).unwrap().imported, 1);
+    assert_eq!(
+        search(&s, Some("quuxify")),
+        vec!["20261120-100000-000a"],
+        "the custom worker's tool call is in the steps text"
+    );
+}
+
 #[test]
 fn pruned_rows_survive_a_reimport() {
     let (_d, home) = temp_home();

@@ -167,16 +167,10 @@ impl Engine {
             .map(|(_, v)| v.clone())
     }
 
-    /// The adapter for `backend`: a built-in one, else a CLI described in the config
-    /// (`[workers.<name>]`, carried in the run's spec so a background supervisor has it too).
+    /// The adapter for `backend` as the run knows it ([`RunSpec::adapter_of`]), or why none.
     fn adapter_in(&self, spec: &RunSpec, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {
-        if let Some(def) = spec.custom_workers.get(backend) {
-            return Ok(Box::new(pitroom_workers::Custom {
-                name: backend.to_string(),
-                def: def.clone(),
-            }));
-        }
-        self.adapter(backend)
+        spec.adapter_of(backend)
+            .map_or_else(|| self.adapter(backend), Ok)
     }
 
     fn adapter(&self, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use pitroom_core::RunRecord;
+use pitroom_service::RunRecord;
 use pitroom_service::{Selector, Service, ServiceError};
 use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;

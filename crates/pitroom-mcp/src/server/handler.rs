@@ -6,8 +6,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use pitroom_core::report;
-use pitroom_service::ServiceError;
+use pitroom_service::{report, ServiceError};
 use rmcp::model::{
     Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
@@ -169,7 +168,7 @@ impl ServerHandler for PitroomMcp {
                 if patch {
                     // As a terminal may show it; the stored patch is what apply lands.
                     let shown = s.patch(&record)?.unwrap_or_default();
-                    Ok(pitroom_core::terminal::neutralise(&shown).into_owned())
+                    Ok(pitroom_service::terminal::neutralise(&shown).into_owned())
                 } else {
                     Ok::<_, ServiceError>(report::render(&record, false))
                 }

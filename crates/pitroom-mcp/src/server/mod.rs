@@ -89,7 +89,7 @@ fn error_text(message: impl Into<String>) -> CallToolResult {
 /// user's terminal, and a worker's escape sequences must not drive it. Structured content
 /// (JSON) is left exact.
 fn text_block(text: &str) -> ContentBlock {
-    ContentBlock::text(pitroom_core::terminal::neutralise(text).into_owned())
+    ContentBlock::text(pitroom_service::terminal::neutralise(text).into_owned())
 }
 
 fn service_error(e: &ServiceError) -> CallToolResult {

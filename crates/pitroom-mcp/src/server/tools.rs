@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use pitroom_core::{report, RunRecord};
 use pitroom_service::changes::RunFile;
-use pitroom_service::{ReviewRequest, RunRequest, Selector, Service, ServiceError};
-use pitroom_workers::Mode;
+use pitroom_service::{
+    report, Mode, ReviewRequest, RunRecord, RunRequest, Selector, Service, ServiceError,
+};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
@@ -346,8 +346,8 @@ fn show_text(s: &Service, record: &RunRecord, view: &str) -> Result<String, Serv
         }
         "full" => {
             let stderr = s.run_file(record, RunFile::Stderr)?.unwrap_or_default();
-            let stderr = pitroom_core::redact::Redactor::for_dirs(&[])
-                .redact(&String::from_utf8_lossy(&stderr));
+            let stderr =
+                pitroom_service::Redactor::for_dirs(&[]).redact(&String::from_utf8_lossy(&stderr));
             Ok(render::cap(
                 format!(
                     "{}── worker stderr ({} bytes):\n{stderr}",

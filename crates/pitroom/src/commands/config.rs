@@ -1,39 +1,37 @@
 //! `pitroom config`: every effective value and its source.
 
-use pitroom_core::config::{Config, FlagValues};
-use pitroom_core::exit::Exit;
+use pitroom_service::Exit;
 
 use super::Outcome;
 use crate::cli::ConfigArgs;
-use crate::error::CliError;
 use crate::output;
 use crate::output::say;
 
 pub(super) fn config(args: ConfigArgs) -> Outcome {
-    let config = Config::load(&super::env_lookup, &FlagValues::default())
-        .map_err(|e| CliError::refused(e.to_string()))?;
-    for w in &config.warnings {
+    let service = super::service()?;
+    let settings = service.settings()?;
+    for w in &settings.warnings {
         output::warning(w);
     }
-    let entries = config.entries();
+    let entries = settings.entries;
     if args.json {
         output::json(&serde_json::json!({
-            "file": config.file,
-            "home": super::home().root,
+            "file": settings.file,
+            "home": service.home().root,
             "entries": entries,
-            "warnings": config.warnings,
+            "warnings": settings.warnings,
         }));
         return Ok(Exit::Ok);
     }
     say!(
         "config file: {}",
-        config
+        settings
             .file
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "(none)".into())
     );
-    say!("state dir:   {}", super::home().root.display());
+    say!("state dir:   {}", service.home().root.display());
     for e in entries {
         let value = match &e.value {
             serde_json::Value::Null => "(unset)".to_string(),

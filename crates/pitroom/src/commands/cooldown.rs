@@ -1,23 +1,16 @@
 //! `pitroom cooldown`: the targets skipped after a rate limit, and until when.
 
-use pitroom_core::cooldown::Cooldowns;
-use pitroom_core::exit::Exit;
+use pitroom_service::Exit;
 
 use super::Outcome;
 use crate::cli::CooldownArgs;
-use crate::error::CliError;
 use crate::output;
 use crate::output::say;
 
 pub(super) fn cooldown(args: CooldownArgs) -> Outcome {
-    let home = super::home();
+    let service = super::service()?;
     if args.clear {
-        let n = Cooldowns::clear(&home).map_err(|e| {
-            CliError::refused(format!(
-                "cannot clear the cooldowns in {}: {e}",
-                home.root.display()
-            ))
-        })?;
+        let n = service.clear_cooldowns()?;
         if args.json {
             output::json(&serde_json::json!({"cleared": n}));
         } else {
@@ -25,7 +18,7 @@ pub(super) fn cooldown(args: CooldownArgs) -> Outcome {
         }
         return Ok(Exit::Ok);
     }
-    let cooldowns = Cooldowns::load(&home);
+    let cooldowns = service.cooldowns();
     if args.json {
         output::json(&cooldowns.entries);
     } else if cooldowns.entries.is_empty() {

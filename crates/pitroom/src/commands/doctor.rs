@@ -1,8 +1,8 @@
 //! `pitroom doctor`: prints the run library's check-up (`pitroom_service::doctor`), adds the
 //! host integration's own check (skills loaded twice) and, with `--probe`, real runs.
 
-use pitroom_core::exit::Exit;
 use pitroom_service::doctor::{healthy, Check};
+use pitroom_service::Exit;
 use serde_json::json;
 
 use super::Outcome;
@@ -15,7 +15,7 @@ pub(super) fn doctor(args: DoctorArgs) -> Outcome {
     let mut checks = service.doctor();
     checks.push(skills_check());
     let probes = if args.probe {
-        match super::probe::probe(&args.workers, !args.json) {
+        match service.probe(&args.workers, &mut super::probe::Shown::new(!args.json)) {
             Ok(probes) => Some(probes),
             Err(why) => {
                 checks.push(Check::new("probe", false, true, why));

@@ -7,14 +7,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use pitroom_core::duration::format_duration;
-use pitroom_core::exit::Exit;
-use pitroom_core::report::human_count;
-use pitroom_core::Home;
-use pitroom_store::{
-    open_synced, parse_since, savings_card, CardData, Filter, Hit, Savings, Since, Store,
-    WorkerStats,
-};
-use pitroom_workers::ModelInfo;
+use pitroom_service::ledger::{last_days, savings_card};
+use pitroom_service::report::human_count;
+use pitroom_service::{Exit, Filter, History, Hit, ModelInfo, Savings, Since, WorkerStats};
 use serde_json::json;
 
 use super::Outcome;
@@ -96,29 +91,19 @@ pub(crate) struct CleanArgs {
 }
 
 /// Opens the history for a reading command, importing what it lacks; prints its notes.
-fn open(home: &Home) -> Result<Store, CliError> {
-    let (store, notes) = open_synced(home).map_err(|e| {
-        CliError::refused(format!(
-            "{e}; the run directories are intact (pitroom ls, pitroom show)"
-        ))
-    })?;
+fn open() -> Result<History, CliError> {
+    let (history, notes) = super::service()?.history()?;
     for n in notes {
         output::warning(n);
     }
-    Ok(store)
+    Ok(history)
 }
 
 fn since(given: Option<&str>, default: Since) -> Result<Since, CliError> {
     match given {
         None => Ok(default),
-        // A window over stamped records: the stamping clock.
-        Some(text) => parse_since(text, pitroom_core::clock::now()).map_err(CliError::usage),
+        Some(text) => pitroom_service::ledger::since(text).map_err(CliError::usage),
     }
-}
-
-/// The history could not be read or written: a refusal, in the store's words.
-fn store_refused(e: impl std::fmt::Display) -> CliError {
-    CliError::refused(e.to_string())
 }
 
 pub(crate) fn history(args: HistoryArgs) -> Outcome {
@@ -131,8 +116,7 @@ pub(crate) fn history(args: HistoryArgs) -> Outcome {
 
 fn search(args: HistoryArgs) -> Outcome {
     let since = since(args.since.as_deref(), Since::all())?;
-    let home = super::home();
-    let store = open(&home)?;
+    let store = open()?;
     let filter = Filter {
         text: (!args.text.is_empty()).then(|| args.text.join(" ")),
         model: args.model,
@@ -140,7 +124,7 @@ fn search(args: HistoryArgs) -> Outcome {
         since,
         limit: args.limit,
     };
-    let hits = store.search(&filter).map_err(store_refused)?;
+    let hits = store.search(&filter)?;
     if args.json {
         output::json(&json!({"runs": hits}));
     } else {
@@ -198,9 +182,8 @@ fn print_hits(hits: &[Hit], searched: bool) {
 
 fn stats(args: StatsArgs) -> Outcome {
     let since = since(args.since.as_deref(), Since::all())?;
-    let home = super::home();
-    let store = open(&home)?;
-    let rows = store.stats(&since).map_err(store_refused)?;
+    let store = open()?;
+    let rows = store.stats(&since)?;
     if args.json {
         output::json(&json!({"since": since, "workers": rows}));
     } else {
@@ -262,15 +245,11 @@ fn print_stats(rows: &[WorkerStats], since: &Since) {
 }
 
 fn import(args: ImportArgs) -> Outcome {
-    let home = super::home();
-    let path = pitroom_store::db_path(&home);
-    let mut store = match Store::open(&path) {
-        Ok(s) => s,
-        // open() moves the damaged file aside and rebuilds.
-        Err(e) if e.is_damaged() => open(&home)?,
-        Err(e) => return Err(store_refused(e)),
-    };
-    let report = store.import(&home).map_err(store_refused)?;
+    let imported = super::service()?.import_history()?;
+    for n in &imported.notes {
+        output::warning(n);
+    }
+    let (path, report) = (imported.database, imported.report);
     if args.json {
         output::json(&json!({"database": path, "import": report}));
     } else {
@@ -293,16 +272,14 @@ fn import(args: ImportArgs) -> Outcome {
 }
 
 pub(crate) fn savings(args: SavingsArgs) -> Outcome {
-    let now = pitroom_core::clock::now(); // windows over stamped records: the stamping clock
     let periods = match &args.since {
         Some(text) => vec![since(Some(text), Since::all())?],
-        None => vec![Since::days(7, now), Since::days(30, now), Since::all()],
+        None => vec![last_days(7), last_days(30), Since::all()],
     };
-    let home = super::home();
-    let store = open(&home)?;
+    let store = open()?;
     let totals = periods
         .iter()
-        .map(|p| store.savings(p).map_err(store_refused))
+        .map(|p| store.savings(p))
         .collect::<Result<Vec<_>, _>>()?;
     // The card and the per-model rows are for the period asked, else all time (the last).
     let Some(main) = totals.last() else {
@@ -337,8 +314,7 @@ pub(crate) fn savings(args: SavingsArgs) -> Outcome {
 }
 
 fn write_card(file: &Path, savings: &Savings) -> Result<(), CliError> {
-    let svg = savings_card(&CardData::from_savings(savings));
-    std::fs::write(file, svg)
+    std::fs::write(file, savings_card(savings))
         .map_err(|e| CliError::refused(format!("--card {}: {e}", file.display())))
 }
 
@@ -490,22 +466,11 @@ fn print_clean(
     }
 }
 
-/// The ledger's figures per model of `backend`, for `models`; empty when there is no history.
-pub(crate) fn model_usage(backend: &str) -> BTreeMap<Option<String>, WorkerStats> {
-    let home = super::home();
-    if !pitroom_store::db_path(&home).exists() && home.run_ids().is_empty() {
-        return BTreeMap::new();
-    }
-    let Ok((store, _)) = open_synced(&home) else {
-        return BTreeMap::new();
-    };
-    store
-        .stats(&Since::all())
+/// The ledger's figures per model of `backend`, for `models`; empty without a history.
+fn model_usage(backend: &str) -> BTreeMap<Option<String>, WorkerStats> {
+    super::service()
+        .map(|s| s.model_usage(backend))
         .unwrap_or_default()
-        .into_iter()
-        .filter(|s| s.backend == backend)
-        .map(|s| (s.model.clone(), s))
-        .collect()
 }
 
 /// Prints `models` with the ledger's usage columns (runs, success, tokens, cost).

@@ -1,229 +1,41 @@
-//! `pitroom doctor --probe [worker…]`: one real, read-only round trip through each worker. A
-//! `--version` line says a CLI is installed, not that it can log in, reach its provider and
-//! answer headless under Pitroom's rules; the probe finds out with a tiny read run in a
-//! temporary git repository, through the same run library as `pitroom run`. The probe's runs
-//! are real runs (they stay in the state dir, with their receipts); the repository is removed.
+//! `pitroom doctor --probe [worker…]`: the run library's probe (`Service::probe`), its
+//! progress on the terminal and its result in doctor's style.
 
-use std::path::{Path, PathBuf};
-use std::time::Instant;
-
-use pitroom_core::target::Target;
-use pitroom_core::{RunRecord, RunSpec, RunState};
-use pitroom_git::Git;
-use pitroom_service::{RunRequest, Service, ServiceError};
-use pitroom_workers::Mode;
-use serde::Serialize;
+use pitroom_service::probe::{Probe, ProbeWatch, TASK};
+use pitroom_service::Observer;
 
 use crate::output::say;
 use crate::output::{self, Progress};
 
-/// The word a worker must answer with.
-pub(super) const WORD: &str = "PITROOM-PROBE-OK";
-/// The probe's task: nothing to read, one word to say, so a failure is the worker's set-up.
-pub(super) const TASK: &str = "Reply with exactly the word PITROOM-PROBE-OK";
-/// A cold CLI (first start, a slow provider) may take a while; a probe must still end.
-const TIMEOUT: &str = "180s";
-
-/// What one worker's round trip showed.
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Probe {
-    /// `backend[:model][#effort]`, as probed.
-    pub worker: String,
-    /// The configured default worker.
-    pub default: bool,
-    /// A failure here makes doctor exit 3: the default worker, or one named on the command line.
-    pub essential: bool,
-    pub ok: bool,
-    /// The first line of what went wrong.
-    pub error: Option<String>,
-    /// From the request to the final record, the worker's start-up included.
-    pub seconds: f64,
-    /// The model the CLI used, as well as it can be told.
-    pub model: String,
-    /// Where `model` comes from: `events` (the CLI reported it), `requested` (the run's
-    /// `spec.model`), or `default` (none was asked for and the CLI did not say).
-    pub model_from: &'static str,
-    /// The probe's run, when one was created.
-    pub run: Option<String>,
+/// A probe run's progress line on a terminal, and its notes as warnings.
+pub(super) struct Shown {
+    enabled: bool,
+    progress: Progress,
 }
 
-/// Probes each named worker, or else the configured worker and its fallback targets, in turn.
-/// `Err` is a probe that could not start at all (no temporary repository, no run library).
-pub(super) fn probe(named: &[String], show_progress: bool) -> Result<Vec<Probe>, String> {
-    let service = Service::from_process().map_err(|e| e.message)?;
-    let repo = ProbeRepo::create()?;
-    let configured = configured_targets(&service, repo.path());
-    let default = configured.as_ref().ok().map(|(d, _)| d.clone());
-    let wanted = match wanted(named, &configured) {
-        Ok(wanted) => wanted,
-        Err(e) => return Ok(vec![unresolved("the configured worker", e, true)]),
-    };
-    let mut probes: Vec<Probe> = Vec::new();
-    for (worker, essential) in wanted {
-        let given = worker.as_deref().unwrap_or("the configured worker");
-        let spec = match service.resolve(&request(worker.as_deref(), repo.path())) {
-            Ok(resolved) => resolved.spec,
-            Err(e) => {
-                probes.push(unresolved(given, &e, essential));
-                continue;
-            }
-        };
-        // A fallback target that is the default again (or a worker named twice) is probed once.
-        if probes.iter().any(|p| p.worker == target_of(&spec)) {
-            continue;
-        }
-        let mut probe = round_trip(&service, spec, show_progress);
-        probe.default = default.as_deref() == Some(probe.worker.as_str());
-        probe.essential = essential || probe.default;
-        let stopped = probe.error.as_deref() == Some(STOPPED);
-        probes.push(probe);
-        if stopped {
-            break;
+impl Shown {
+    pub(super) fn new(enabled: bool) -> Shown {
+        Shown {
+            enabled,
+            progress: Progress::new(false),
         }
     }
-    Ok(probes)
 }
 
-/// What to probe, each with whether its failure counts: the named workers (all of them count),
-/// or the configured one (`None`: it counts) and its fallback targets (they do not).
-fn wanted<'a>(
-    named: &[String],
-    configured: &'a Result<(String, Vec<String>), ServiceError>,
-) -> Result<Vec<(Option<String>, bool)>, &'a ServiceError> {
-    if !named.is_empty() {
-        return Ok(named.iter().map(|t| (Some(t.clone()), true)).collect());
+impl ProbeWatch for Shown {
+    fn run_starts(&mut self) -> &mut dyn Observer {
+        // A fresh line per run: its clock starts with the run.
+        self.progress = Progress::new(self.enabled);
+        &mut self.progress
     }
-    let (_, fallback) = configured.as_ref()?;
-    Ok(std::iter::once((None, true))
-        .chain(fallback.iter().map(|t| (Some(t.clone()), false)))
-        .collect())
-}
 
-/// The text of a probe run that was stopped (Ctrl-C, `pitroom stop`): the rest are not probed.
-const STOPPED: &str = "the probe was stopped";
+    fn run_ended(&mut self) {
+        self.progress.finish();
+    }
 
-/// The configured worker as `backend[:model][#effort]`, and its fallback targets.
-fn configured_targets(
-    service: &Service,
-    dir: &Path,
-) -> Result<(String, Vec<String>), ServiceError> {
-    let chain = RunRequest {
-        no_fallback: false,
-        ..request(None, dir)
-    };
-    let resolved = service.resolve(&chain)?;
-    Ok((target_of(&resolved.spec), resolved.spec.fallback))
-}
-
-fn request(worker: Option<&str>, dir: &Path) -> RunRequest {
-    RunRequest {
-        task: TASK.into(),
-        mode: Some(Mode::Read),
-        worker: worker.map(str::to_string),
-        dir: Some(dir.to_path_buf()),
-        timeout: Some(TIMEOUT.into()),
-        // The probe tests this worker, not the chain: another target answering proves nothing.
-        no_fallback: true,
-        ..RunRequest::default()
+    fn note(&mut self, note: String) {
+        output::warning(note);
     }
-}
-
-/// One run of the probe's task, judged.
-fn round_trip(service: &Service, spec: RunSpec, show_progress: bool) -> Probe {
-    let target = target_of(&spec);
-    let requested = spec.model.clone();
-    let started = Instant::now();
-    let mut progress = Progress::new(show_progress);
-    let outcome = service.run_foreground(spec, &mut progress);
-    progress.finish();
-    let seconds = started.elapsed().as_secs_f64();
-    let record = match outcome {
-        Ok((record, notes)) => {
-            for note in notes {
-                output::warning(note);
-            }
-            record
-        }
-        // It could not start: the CLI is missing, the repository is busy…
-        Err(e) => {
-            let mut probe = unresolved(&target, &e, false);
-            probe.seconds = seconds;
-            if let Some(model) = requested {
-                (probe.model, probe.model_from) = (model, "requested");
-            }
-            return probe;
-        }
-    };
-    let (model, model_from) = model_used(&record);
-    let error = judge(
-        record.state,
-        record.error.as_deref(),
-        record.answer.as_deref(),
-    )
-    .err();
-    Probe {
-        worker: target,
-        default: false,
-        essential: false,
-        ok: error.is_none(),
-        error,
-        seconds,
-        model,
-        model_from,
-        run: Some(record.id),
-    }
-}
-
-/// A probe that failed before its run existed.
-fn unresolved(worker: &str, e: &ServiceError, essential: bool) -> Probe {
-    Probe {
-        worker: worker.to_string(),
-        default: false,
-        essential,
-        ok: false,
-        error: Some(first_line(&e.message)),
-        seconds: 0.0,
-        model: "the CLI's default".into(),
-        model_from: "default",
-        run: None,
-    }
-}
-
-/// Ok when the run is done and its answer holds the word; else the first line of why not.
-fn judge(state: RunState, error: Option<&str>, answer: Option<&str>) -> Result<(), String> {
-    if state == RunState::Stopped {
-        return Err(STOPPED.into());
-    }
-    if state != RunState::Done {
-        return Err(error.map_or_else(|| format!("the run ended {}", state.as_str()), first_line));
-    }
-    match answer {
-        Some(answer) if answer.contains(WORD) => Ok(()),
-        Some(answer) => Err(format!("answered without {WORD}: {}", first_line(answer))),
-        None => Err("the worker gave no answer".into()),
-    }
-}
-
-/// The model the CLI reported (in its events or its session data, as the run recorded it),
-/// else the one the run asked for, else its default.
-fn model_used(record: &RunRecord) -> (String, &'static str) {
-    if let Some(model) = &record.reported_model {
-        return (model.clone(), "events");
-    }
-    match &record.spec.model {
-        Some(model) => (model.clone(), "requested"),
-        None => ("the CLI's default".into(), "default"),
-    }
-}
-
-/// `backend[:model][#effort]` of a resolved run.
-fn target_of(spec: &RunSpec) -> String {
-    Target {
-        backend: spec.backend.clone(),
-        model: spec.model.clone(),
-        effort: spec.effort.clone(),
-    }
-    .display()
 }
 
 /// `48ms` or `2.3s`, as run reports show times.
@@ -233,14 +45,6 @@ fn took(seconds: f64) -> String {
     } else {
         format!("{seconds:.1}s")
     }
-}
-
-fn first_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string()
 }
 
 /// One line per probe, in doctor's style: ✔ ok, ✘ a failure that counts, · one that does not.
@@ -274,113 +78,5 @@ pub(super) fn print(probes: &[Probe]) {
             line.push_str(" (a fallback target: runs go on without it)");
         }
         say!("{line}");
-    }
-}
-
-/// The probe's repository: one committed file, removed when the probe ends.
-struct ProbeRepo {
-    dir: PathBuf,
-}
-
-impl ProbeRepo {
-    fn create() -> Result<ProbeRepo, String> {
-        let repo = ProbeRepo {
-            dir: super::fresh_temp_dir("pitroom-probe-")?,
-        };
-        std::fs::write(
-            repo.dir.join("README.md"),
-            "A scratch repository for `pitroom doctor --probe`; it is removed when the probe ends.\n",
-        )
-        .map_err(|e| format!("could not write the probe's repository {}: {e}", repo.dir.display()))?;
-        // The user's own hooks, signing and templates have no business in a scratch commit.
-        let git = Git::in_dir(&repo.dir);
-        let steps: [&[&str]; 3] = [
-            &["-c", "init.defaultBranch=main", "init", "-q"],
-            &["add", "-A"],
-            &[
-                "-c",
-                "user.name=pitroom",
-                "-c",
-                "user.email=probe@pitroom.invalid",
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "core.hooksPath=/dev/null",
-                "commit",
-                "-q",
-                "-m",
-                "pitroom doctor --probe",
-            ],
-        ];
-        for args in steps {
-            git.run(args).map_err(|e| {
-                format!(
-                    "could not set up the probe's repository {}: {e}",
-                    repo.dir.display()
-                )
-            })?;
-        }
-        Ok(repo)
-    }
-
-    fn path(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for ProbeRepo {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
-            output::warning(format!(
-                "could not remove the probe's repository {}: {e}",
-                self.dir.display()
-            ));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_model_is_the_one_the_run_recorded_as_reported_else_the_one_asked_for() {
-        let spec = pitroom_core::RunSpec {
-            model: Some("asked/model".into()),
-            ..pitroom_core::RunSpec::new("t", pitroom_workers::Mode::Read, "opencode", "/r")
-        };
-        let mut record = RunRecord::new("r1".into(), spec, "now".into());
-        assert_eq!(model_used(&record), ("asked/model".into(), "requested"));
-        record.reported_model = Some("ran-model".into());
-        assert_eq!(model_used(&record), ("ran-model".into(), "events"));
-        record.reported_model = None;
-        record.spec.model = None;
-        assert_eq!(model_used(&record), ("the CLI's default".into(), "default"));
-    }
-
-    #[test]
-    fn a_probe_passes_only_when_the_run_is_done_and_says_the_word() {
-        let said = format!("SUMMARY: {WORD}");
-        assert_eq!(judge(RunState::Done, None, Some(&said)), Ok(()));
-        assert_eq!(
-            judge(RunState::Done, None, Some("Hello!\nHow can I help?")),
-            Err(format!("answered without {WORD}: Hello!"))
-        );
-        assert_eq!(
-            judge(RunState::Done, None, None),
-            Err("the worker gave no answer".into())
-        );
-        assert_eq!(
-            judge(RunState::Failed, Some("\nInvalid API key\nmore"), None),
-            Err("Invalid API key".into())
-        );
-        assert_eq!(
-            judge(RunState::Timeout, None, None),
-            Err("the run ended timeout".into())
-        );
-        assert_eq!(
-            judge(RunState::Stopped, None, Some(&said)),
-            Err(STOPPED.into())
-        );
     }
 }

@@ -3,11 +3,7 @@
 
 use std::io::Read;
 
-use pitroom_core::exit::Exit;
-use pitroom_core::target::Target;
-use pitroom_core::RunRecord;
-use pitroom_service::RunRequest;
-use pitroom_workers::Mode;
+use pitroom_service::{Exit, Mode, RunRecord, RunRequest};
 
 use super::Outcome;
 use crate::cli::{ModeFlags, ModelsArgs, RunArgs, SuperviseArgs, WorkerOptions};
@@ -158,12 +154,8 @@ pub(super) fn models(args: ModelsArgs) -> Outcome {
     let Some(worker) = args.worker.filter(|_| !args.all) else {
         return all_models(args.json);
     };
-    let backend = Target::parse(&worker, "opencode")
-        .map_err(CliError::usage)?
-        .backend;
-    let service = super::service()?;
-    let models = service.engine().list_models(&backend)?;
-    super::history::print_models(&backend, &models, args.json);
+    let listed = super::service()?.models(Some(&worker))?;
+    super::history::print_models(&listed.backend, &listed.models, args.json);
     Ok(Exit::Ok)
 }
 
@@ -172,8 +164,7 @@ pub(super) fn models(args: ModelsArgs) -> Outcome {
 fn all_models(json: bool) -> Outcome {
     let service = super::service()?;
     let mut rows = Vec::new();
-    for backend in pitroom_workers::KNOWN_BACKENDS {
-        let listed = service.engine().list_models(backend);
+    for (backend, listed) in service.all_models() {
         if json {
             rows.push(match listed {
                 Ok(models) => super::history::models_value(backend, &models),

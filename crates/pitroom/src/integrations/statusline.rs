@@ -156,10 +156,9 @@ fn is_debris(dir: &Path) -> bool {
 /// The estimated saving over the last 7 days, from the history (imported runs included).
 fn saved_this_week() -> Option<f64> {
     let service = pitroom_service::Service::from_process().ok()?;
-    let (store, _notes) = service.history_store().ok()?;
-    // A window over stamped records: the stamping clock.
-    let since = pitroom_store::Since::days(7, pitroom_core::clock::now());
-    store.savings(&since).ok().map(|s| s.saved)
+    let (history, _notes) = service.history().ok()?;
+    let since = pitroom_service::ledger::last_days(7);
+    history.savings(&since).ok().map(|s| s.saved)
 }
 
 fn load_cache(home: &Home) -> Cache {
