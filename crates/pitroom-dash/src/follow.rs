@@ -1,5 +1,5 @@
 //! Follows every run of the state directory for the Live view, driven by inotify like `watch`
-//! (PRODUCT.md §8), and publishes a run's card whenever it changes.
+//! (docs/crews.md, "watch --json"), and publishes a run's card whenever it changes.
 //!
 //! `pitroom_service::events` follows one selection and re-reads all of it on every wake-up;
 //! the dashboard follows every run, so it watches `runs/` for new run directories and each

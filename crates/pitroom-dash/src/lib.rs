@@ -1,4 +1,4 @@
-//! `pitroom dash`: a local page of every run, on 127.0.0.1 only (PRODUCT.md §12,
+//! `pitroom dash`: a local page of every run, on 127.0.0.1 only (see
 //! docs/dashboard.md).
 //!
 //! - **Live**: running and recent runs as cards, crews grouped, stop and discard.

@@ -36,7 +36,7 @@ impl Entry {
             pid_start: this.start,
             port,
             detached,
-            started_at: pitroom_service::clock::now().to_string(), // a stamp: the stamping clock
+            started_at: pitroom_service::clock::stamp(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! The one secret-file policy (PRODUCT.md §7): the files no worker reads. Pitroom keeps them
+//! The one secret-file policy (docs/safety.md): the files no worker reads. Pitroom keeps them
 //! out of read copies, and every worker CLI refuses them through rules rendered here from the
 //! same list, in that CLI's own syntax (OpenCode/Kilo permission globs, Claude/Qwen/Cursor
 //! `Read(…)` rules, Gemini policy argument patterns). Add a file type here, and every CLI
