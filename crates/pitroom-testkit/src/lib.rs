@@ -13,9 +13,11 @@ pub mod fake_anthropic;
 pub mod fake_gemini;
 pub mod fake_openai;
 pub mod fake_responses;
+mod http;
 pub mod launcher;
 pub mod real_cli;
 pub mod repo;
+mod script;
 
 pub use env::TestEnv;
 pub use fake_anthropic::FakeAnthropic;
