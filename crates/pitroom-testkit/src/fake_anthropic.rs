@@ -103,7 +103,7 @@ fn handle(script: &Value, state: &Mutex<ScriptState>, req: &Request, port: u16) 
             .filter(|m| m["role"] == "user")
             .find_map(|m| script::scenario_tag(&text_of(&m["content"])).map(str::to_string))
             .unwrap_or_else(|| script::default_scenario(script));
-        let step = step_index(&messages);
+        let step = pitroom_script::step_index(&messages);
         let reply = lock(state).pick_logged(script, &scenario, step, "messages", &mut entry);
         (reply, scenario)
     } else {
@@ -138,23 +138,6 @@ fn text_of(content: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
-}
-
-fn has_tool_result(message: &Value) -> bool {
-    message["content"]
-        .as_array()
-        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
-}
-
-fn step_index(messages: &[Value]) -> usize {
-    let start = messages
-        .iter()
-        .rposition(|m| m["role"] == "user" && !has_tool_result(m))
-        .map_or(0, |i| i + 1);
-    messages[start..]
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count()
 }
 
 /// "Primary working directory: /path" from the system prompt or a message.
