@@ -59,7 +59,7 @@ fn built(target: &Path, name: &str) -> PathBuf {
             ""
         };
         eprintln!(
-            "{} is missing; build first: cargo build{flag} -p pitroom -p pitroom-testkit",
+            "{} is missing; build first: cargo build{flag} -p pitroom --features test-fakes",
             path.display()
         );
         std::process::exit(2);

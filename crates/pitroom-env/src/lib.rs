@@ -78,6 +78,9 @@ pub const PITROOM_PIE: &str = "PITROOM_PIE";
 pub const PITROOM_BLESS: &str = "PITROOM_BLESS";
 /// Set in a test run: rewrite the committed host packages instead of comparing with them.
 pub const PITROOM_WRITE_PACKAGES: &str = "PITROOM_WRITE_PACKAGES";
+/// Test builds only (`test-fakes`): a file `__supervise` waits for before it claims its run, so
+/// a test can make a stop race the start.
+pub const PITROOM_TEST_SUPERVISE_GATE: &str = "PITROOM_TEST_SUPERVISE_GATE";
 
 /// The variables of the main part of `docs/configuration.md`: what a user may set.
 pub const SETTINGS: &[&str] = &[
@@ -112,6 +115,7 @@ pub const INTERNAL: &[&str] = &[
     PITROOM_PIE,
     PITROOM_BLESS,
     PITROOM_WRITE_PACKAGES,
+    PITROOM_TEST_SUPERVISE_GATE,
 ];
 
 #[cfg(test)]

@@ -1,13 +1,16 @@
 //! A hermetic environment for running the `pitroom` binary in tests: its own state dir, home,
-//! XDG dirs and git config, so no test sees the developer's settings or leaves anything behind;
+//! XDG dirs (config, data, state, cache), `TMPDIR`, git config and `PATH` (links to a fixed list
+//! of programs), so no test sees the developer's settings or tools or leaves anything behind;
 //! and a fixed clock and run-id seed, so ids, times, reports and `--json` are the same on every
 //! run (the snapshot tests rely on it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 /// The variable that fixes Pitroom's stamping clock (`pitroom_core::clock::TIMESTAMP_ENV`; the
-/// test kit depends on no Pitroom crate, and the `pitroom` suite checks the two names agree).
+/// test kit depends on no crate of the engine, and the `pitroom` suite checks the two names
+/// agree).
 pub const TIMESTAMP_VAR: &str = "PITROOM_TIMESTAMP";
 
 /// The variable that seeds a run id's salt (`pitroom_core::clock::RANDOMNESS_SEED_ENV`).
@@ -18,6 +21,77 @@ pub const FIXED_TIMESTAMP: &str = "2026-01-02T03:04:05Z";
 
 /// The run-id seed every command of a [`TestEnv`] gets.
 pub const RANDOMNESS_SEED: &str = "0";
+
+/// The programs a test's commands find on `PATH`, and nothing else: the shell and the tools
+/// scripts and workers call (git, coreutils, text tools, process tools), the interpreters the
+/// worker CLIs and MCP clients run on (node, npm, python3), and the programs the attack tests
+/// try (`su`, `sudo`, `mount`, `mknod`…), so an attack fails on the sandbox, not for want of
+/// its program. Each is found once on the developer's `PATH`; one that is not installed is left
+/// out. A test that needs more sets `PATH` itself.
+#[rustfmt::skip]
+pub const PATH_TOOLS: &[&str] = &[
+    // Shells and the environment.
+    "sh", "bash", "dash", "env", "printenv",
+    // Version control.
+    "git",
+    // Files.
+    "cat", "ls", "cp", "mv", "rm", "mkdir", "rmdir", "touch", "chmod", "chown", "ln", "readlink",
+    "realpath", "dirname", "basename", "stat", "du", "df", "mktemp", "find", "tee", "install",
+    "truncate", "dd", "sync", "mknod", "mkfifo", "tar", "gzip",
+    // Text.
+    "echo", "printf", "head", "tail", "wc", "sort", "uniq", "tr", "cut", "paste", "sed", "grep",
+    "egrep", "awk", "xargs", "diff", "cmp", "od", "base64", "sha256sum", "md5sum", "seq", "yes",
+    "expr", "rg", "jq",
+    // Processes and the system.
+    "sleep", "true", "false", "test", "[", "date", "id", "whoami", "kill", "ps", "pgrep", "pkill",
+    "pwd", "timeout", "setsid", "nohup", "nice", "flock", "nproc", "uname", "hostname", "tty",
+    "mount", "umount", "unshare", "su", "sudo", "script", "tmux", "ssh",
+    // Interpreters.
+    "node", "npm", "npx", "python3",
+];
+
+/// Where each of [`PATH_TOOLS`] is on the developer's `PATH`, looked up once per test process.
+fn found_tools() -> &'static [(&'static str, PathBuf)] {
+    static FOUND: OnceLock<Vec<(&'static str, PathBuf)>> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+        let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+        PATH_TOOLS
+            .iter()
+            .filter_map(|&tool| {
+                let found: Vec<PathBuf> = dirs
+                    .iter()
+                    .map(|dir| dir.join(tool))
+                    .filter(|at| mode_of(at).is_some_and(|m| m & 0o111 != 0))
+                    .collect();
+                // The first copy every user can run: the unprivileged tests run their commands
+                // as `nobody`, who cannot reach (say) a shim under root's home that comes first
+                // on root's PATH.
+                let at = found
+                    .iter()
+                    .find(|at| runs_for_anyone(at))
+                    .or(found.first())?;
+                Some((tool, at.clone()))
+            })
+            .collect()
+    })
+}
+
+/// The permission bits of the file `path` leads to.
+fn mode_of(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).ok()?;
+    meta.is_file().then(|| meta.permissions().mode())
+}
+
+/// Whether any user may run `path`: executable by others, in directories all searchable by
+/// others.
+fn runs_for_anyone(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let searchable =
+        |dir: &Path| std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 != 0);
+    mode_of(path).is_some_and(|m| m & 0o001 != 0) && path.ancestors().skip(1).all(searchable)
+}
 
 /// A temporary world for one test.
 pub struct TestEnv {
@@ -52,8 +126,15 @@ impl TestEnv {
             &state,
             &base.join("xdg-config"),
             &base.join("xdg-data"),
+            &base.join("xdg-state"),
+            &base.join("xdg-cache"),
+            &base.join("tmp"),
+            &base.join("path"),
         ] {
             std::fs::create_dir_all(d).expect("test dirs");
+        }
+        for (tool, at) in found_tools() {
+            std::os::unix::fs::symlink(at, base.join("path").join(tool)).expect("link a tool");
         }
         let gitconfig = base.join("gitconfig");
         std::fs::write(
@@ -120,16 +201,22 @@ impl TestEnv {
         cmd
     }
 
+    /// The `PATH` every command of this environment gets: one directory of links to
+    /// [`PATH_TOOLS`] (a test that needs more prepends its own directory to this).
+    pub fn path(&self) -> PathBuf {
+        self.root.join("path")
+    }
+
     /// Applies the hermetic environment to any command (git, a fake server…).
     pub fn apply(&self, cmd: &mut Command) {
         cmd.env_clear()
-            .env(
-                "PATH",
-                std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
-            )
+            .env("PATH", self.path())
             .env("HOME", &self.home)
             .env("XDG_CONFIG_HOME", self.root.join("xdg-config"))
             .env("XDG_DATA_HOME", self.root.join("xdg-data"))
+            .env("XDG_STATE_HOME", self.root.join("xdg-state"))
+            .env("XDG_CACHE_HOME", self.root.join("xdg-cache"))
+            .env("TMPDIR", self.root.join("tmp"))
             .env("PITROOM_HOME", &self.state)
             .env("PITROOM_CONFIG", self.root.join("pitroom.toml"))
             .env("GIT_CONFIG_GLOBAL", self.root.join("gitconfig"))
@@ -323,4 +410,44 @@ fn assert_stream_has(out: &Output, name: &str, text: &str, needle: &str) {
 pub fn json_stdout(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", transcript(out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_find_only_the_linked_tools_and_keep_their_dirs_under_the_root() {
+        let env = TestEnv::new(Path::new("/bin/true"));
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "echo \"$PATH|$TMPDIR|$XDG_STATE_HOME|$XDG_CACHE_HOME\"; command -v git",
+        ]);
+        env.apply(&mut cmd);
+        let out = cmd.output().expect("the linked sh runs");
+        let text = stdout(&out);
+        let mut lines = text.lines();
+        let root = env.root.display();
+        assert_eq!(
+            lines.next(),
+            Some(format!("{root}/path|{root}/tmp|{root}/xdg-state|{root}/xdg-cache").as_str())
+        );
+        assert_eq!(lines.next(), Some(format!("{root}/path/git").as_str()));
+        let linked: Vec<String> = std::fs::read_dir(env.path())
+            .expect("the link dir")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert!(
+            linked
+                .iter()
+                .all(|name| PATH_TOOLS.contains(&name.as_str())),
+            "only the listed tools are linked: {linked:?}"
+        );
+    }
 }

@@ -42,9 +42,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::fake_responses::http::{
-    self, error_reply, json_reply, lock, Chunk, Reply, Request, ScriptState, Scripted, StreamEnd,
-};
+use crate::http::{self, json_reply, lock, Chunk, Reply, Request, StreamEnd};
+use crate::script::{self, error_reply, ScriptState, Scripted};
 
 /// A running fake Anthropic server; dropping it stops the server.
 #[derive(Debug)]
@@ -102,9 +101,9 @@ fn handle(script: &Value, state: &Mutex<ScriptState>, req: &Request, port: u16) 
             .iter()
             .rev()
             .filter(|m| m["role"] == "user")
-            .find_map(|m| http::scenario_tag(&text_of(&m["content"])).map(str::to_string))
-            .unwrap_or_else(|| http::default_scenario(script));
-        let step = step_index(&messages);
+            .find_map(|m| script::scenario_tag(&text_of(&m["content"])).map(str::to_string))
+            .unwrap_or_else(|| script::default_scenario(script));
+        let step = pitroom_script::step_index(&messages);
         let reply = lock(state).pick_logged(script, &scenario, step, "messages", &mut entry);
         (reply, scenario)
     } else {
@@ -117,7 +116,7 @@ fn handle(script: &Value, state: &Mutex<ScriptState>, req: &Request, port: u16) 
         });
         (aux, "aux".to_string())
     };
-    let reply = http::fill_placeholders(reply, &workdir, port);
+    let reply = script::fill_placeholders(reply, &workdir, port);
     let model = body["model"].as_str().unwrap_or("claude-fake").to_string();
     let streaming = body["stream"].as_bool().unwrap_or(false);
     (answer(&reply, &model, streaming, &scenario), entry)
@@ -139,23 +138,6 @@ fn text_of(content: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
-}
-
-fn has_tool_result(message: &Value) -> bool {
-    message["content"]
-        .as_array()
-        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
-}
-
-fn step_index(messages: &[Value]) -> usize {
-    let start = messages
-        .iter()
-        .rposition(|m| m["role"] == "user" && !has_tool_result(m))
-        .map_or(0, |i| i + 1);
-    messages[start..]
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count()
 }
 
 /// "Primary working directory: /path" from the system prompt or a message.
@@ -188,7 +170,7 @@ fn answer(r: &Map<String, Value>, model: &str, streaming: bool, scenario: &str) 
         );
     }
     if let Some(status) = r.get("error") {
-        let status = http::status_of(status);
+        let status = script::status_of(status);
         let kind = r
             .get("error_type")
             .and_then(Value::as_str)
@@ -200,7 +182,7 @@ fn answer(r: &Map<String, Value>, model: &str, streaming: bool, scenario: &str) 
             .unwrap_or(&default_message);
         return error_reply(status, r, error_body(kind, message));
     }
-    if let Some(reply) = http::raw_reply(r) {
+    if let Some(reply) = script::raw_reply(r) {
         return reply;
     }
     let message = Message::from_script(r, model);
@@ -211,7 +193,7 @@ fn answer(r: &Map<String, Value>, model: &str, streaming: bool, scenario: &str) 
         }
         return json_reply(200, &message.whole());
     }
-    let delay = http::millis(r.get("delay_ms")).unwrap_or_default();
+    let delay = script::millis(r.get("delay_ms")).unwrap_or_default();
     let mut events = vec![Chunk::sse(
         delay,
         "message_start",
@@ -225,11 +207,11 @@ fn answer(r: &Map<String, Value>, model: &str, streaming: bool, scenario: &str) 
         ));
         return Reply::stream(events, StreamEnd::Close);
     }
-    if r.get("drop").is_some_and(http::truthy) {
+    if r.get("drop").is_some_and(script::truthy) {
         return Reply::stream(events, StreamEnd::Close);
     }
-    if r.get("hang").is_some_and(http::truthy) {
-        return Reply::stream(events, StreamEnd::Hang(http::hang_limit(r)));
+    if r.get("hang").is_some_and(script::truthy) {
+        return Reply::stream(events, StreamEnd::Hang(script::hang_limit(r)));
     }
     events.push(Chunk::sse(delay, "ping", &json!({"type": "ping"})));
     for (index, block) in message.content.iter().enumerate() {
@@ -262,7 +244,7 @@ impl Message {
     fn from_script(r: &Map<String, Value>, model: &str) -> Message {
         let mut content = Vec::new();
         if let Some(text) = r.get("text") {
-            content.push(json!({"type": "text", "text": http::value_text(text)}));
+            content.push(json!({"type": "text", "text": script::value_text(text)}));
         }
         for call in r
             .get("tool_calls")

@@ -34,16 +34,16 @@
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::fake_responses::http::{header, lock, reason, scenario_tags};
+use crate::http::{lock, reason, Conn, Request, Stopping};
+use crate::script::scenario_tags;
 
-const MAX_BODY: usize = 64 * 1024 * 1024;
 const HANG_LIMIT: Duration = Duration::from_secs(600);
 
 /// A running fake Gemini API; dropping it stops the server.
@@ -136,108 +136,30 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
     }
 }
 
-struct Request {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
 /// Serves keep-alive requests until the client closes or a reply closes the connection.
 fn serve_connection(shared: &Shared, stream: TcpStream) {
     let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(read_half);
-    let mut out = stream;
-    while let Ok(Some(req)) = read_request(&mut reader) {
-        let keep_open = matches!(route(shared, &req, &mut out), Ok(true));
-        if !keep_open || req.wants_close() {
+    let mut conn = Conn::new(shared, stream);
+    while let Ok(req) = conn.read_request() {
+        let keep_open = matches!(route(shared, &req, &mut conn.stream), Ok(true));
+        if !keep_open || asks_to_close(&req) {
             break;
         }
     }
-    let _ = out.shutdown(Shutdown::Write);
+    let _ = conn.stream.shutdown(Shutdown::Write);
 }
 
-impl Request {
-    fn wants_close(&self) -> bool {
-        self.headers
-            .iter()
-            .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"))
-    }
+/// Whether the client sent `Connection: close` (HTTP/1.0's default is not honoured: Gemini CLI
+/// speaks HTTP/1.1).
+fn asks_to_close(req: &Request) -> bool {
+    req.headers
+        .iter()
+        .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"))
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        if !line.trim().is_empty() {
-            break;
-        }
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
-        return Ok(None);
-    };
-    let (method, target) = (method.to_string(), target.to_string());
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    let body = if header(&headers, "transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        read_chunked(reader)?
-    } else {
-        let len: usize = header(&headers, "content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-            .min(MAX_BODY);
-        let mut body = vec![0; len];
-        reader.read_exact(&mut body)?;
-        body
-    };
-    Ok(Some(Request {
-        method,
-        target,
-        headers,
-        body,
-    }))
-}
-
-fn read_chunked(reader: &mut BufReader<TcpStream>) -> io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line)?;
-        let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
-        if size == 0 {
-            // Trailers up to the blank line.
-            loop {
-                line.clear();
-                if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-                    return Ok(body);
-                }
-            }
-        }
-        if body.len() + size > MAX_BODY {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "body too large"));
-        }
-        let mut chunk = vec![0; size];
-        reader.read_exact(&mut chunk)?;
-        body.extend(chunk);
-        line.clear();
-        reader.read_line(&mut line)?;
+impl Stopping for Shared {
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
     }
 }
 

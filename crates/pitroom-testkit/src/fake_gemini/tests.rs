@@ -1,7 +1,7 @@
 use super::*;
 
 fn post(server: &FakeGemini, path: &str, body: &Value) -> String {
-    crate::fake_responses::http::post_raw(
+    crate::http::post_raw(
         server.port(),
         path,
         "content-type: application/json\r\nconnection: close\r\n",

@@ -66,24 +66,22 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::fake_responses::http::{lock, reason};
+use crate::http::{lock, reason, ReadError, Request, Stopping};
 
-mod input;
 mod output;
 mod reply;
 mod route;
 #[cfg(test)]
 mod tests;
 
-use input::*;
 use output::*;
 use reply::*;
 use route::*;
@@ -97,9 +95,6 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 const LINGER: Duration = Duration::from_secs(1);
 /// How long `Drop` waits for the accept thread before detaching it.
 const DROP_WAIT: Duration = Duration::from_secs(2);
-const MAX_HEAD: usize = 64 * 1024;
-const MAX_LINE: usize = 8 * 1024;
-const MAX_BODY: usize = 64 * 1024 * 1024;
 /// The Python's default for `hang` without `hang_s`.
 const DEFAULT_HANG_SECS: f64 = 600.0;
 
@@ -193,6 +188,15 @@ impl Drop for FakeOpenAi {
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
+    }
+}
+
+/// A connection of this server, read through the shared HTTP core.
+type Conn<'a> = crate::http::Conn<'a, Shared>;
+
+impl Stopping for Shared {
+    fn is_stopping(&self) -> bool {
+        Shared::is_stopping(self)
     }
 }
 
@@ -364,11 +368,7 @@ fn serve_connection(shared: &Shared, stream: TcpStream) {
     if configure(&stream).is_err() {
         return;
     }
-    let mut conn = Conn {
-        shared,
-        stream,
-        buf: Vec::new(),
-    };
+    let mut conn = Conn::new(shared, stream);
     loop {
         let next = match conn.read_request() {
             Ok(req) => route(&mut conn, &req).unwrap_or(Outcome::Close),
@@ -379,7 +379,7 @@ fn serve_connection(shared: &Shared, stream: TcpStream) {
             }
         };
         if matches!(next, Outcome::Close) || shared.is_stopping() {
-            conn.close_gracefully();
+            conn.close_gracefully(LINGER);
             return;
         }
     }
@@ -390,11 +390,4 @@ fn configure(stream: &TcpStream) -> io::Result<()> {
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     // SSE chunks must leave one by one, when the script says so.
     stream.set_nodelay(true)
-}
-
-fn is_timeout(err: &io::Error) -> bool {
-    matches!(
-        err.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
 }

@@ -1,7 +1,7 @@
 //! Routing, and which step of the script a request gets.
 
 use super::*;
-use crate::fake_responses::http::scenario_tags;
+use crate::script::scenario_tags;
 
 pub(super) fn route(conn: &mut Conn, req: &Request) -> io::Result<Outcome> {
     let close = req.wants_close();

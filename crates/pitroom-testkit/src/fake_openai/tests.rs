@@ -1,3 +1,6 @@
+use std::io::Read;
+use std::time::Instant;
+
 use super::*;
 
 /// A parsed HTTP reply, as a raw client sees it.
@@ -712,7 +715,7 @@ fn json_is_written_as_python_json_dumps_writes_it() {
 
 #[test]
 fn scenario_tags_match_like_the_python_regex() {
-    use crate::fake_responses::http::scenario_tags;
+    use crate::script::scenario_tags;
     let first = |text| scenario_tags(text).next();
     assert_eq!(first("run scenario:err-429.b now"), Some("err-429.b"));
     assert_eq!(first("scenario: x scenario=y"), Some("y"));

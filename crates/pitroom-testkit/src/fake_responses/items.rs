@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::http;
+use crate::{http, script};
 
 /// The items of reply `r` to a request with `body`, in the order a model sends them.
 pub(super) fn output_items(r: &Map<String, Value>, body: &Value) -> Vec<Value> {
@@ -41,7 +41,7 @@ pub(super) fn output_items(r: &Map<String, Value>, body: &Value) -> Vec<Value> {
     if let Some(text) = r.get("text") {
         items.push(json!({"type": "message", "id": format!("msg_{}", http::random_hex(12)),
             "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": http::value_text(text), "annotations": []}]}));
+            "content": [{"type": "output_text", "text": script::value_text(text), "annotations": []}]}));
     }
     items
 }

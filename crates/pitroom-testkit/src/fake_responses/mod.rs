@@ -51,14 +51,12 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-pub(crate) mod http;
 mod items;
 #[cfg(test)]
 mod tests;
 
-use self::http::{
-    error_reply, json_reply, lock, Chunk, Reply, Request, ScriptState, Scripted, StreamEnd,
-};
+use crate::http::{self, json_reply, lock, Chunk, Reply, Request, StreamEnd};
+use crate::script::{self, error_reply, ScriptState, Scripted};
 
 /// A running fake Responses API server; dropping it stops the server.
 #[derive(Debug)]
@@ -118,12 +116,12 @@ fn handle(script: &Value, state: &Mutex<ScriptState>, req: &Request, port: u16) 
     let scenario = user_texts(&input)
         .iter()
         .rev()
-        .find_map(|t| http::scenario_tag(t).map(str::to_string))
-        .unwrap_or_else(|| http::default_scenario(script));
+        .find_map(|t| script::scenario_tag(t).map(str::to_string))
+        .unwrap_or_else(|| script::default_scenario(script));
     let step = step_index(&input);
     let reply = lock(state).pick_logged(script, &scenario, step, "responses", &mut entry);
     let workdir = input.iter().rev().find_map(cwd_of).unwrap_or_default();
-    let reply = http::fill_placeholders(reply, &workdir, port);
+    let reply = script::fill_placeholders(reply, &workdir, port);
     (answer(&reply, &body, &scenario), entry)
 }
 
@@ -199,7 +197,7 @@ fn answer(r: &Map<String, Value>, body: &Value, scenario: &str) -> Reply {
         );
     }
     if let Some(status) = r.get("error") {
-        let status = http::status_of(status);
+        let status = script::status_of(status);
         let default = json!({"error": {
             "message": default_error_message(status),
             "type": default_error_type(status),
@@ -207,20 +205,20 @@ fn answer(r: &Map<String, Value>, body: &Value, scenario: &str) -> Reply {
         }});
         return error_reply(status, r, default);
     }
-    if let Some(reply) = http::raw_reply(r) {
+    if let Some(reply) = script::raw_reply(r) {
         return reply;
     }
-    let delay = http::millis(r.get("delay_ms")).unwrap_or_default();
+    let delay = script::millis(r.get("delay_ms")).unwrap_or_default();
     let id = format!("resp_{}", http::random_hex(12));
     let mut events = vec![sse(
         delay,
         &json!({"type": "response.created", "response": {"id": id, "object": "response", "status": "in_progress"}}),
     )];
-    if r.get("drop").is_some_and(http::truthy) {
+    if r.get("drop").is_some_and(script::truthy) {
         return Reply::stream(events, StreamEnd::Close);
     }
-    if r.get("hang").is_some_and(http::truthy) {
-        return Reply::stream(events, StreamEnd::Hang(http::hang_limit(r)));
+    if r.get("hang").is_some_and(script::truthy) {
+        return Reply::stream(events, StreamEnd::Hang(script::hang_limit(r)));
     }
     if let Some(error) = r.get("failed") {
         events.push(sse(

@@ -142,10 +142,28 @@ fn read_task(args: &RunArgs) -> Result<String, CliError> {
 
 /// `pitroom __supervise ID`: carries out a run prepared by `run --bg`.
 pub(super) fn supervise(args: SuperviseArgs) -> Outcome {
+    #[cfg(feature = "test-fakes")]
+    wait_at_test_gate();
     let service = super::service()?;
     // SAFETY: the descriptors were handed down by `run --bg` (or `crew`) for exactly this run.
     let record = unsafe { service.run_detached(&args.id, args.lock_fd, args.ticket_fd) }?;
     Ok(record.exit())
+}
+
+/// Test builds only (`test-fakes`): with `PITROOM_TEST_SUPERVISE_GATE` set to a path, the
+/// supervisor waits for that file before it claims its run, so a test can land a `pitroom stop`
+/// in the window between `run --bg` and the claim instead of hoping to hit it. Bounded, so a
+/// test that forgets to open the gate fails on its run rather than leaving a process behind.
+#[cfg(feature = "test-fakes")]
+fn wait_at_test_gate() {
+    let Some(gate) = std::env::var_os(pitroom_env::PITROOM_TEST_SUPERVISE_GATE) else {
+        return;
+    };
+    let gate = std::path::PathBuf::from(gate);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !gate.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// `pitroom models [worker]`: what the worker's CLI offers; without a worker, every one.

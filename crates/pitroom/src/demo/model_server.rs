@@ -22,6 +22,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use pitroom_script::step_index;
 use pitroom_workers::content_text;
 use serde_json::{json, Value};
 
@@ -277,25 +278,6 @@ fn stage_of(messages: &[Value]) -> Option<Stage> {
                 .find(|(mark, _)| text.contains(mark))
                 .map(|(_, stage)| *stage)
         })
-}
-
-/// Whether a user message only carries tool results back (Anthropic's shape).
-fn is_tool_results(message: &Value) -> bool {
-    message["content"]
-        .as_array()
-        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
-}
-
-/// The number of assistant turns since the latest user message: the step within the stage.
-fn step_index(messages: &[Value]) -> usize {
-    let start = messages
-        .iter()
-        .rposition(|m| role(m) == Some("user") && !is_tool_results(m))
-        .map_or(0, |at| at + 1);
-    messages[start..]
-        .iter()
-        .filter(|m| role(m) == Some("assistant"))
-        .count()
 }
 
 /// The directory the CLI works in, as its prompt states it: OpenCode's system prompt says

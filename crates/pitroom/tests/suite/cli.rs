@@ -581,12 +581,37 @@ fn stop_ends_a_background_run_and_everything_it_started() {
 
 #[test]
 fn a_stop_that_races_the_start_is_not_lost() {
-    let env = fake_env(json!([{"sleep_ms": 60000}]));
+    let mut env = fake_env(json!([{"sleep_ms": 60000}]));
+    // The supervisor of a test build waits for this file before it claims its run: the stop
+    // below lands before the claim every time, not when the scheduler happens to allow it.
+    let gate = env.root.join("supervise-gate");
+    env.set("PITROOM_TEST_SUPERVISE_GATE", gate.display().to_string());
     let dir = env.dir("plain");
     let id = bg_id(&env.run(&dir, &["--bg", "long job"]));
-    // Immediately: the supervisor may not have claimed the run yet.
-    env.run_expecting(&dir, &["stop", &id], 0);
-    assert_eq!(record(&env, &dir)["state"], "stopped");
+    let before = record(&env, &dir);
+    assert_eq!(before["state"], "queued", "{before}");
+    assert!(before["pid"].is_null(), "not claimed yet: {before}");
+    // No process to signal yet: the stop leaves its note in the run's dir and waits.
+    let stop = env
+        .pitroom(&dir, &["stop", &id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pitroom stop starts");
+    let note = env.state.join("runs").join(&id).join("stop-requested");
+    assert!(
+        eventually(Duration::from_secs(60), || note.exists()),
+        "the stop left no note for the unclaimed run"
+    );
+    std::fs::write(&gate, "").expect("open the gate");
+    let out = stop.wait_with_output().expect("pitroom stop ends");
+    assert_exit(&out, 0);
+    let after = record(&env, &dir);
+    assert_eq!(after["state"], "stopped", "{after}");
+    assert!(
+        !after["pid"].is_null(),
+        "the supervisor claimed the run, then stopped: {after}"
+    );
 }
 
 #[test]

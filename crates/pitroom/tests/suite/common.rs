@@ -13,9 +13,9 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 pub const PITROOM: &str = env!("CARGO_BIN_EXE_pitroom");
 
-/// The fake worker binary (built by the test kit on first use).
+/// The fake worker binary (`testing/fake_worker.rs`, built by cargo for this package's tests).
 pub fn fake_worker() -> PathBuf {
-    pitroom_testkit::fake_worker_bin()
+    PathBuf::from(env!("CARGO_BIN_EXE_pitroom-fake-worker"))
 }
 
 /// A test environment whose OpenCode is the fake worker running `script`.

@@ -227,11 +227,7 @@ fn no_worker_raises_privileges_publishes_or_starts_another_agent() {
         std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
         std::fs::set_permissions(&path, perms).unwrap();
     }
-    let path = format!(
-        "{}:{}",
-        tools.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = format!("{}:{}", tools.display(), env.path().display());
     env.set("PATH", path);
     let repo = dirty_repo(&env, "repo");
     env.run_expecting(&repo, &["-w", "try to publish"], 0);

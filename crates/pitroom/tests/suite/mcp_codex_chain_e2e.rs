@@ -100,11 +100,7 @@ fn codex_delegates_through_pitroom_mcp_registered_by_print_config_and_reads_the_
     let bin = world.env.root.join("bin");
     std::fs::create_dir_all(&bin).expect("bin");
     std::os::unix::fs::symlink(PITROOM, bin.join("pitroom")).expect("link");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
-    );
+    let path = format!("{}:{}", bin.display(), world.env.path().display());
 
     let mut cmd = Command::new(&codex);
     cmd.args([

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use pitroom_testkit::real_cli;
 use serde_json::Value;
 
-use super::common::{assert_exit, code, text};
+use super::common::{assert_exit, code, fake_worker, text};
 
 /// A scratch world holding the folders `names` (created); returns it and their paths.
 fn scratch_world<const N: usize>(names: [&str; N]) -> (tempfile::TempDir, [PathBuf; N]) {
@@ -449,7 +449,7 @@ fn claude_code_with_the_plugin_gets_the_session_text_and_the_hook_card() {
         .env("PATH", path)
         .env("ANTHROPIC_API_KEY", "sk-ant-fake")
         .env("PITROOM_HOME", &state)
-        .env("PITROOM_OPENCODE_BIN", pitroom_testkit::fake_worker_bin())
+        .env("PITROOM_OPENCODE_BIN", fake_worker())
         .env("PITROOM_FAKE_SCRIPT", worker_script.to_string())
         .args([
             "-p",

@@ -80,8 +80,8 @@ fn park_git(env: &mut TestEnv, park: Park) -> PathBuf {
     std::fs::write(&git, script).expect("fake git");
     std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
-    env.set("PATH", format!("{}:{path}", bin.display()));
+    let path = format!("{}:{}", bin.display(), env.path().display());
+    env.set("PATH", path);
     marker
 }
 

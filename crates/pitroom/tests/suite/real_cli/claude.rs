@@ -8,12 +8,11 @@ use std::path::Path;
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
-use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
-    Api, Checks, ConfigFile, FailureMatrix, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, SecretRead, Setting, Stall, Usage, World, EDIT_IN_READ_MODE,
-    FIRST_FIXTURES, OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
+    Api, Checks, ConfigFile, FailureMatrix, Fixtures, GitCommit, ListedModel, ModelError, Provider,
+    ReadFacts, RealCli, SecretRead, Setting, Stall, Usage, World, EDIT_IN_READ_MODE, OTHER_ERRORS,
+    SHELL_WRITE_IN_READ_MODE,
 };
 
 /// The file the user's `PreToolUse` hook touches: it must never run under Pitroom.
@@ -80,6 +79,32 @@ pub const CLI: RealCli = RealCli {
         write: |_, _| {},
     },
     unproven: &[],
+    fixtures: Fixtures {
+        cases: &[
+            ("read-bash-denied", &["look scenario:shellwrite"]),
+            ("write-secret-denied", &["-w", "read it scenario:secret"]),
+            (
+                "write-git-commit-denied",
+                &["-w", "commit scenario:gitcommit"],
+            ),
+            ("err429", &["x scenario:err429"]),
+            ("usage-limit", &["x scenario:usage-limit"]),
+            ("credit", &["x scenario:credit"]),
+            ("err404", &["x scenario:err404"]),
+            ("err401", &["x scenario:err401"]),
+            ("err500", &["x scenario:err500"]),
+            ("err529", &["x scenario:err529"]),
+            ("dropped-stream", &["x scenario:torn"]),
+        ],
+        first: true,
+        timeout: Some("60s"),
+        port: true,
+        keep_stderr: |_| true,
+        exit_codes: false,
+        prepare: |w| {
+            std::fs::write(w.repo.join(".env"), "API_TOKEN=very-secret-value\n").expect(".env")
+        },
+    },
 };
 
 real_cli_tests!(CLI; every_cli,
@@ -169,31 +194,5 @@ fn script() -> Value {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Claude Code changes"]
 fn record_claude_fixtures() {
-    let more: &[(&str, &[&str])] = &[
-        ("read-bash-denied", &["look scenario:shellwrite"]),
-        ("write-secret-denied", &["-w", "read it scenario:secret"]),
-        (
-            "write-git-commit-denied",
-            &["-w", "commit scenario:gitcommit"],
-        ),
-        ("err429", &["x scenario:err429"]),
-        ("usage-limit", &["x scenario:usage-limit"]),
-        ("credit", &["x scenario:credit"]),
-        ("err404", &["x scenario:err404"]),
-        ("err401", &["x scenario:err401"]),
-        ("err500", &["x scenario:err500"]),
-        ("err529", &["x scenario:err529"]),
-        ("dropped-stream", &["x scenario:torn"]),
-    ];
-    let w = World::new(&CLI);
-    std::fs::write(w.repo.join(".env"), "API_TOKEN=very-secret-value\n").expect(".env");
-    w.record_fixtures(
-        &[FIRST_FIXTURES, more].concat(),
-        Recording {
-            timeout: Some("60s"),
-            port: Some(w.server.port()),
-            keep_stderr: |_| true,
-            exit_codes: false,
-        },
-    );
+    super::record_fixtures(&CLI);
 }

@@ -6,12 +6,11 @@ use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
 use super::super::common::assert_str_has;
-use super::super::recorder::Recording;
 use super::script::{EDIT_ANSWER, READ_ANSWER};
 use super::{
-    with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
-    OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
+    with_openai_shapes, Api, Checks, ConfigFile, Fixtures, GitCommit, ListedModel, ModelError,
+    Provider, ReadFacts, RealCli, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
+    OPENAI_SHAPES, OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -85,6 +84,28 @@ pub const CLI: RealCli = RealCli {
         behaviour: "secret_files_stay_unreadable_in_a_write_run",
         why: "Codex has no per-path read rule (its sandbox confines writes only): only the read copy keeps secret files away, and a write run has none (docs/safety.md, Secrets)",
     }],
+    fixtures: Fixtures {
+        cases: &[
+            ("read", &["Where can divide fail?"]),
+            // Before the write run, whose patch would no longer apply to the changed tree.
+            ("read-patch-refused", &["fix divide scenario:edit"]),
+            ("read-shell-write-refused", &["look scenario:shellwrite"]),
+            ("write-patch", &["-w", "fix divide scenario:edit"]),
+            ("err429", &["x scenario:err429"]),
+            ("usage-limit", &["x scenario:usage-limit"]),
+            ("quota", &["x scenario:quota"]),
+            ("err404", &["x scenario:err404"]),
+            ("err401", &["x scenario:err401"]),
+            ("err500", &["x scenario:err500"]),
+            ("dropped-stream", &["x scenario:torn"]),
+        ],
+        first: false,
+        timeout: Some("60s"),
+        port: true,
+        keep_stderr: |l| l.contains("ERROR") || l.contains("WARN") || l.starts_with("Error"),
+        exit_codes: false,
+        prepare: |_| {},
+    },
 };
 
 real_cli_tests!(CLI; every_cli,
@@ -173,28 +194,5 @@ fn script() -> Value {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Codex changes"]
 fn record_codex_fixtures() {
-    let cases: &[(&str, &[&str])] = &[
-        ("read", &["Where can divide fail?"]),
-        // Before the write run, whose patch would no longer apply to the changed tree.
-        ("read-patch-refused", &["fix divide scenario:edit"]),
-        ("read-shell-write-refused", &["look scenario:shellwrite"]),
-        ("write-patch", &["-w", "fix divide scenario:edit"]),
-        ("err429", &["x scenario:err429"]),
-        ("usage-limit", &["x scenario:usage-limit"]),
-        ("quota", &["x scenario:quota"]),
-        ("err404", &["x scenario:err404"]),
-        ("err401", &["x scenario:err401"]),
-        ("err500", &["x scenario:err500"]),
-        ("dropped-stream", &["x scenario:torn"]),
-    ];
-    let w = World::new(&CLI);
-    w.record_fixtures(
-        cases,
-        Recording {
-            timeout: Some("60s"),
-            port: Some(w.server.port()),
-            keep_stderr: |l| l.contains("ERROR") || l.contains("WARN") || l.starts_with("Error"),
-            exit_codes: false,
-        },
-    );
+    super::record_fixtures(&CLI);
 }

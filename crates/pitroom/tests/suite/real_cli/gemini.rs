@@ -5,11 +5,10 @@
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
-use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
-    Api, Checks, FailureMatrix, GitCommit, ModelError, Provider, ReadFacts, RealCli, SecretRead,
-    Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE, FIRST_FIXTURES,
+    Api, Checks, FailureMatrix, Fixtures, GitCommit, ModelError, Provider, ReadFacts, RealCli,
+    SecretRead, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -86,6 +85,23 @@ pub const CLI: RealCli = RealCli {
             why: "Gemini CLI has no effort flag: `--effort` is dropped with a note (docs/workers/gemini.md)",
         },
     ],
+    fixtures: Fixtures {
+        cases: &[
+            ("err429", &["x scenario:err429"]),
+            ("quota-daily", &["x scenario:daily"]),
+            ("err404", &["x scenario:err404"]),
+            ("err400-key", &["x scenario:err400"]),
+            ("err403", &["x scenario:err403"]),
+            ("err500", &["x scenario:err500"]),
+            ("malformed-sse", &["x scenario:torn"]),
+        ],
+        first: true,
+        timeout: Some("90s"),
+        port: false,
+        keep_stderr: |l| !l.trim_start().starts_with("at "),
+        exit_codes: true,
+        prepare: |_| {},
+    },
 };
 
 real_cli_tests!(CLI; every_cli,
@@ -147,23 +163,5 @@ fn script() -> Value {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Gemini CLI changes"]
 fn record_gemini_fixtures() {
-    let more: &[(&str, &[&str])] = &[
-        ("err429", &["x scenario:err429"]),
-        ("quota-daily", &["x scenario:daily"]),
-        ("err404", &["x scenario:err404"]),
-        ("err400-key", &["x scenario:err400"]),
-        ("err403", &["x scenario:err403"]),
-        ("err500", &["x scenario:err500"]),
-        ("malformed-sse", &["x scenario:torn"]),
-    ];
-    let w = World::new(&CLI);
-    w.record_fixtures(
-        &[FIRST_FIXTURES, more].concat(),
-        Recording {
-            timeout: Some("90s"),
-            port: None,
-            keep_stderr: |l| !l.trim_start().starts_with("at "),
-            exit_codes: true,
-        },
-    );
+    super::record_fixtures(&CLI);
 }

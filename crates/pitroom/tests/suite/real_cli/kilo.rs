@@ -4,10 +4,8 @@
 
 use pitroom_testkit::real_cli;
 
-use super::super::recorder::Recording;
 use super::{
-    opencode, Checks, ConfigFile, ModelError, Provider, ReadFacts, RealCli, Unproven, World,
-    FIRST_FIXTURES,
+    opencode, Checks, ConfigFile, Fixtures, ModelError, Provider, ReadFacts, RealCli, Unproven,
 };
 
 /// Kilo is OpenCode's fork: its entry is OpenCode's (the same script, API, refusals, errors,
@@ -44,6 +42,23 @@ pub const CLI: RealCli = RealCli {
         behaviour: "effort_reaches_the_model_request",
         why: "Kilo, like OpenCode, maps `--effort` to `--variant` only with a pinned model, and the fake provider's models have no variants (docs/workers/kilo.md)",
     }],
+    fixtures: Fixtures {
+        cases: &[
+            ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
+            ("err404", &["x scenario:err404"]),
+            ("err429", &["x scenario:err429"]),
+            ("err500", &["x scenario:err500"]),
+            ("malformed-sse", &["x scenario:malformed"]),
+        ],
+        first: true,
+        timeout: Some("120s"),
+        port: false,
+        keep_stderr: |l| {
+            l.contains("ERROR") || l.starts_with("Error") || l.contains("stream error")
+        },
+        exit_codes: false,
+        prepare: |_| {},
+    },
     ..opencode::CLI
 };
 
@@ -58,23 +73,5 @@ real_cli_tests!(CLI; every_cli,
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Kilo changes"]
 fn record_kilo_fixtures() {
-    let more: &[(&str, &[&str])] = &[
-        ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
-        ("err404", &["x scenario:err404"]),
-        ("err429", &["x scenario:err429"]),
-        ("err500", &["x scenario:err500"]),
-        ("malformed-sse", &["x scenario:malformed"]),
-    ];
-    let w = World::new(&CLI);
-    w.record_fixtures(
-        &[FIRST_FIXTURES, more].concat(),
-        Recording {
-            timeout: Some("120s"),
-            port: None,
-            keep_stderr: |l| {
-                l.contains("ERROR") || l.starts_with("Error") || l.contains("stream error")
-            },
-            exit_codes: false,
-        },
-    );
+    super::record_fixtures(&CLI);
 }

@@ -120,6 +120,50 @@ pub struct RealCli {
     pub checks: Checks,
     /// The shared behaviours this CLI does not prove, and why.
     pub unproven: &'static [Unproven],
+    /// How its streams are recorded as the adapter's parser fixtures ([`record_fixtures`]).
+    pub fixtures: Fixtures,
+}
+
+/// How [`record_fixtures`] records a CLI's streams: the cases, how each is run and what of its
+/// stderr and exit the fixture keeps.
+pub struct Fixtures {
+    /// `(name, args)` of each case, after [`FIRST_FIXTURES`] when `first` is set.
+    pub cases: &'static [(&'static str, &'static [&'static str])],
+    pub first: bool,
+    /// Appended to each case as `-t <timeout>`, when set.
+    pub timeout: Option<&'static str>,
+    /// Whether the fake model server's port is written as `PORT` (its ids and URLs hold it).
+    pub port: bool,
+    /// Which stderr lines the fixture keeps (the ones the adapter reads).
+    pub keep_stderr: fn(&str) -> bool,
+    /// Whether `<name>.exit` keeps the worker's exit code (the adapter classifies by it).
+    pub exit_codes: bool,
+    /// What the world needs before the first case (a secret file, a variable).
+    pub prepare: fn(&mut World),
+}
+
+/// Records `cli`'s real streams as its adapter's parser fixtures
+/// (`pitroom-workers/tests/fixtures/<worker>/`): each CLI's ignored `record_<cli>_fixtures`
+/// test calls this, run by hand when its pinned version changes.
+pub fn record_fixtures(cli: &'static RealCli) {
+    let how = &cli.fixtures;
+    let mut w = World::new(cli);
+    (how.prepare)(&mut w);
+    let cases = if how.first {
+        [FIRST_FIXTURES, how.cases].concat()
+    } else {
+        how.cases.to_vec()
+    };
+    let port = how.port.then(|| w.server.port());
+    w.record_fixtures(
+        &cases,
+        Recording {
+            timeout: how.timeout,
+            port,
+            keep_stderr: how.keep_stderr,
+            exit_codes: how.exit_codes,
+        },
+    );
 }
 
 impl RealCli {

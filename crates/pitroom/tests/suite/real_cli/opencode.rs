@@ -11,12 +11,11 @@ use serde_json::{json, Value};
 
 use super::super::common::assert_str_has;
 use super::super::common::{assert_exit, assert_stdout_has, code, json_stdout, text};
-use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
-    with_openai_shapes, Api, Checks, ConfigFile, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, SecretRead, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
-    FIRST_FIXTURES, OPENAI_SHAPES,
+    with_openai_shapes, Api, Checks, ConfigFile, Fixtures, GitCommit, ListedModel, ModelError,
+    Provider, ReadFacts, RealCli, SecretRead, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
+    OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -97,6 +96,26 @@ pub const CLI: RealCli = RealCli {
             why: "OpenCode has no effort setting of its own: `--effort` becomes `--variant` only with a pinned model, and the fake provider's models have no variants (docs/workers/opencode.md)",
         },
     ],
+    fixtures: Fixtures {
+        cases: &[
+            ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
+            ("bash-write", &["look scenario:bashwrite"]),
+            ("err404", &["x scenario:err404"]),
+            ("err429", &["x scenario:err429"]),
+            ("err500", &["x scenario:err500"]),
+            ("malformed-sse", &["x scenario:malformed"]),
+            ("unknown-model", &["-m", "fake/nonexistent", "x"]),
+            ("no-finish-reason", &["x scenario:nofinish"]),
+        ],
+        first: true,
+        timeout: Some("60s"),
+        port: false,
+        keep_stderr: |l| {
+            l.contains("ERROR") || l.starts_with("Error") || l.contains("permission")
+        },
+        exit_codes: false,
+        prepare: |w| w.env.set("PITROOM_WATCHDOG", "2s"),
+    },
 };
 
 real_cli_tests!(CLI; every_cli,
@@ -313,27 +332,5 @@ fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finish
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned OpenCode changes"]
 fn record_opencode_fixtures() {
-    let more: &[(&str, &[&str])] = &[
-        ("bash-git-denied", &["-w", "commit scenario:gitdeny"]),
-        ("bash-write", &["look scenario:bashwrite"]),
-        ("err404", &["x scenario:err404"]),
-        ("err429", &["x scenario:err429"]),
-        ("err500", &["x scenario:err500"]),
-        ("malformed-sse", &["x scenario:malformed"]),
-        ("unknown-model", &["-m", "fake/nonexistent", "x"]),
-        ("no-finish-reason", &["x scenario:nofinish"]),
-    ];
-    let mut w = World::new(&CLI);
-    w.env.set("PITROOM_WATCHDOG", "2s");
-    w.record_fixtures(
-        &[FIRST_FIXTURES, more].concat(),
-        Recording {
-            timeout: Some("60s"),
-            port: None,
-            keep_stderr: |l| {
-                l.contains("ERROR") || l.starts_with("Error") || l.contains("permission")
-            },
-            exit_codes: false,
-        },
-    );
+    super::record_fixtures(&CLI);
 }

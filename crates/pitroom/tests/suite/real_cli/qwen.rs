@@ -5,10 +5,9 @@
 use pitroom_testkit::real_cli;
 use serde_json::{json, Value};
 
-use super::super::recorder::Recording;
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
-    with_openai_shapes, Api, Checks, GitCommit, ModelError, Provider, ReadFacts, RealCli,
+    with_openai_shapes, Api, Checks, Fixtures, GitCommit, ModelError, Provider, ReadFacts, RealCli,
     SecretRead, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
 };
 
@@ -74,6 +73,28 @@ pub const CLI: RealCli = RealCli {
             why: "Qwen Code has no effort setting: `--effort` is dropped with a note (docs/workers/qwen.md)",
         },
     ],
+    fixtures: Fixtures {
+        // Without Pitroom's cut, Qwen retries a 500 silently for ~76 s (see docs/workers/qwen.md).
+        cases: &[
+            ("read", &["Where can divide fail?", "-t", "60s"]),
+            (
+                "write-edit",
+                &["-w", "fix divide scenario:edit", "-t", "60s"],
+            ),
+            ("read-edit-denied", &[EDIT_IN_READ_MODE, "-t", "60s"]),
+            ("err429", &["x scenario:err429", "-t", "60s"]),
+            ("err404", &["x scenario:err404", "-t", "60s"]),
+            ("err401", &["x scenario:err401", "-t", "60s"]),
+            ("err500", &["x scenario:err500", "-t", "150s"]),
+            ("malformed-sse", &["x scenario:torn", "-t", "60s"]),
+        ],
+        first: false,
+        timeout: None,
+        port: false,
+        keep_stderr: |_| true,
+        exit_codes: false,
+        prepare: |_| {},
+    },
 };
 
 real_cli_tests!(CLI; every_cli,
@@ -128,28 +149,5 @@ fn script() -> Value {
 #[test]
 #[ignore = "records fixtures; run by hand when the pinned Qwen Code changes"]
 fn record_qwen_fixtures() {
-    // Without Pitroom's cut, Qwen retries a 500 silently for ~76 s (see docs/workers/qwen.md).
-    let cases: &[(&str, &[&str])] = &[
-        ("read", &["Where can divide fail?", "-t", "60s"]),
-        (
-            "write-edit",
-            &["-w", "fix divide scenario:edit", "-t", "60s"],
-        ),
-        ("read-edit-denied", &[EDIT_IN_READ_MODE, "-t", "60s"]),
-        ("err429", &["x scenario:err429", "-t", "60s"]),
-        ("err404", &["x scenario:err404", "-t", "60s"]),
-        ("err401", &["x scenario:err401", "-t", "60s"]),
-        ("err500", &["x scenario:err500", "-t", "150s"]),
-        ("malformed-sse", &["x scenario:torn", "-t", "60s"]),
-    ];
-    let w = World::new(&CLI);
-    w.record_fixtures(
-        cases,
-        Recording {
-            timeout: None,
-            port: None,
-            keep_stderr: |_| true,
-            exit_codes: false,
-        },
-    );
+    super::record_fixtures(&CLI);
 }
