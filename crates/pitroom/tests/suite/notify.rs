@@ -27,8 +27,8 @@ fn recording_notifier(env: &mut TestEnv) -> PathBuf {
     .expect("notifier");
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let path = std::env::var("PATH").unwrap_or_default();
-    env.set("PATH", format!("{}:{path}", bin.display()));
+    let path = format!("{}:{}", bin.display(), env.path().display());
+    env.set("PATH", path);
     std::fs::write(env.root.join("pitroom.toml"), "notify = true\n").expect("config");
     log
 }
