@@ -12,6 +12,7 @@ mod binary;
 mod classify;
 pub mod claude;
 pub mod codex;
+mod common;
 pub mod cursor;
 pub mod custom;
 mod denied;
