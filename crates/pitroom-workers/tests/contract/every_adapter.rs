@@ -285,8 +285,11 @@ fn every_adapters_recorded_fixtures_parse_and_survive_a_torn_last_line() {
     let mut checked = 0;
     for adapter in adapters() {
         let dir = fixtures.join(adapter.id());
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // The CLI described in the config has no recordings; every built-in one has.
+            Err(_) if adapter.id() == "custom" => continue,
+            Err(e) => panic!("{}: {}: {e}", adapter.id(), dir.display()),
         };
         for entry in entries.flatten() {
             let path = entry.path();
