@@ -1,10 +1,11 @@
 //! What Pitroom knows of each worker CLI it drives, one row per CLI: its backend id, the
 //! program it installs, the variables that point it at its state, whether a real-CLI test
-//! proves the adapter, and the adapter itself. The known-backend list, [`adapter_for`](crate::adapter_for),
-//! binary lookup, the denied-command patterns, the run engine's Landlock exceptions and
-//! `doctor`'s names and notes are all read from here, so adding a CLI is its folder and one row
-//! (`docs/workers/adding-a-cli.md`). The git guard's floor keeps its own list of agent programs
-//! (the small guard binary does not link the adapters), and a test holds the two equal.
+//! proves the adapter, and the adapter itself. The known-backend list,
+//! [`adapter_for`](crate::adapter_for), binary lookup, the denied-command patterns, the run
+//! engine's Landlock exceptions and `doctor`'s names and notes are all read from here, so adding
+//! a CLI is its folder and one row (`docs/workers/adding-a-cli.md`). The git guard's floor keeps
+//! its own list of agent programs (the small guard binary does not link the adapters), and a
+//! test holds the two equal.
 
 use crate::Adapter;
 
