@@ -67,38 +67,78 @@ pub(crate) fn words(pattern: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Mode;
+    use crate::{InvocationRequest, Mode};
 
-    /// Every rendering of the policy, as text, for each CLI that has one.
-    fn renderings() -> Vec<(&'static str, String)> {
-        vec![
-            (
-                "opencode",
-                crate::opencode::config::permission_profile(Mode::Write, false).to_string(),
-            ),
-            (
-                "claude",
-                crate::claude::profile::permissions(Mode::Write, false).to_string(),
-            ),
-            (
-                "qwen",
-                crate::qwen::deny_rules(Mode::Write, false).join("\n"),
-            ),
-            ("gemini", crate::gemini::policy(Mode::Write, false)),
-            ("cursor", crate::cursor::denied_shell_tokens().join("\n")),
-        ]
+    /// CLIs with no rule syntax for shell commands, and what refuses the denied commands
+    /// instead. Every other row of the table must render them into its invocation.
+    const NO_RULE_SYNTAX: &[(&str, &str)] = &[
+        (
+            "codex",
+            "its sandbox and the git guard (Codex has no per-command rules)",
+        ),
+        (
+            "antigravity",
+            "nothing needed: with no rule format, Antigravity refuses write runs",
+        ),
+    ];
+
+    /// What a CLI reads its rules from in a write run: its arguments, its environment and the
+    /// settings files the engine writes for it; `None` when the CLI refuses write runs.
+    fn rules_text(backend: &str) -> Option<String> {
+        let adapter = crate::adapter_for(backend).expect("a row of the table");
+        let req = InvocationRequest::for_test_of(backend, Mode::Write, vec![]);
+        let inv = match adapter.invocation(&req) {
+            Ok(inv) => inv,
+            Err(crate::AdapterError::ModeUnsupported { .. }) => return None,
+            Err(e) => panic!("{backend}: {e}"),
+        };
+        let mut text: Vec<String> = inv
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        text.extend(
+            inv.env
+                .iter()
+                .map(|(_, v)| v.to_string_lossy().into_owned()),
+        );
+        text.extend(inv.files.iter().map(|f| f.content.clone()));
+        Some(text.join("\n"))
     }
 
     #[test]
     fn every_cli_refuses_every_denied_command_in_its_own_syntax() {
-        for (cli, text) in renderings() {
+        for cli in CLIS {
+            if NO_RULE_SYNTAX.iter().any(|(b, _)| *b == cli.backend) {
+                continue;
+            }
+            let text = rules_text(cli.backend)
+                .unwrap_or_else(|| panic!("{} refuses write runs", cli.backend));
             for pattern in patterns() {
                 let words = words(&pattern);
                 // Cursor writes `git push` as `Shell(git:push…)`.
                 let cursor_form = words.replacen(' ', ":", 1);
                 assert!(
-                    text.contains(words) || (cli == "cursor" && text.contains(&cursor_form)),
-                    "{cli} does not refuse `{words}`:\n{text}"
+                    text.contains(words)
+                        || (cli.backend == "cursor" && text.contains(&cursor_form)),
+                    "{} does not refuse `{words}`:\n{text}",
+                    cli.backend
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cli_without_rules_is_one_that_renders_none() {
+        // The exemption list names rows of the table, each with a reason, and none of them
+        // writes rules after all (the list would then hide a rendering from the test above).
+        for (backend, why) in NO_RULE_SYNTAX {
+            assert!(crate::facts(backend).is_some(), "{backend}: not a CLI");
+            assert!(!why.is_empty());
+            if let Some(text) = rules_text(backend) {
+                assert!(
+                    !text.contains("git push"),
+                    "{backend} renders the rules:\n{text}"
                 );
             }
         }

@@ -1,11 +1,16 @@
 //! What Pitroom knows of each worker CLI it drives, one row per CLI: its backend id, the
-//! program it installs, and whether a real-CLI test proves the adapter. The known-backend list,
-//! binary lookup, `doctor`'s names and notes are read from here; the git guard's floor keeps
-//! its own list of agent programs (it cannot depend on this crate), and a test holds the two
-//! equal.
+//! program it installs, the variables that point it at its state, whether a real-CLI test
+//! proves the adapter, and the adapter itself. The known-backend list,
+//! [`adapter_for`](crate::adapter_for), binary lookup, the denied-command patterns, the run
+//! engine's Landlock exceptions and `doctor`'s names and notes are all read from here, so adding
+//! a CLI is its folder and one row (`docs/workers/adding-a-cli.md`). The git guard's floor keeps
+//! its own list of agent programs (the small guard binary does not link the adapters), and a
+//! test holds the two equal.
+
+use crate::Adapter;
 
 /// One worker CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct CliFacts {
     /// The backend id (`-W <backend>`).
     pub backend: &'static str,
@@ -16,6 +21,12 @@ pub struct CliFacts {
     /// The version Pitroom's end-to-end tests run; `None` when the CLI cannot be installed where
     /// Pitroom is built and the adapter follows the documented format only.
     pub proven: Option<&'static str>,
+    /// The CLI's own variables naming a directory it keeps state in (`CODEX_HOME`), beyond the
+    /// `HOME`, `TMPDIR` and `XDG_*_HOME` every CLI reads: where its adapter points one into the
+    /// run's state dirs, the engine's Landlock layer lets the worker write there.
+    pub home_vars: &'static [&'static str],
+    /// Builds the adapter.
+    pub adapter: fn() -> Box<dyn Adapter>,
 }
 
 impl CliFacts {
@@ -32,36 +43,48 @@ pub const CLIS: &[CliFacts] = &[
         program: "opencode",
         aliases: &[],
         proven: Some("1.18.33"),
+        home_vars: &[],
+        adapter: || Box::new(crate::opencode::OpenCode),
     },
     CliFacts {
         backend: "codex",
         program: "codex",
         aliases: &[],
         proven: Some("0.171.0"),
+        home_vars: &["CODEX_HOME"],
+        adapter: || Box::new(crate::codex::Codex),
     },
     CliFacts {
         backend: "claude",
         program: "claude",
         aliases: &[],
         proven: Some("2.1.332"),
+        home_vars: &["CLAUDE_CONFIG_DIR"],
+        adapter: || Box::new(crate::claude::Claude),
     },
     CliFacts {
         backend: "gemini",
         program: "gemini",
         aliases: &[],
         proven: Some("0.61.0"),
+        home_vars: &["GEMINI_CLI_HOME"],
+        adapter: || Box::new(crate::gemini::Gemini),
     },
     CliFacts {
         backend: "qwen",
         program: "qwen",
         aliases: &[],
         proven: Some("0.24.4"),
+        home_vars: &["QWEN_HOME"],
+        adapter: || Box::new(crate::qwen::Qwen),
     },
     CliFacts {
         backend: "kilo",
         program: "kilo",
         aliases: &[],
         proven: Some("7.7.7"),
+        home_vars: &[],
+        adapter: || Box::new(crate::kilo::Kilo),
     },
     CliFacts {
         backend: "cursor",
@@ -69,12 +92,16 @@ pub const CLIS: &[CliFacts] = &[
         // Cursor's CLI under its newer name.
         aliases: &["agent"],
         proven: None,
+        home_vars: &["CURSOR_CONFIG_DIR"],
+        adapter: || Box::new(crate::cursor::Cursor),
     },
     CliFacts {
         backend: "antigravity",
         program: "agy",
         aliases: &["antigravity"],
         proven: None,
+        home_vars: &[],
+        adapter: || Box::new(crate::antigravity::Antigravity),
     },
 ];
 
@@ -93,6 +120,16 @@ pub const KNOWN_BACKENDS: [&str; CLIS.len()] = {
 /// The row of a known backend.
 pub fn facts(backend: &str) -> Option<&'static CliFacts> {
     CLIS.iter().find(|c| c.backend == backend)
+}
+
+/// Whether `name`, set by `backend`'s adapter, points the CLI at a directory it keeps state in:
+/// `HOME`, `TMPDIR`, an `XDG_*_HOME`, or one of the row's [`CliFacts::home_vars`] (a CLI
+/// described in the config has none of its own).
+pub fn is_state_dir_var(backend: &str, name: &str) -> bool {
+    name == "HOME"
+        || name == "TMPDIR"
+        || (name.starts_with("XDG_") && name.ends_with("_HOME"))
+        || facts(backend).is_some_and(|cli| cli.home_vars.contains(&name))
 }
 
 /// The executable a backend's CLI installs (the backend id itself for one Pitroom does not
@@ -115,6 +152,33 @@ mod tests {
         assert_eq!(program_of("antigravity"), "agy");
         assert_eq!(program_of("opencode"), "opencode");
         assert_eq!(program_of("mycli"), "mycli");
+    }
+
+    #[test]
+    fn every_row_builds_the_adapter_of_its_backend() {
+        for cli in CLIS {
+            assert_eq!((cli.adapter)().id(), cli.backend);
+            assert_eq!(
+                crate::adapter_for(cli.backend).map(|a| a.id()),
+                Some(cli.backend)
+            );
+        }
+        assert!(crate::adapter_for("mycli").is_none());
+    }
+
+    #[test]
+    fn a_clis_home_variables_are_state_dirs_of_it_alone() {
+        assert!(is_state_dir_var("codex", "CODEX_HOME"));
+        assert!(is_state_dir_var("cursor", "CURSOR_CONFIG_DIR"));
+        assert!(!is_state_dir_var("claude", "CODEX_HOME"));
+        assert!(!is_state_dir_var("mycli", "CODEX_HOME"));
+        for backend in ["mycli", "opencode"] {
+            assert!(is_state_dir_var(backend, "HOME"));
+            assert!(is_state_dir_var(backend, "TMPDIR"));
+            assert!(is_state_dir_var(backend, "XDG_DATA_HOME"));
+            assert!(!is_state_dir_var(backend, "XDG_RUNTIME_DIR"));
+            assert!(!is_state_dir_var(backend, "PWD"));
+        }
     }
 
     #[test]

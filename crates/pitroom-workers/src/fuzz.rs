@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 use crate::adapter::{Adapter, FailureEvidence};
 use crate::custom::{Custom, WorkerDef};
 use crate::events::{ToolOutcome, WorkerEvent};
-use crate::{adapter_for, KNOWN_BACKENDS};
+use crate::KNOWN_BACKENDS;
 
 /// `cases` unless `PROPTEST_CASES` says otherwise.
 fn config(cases: u32) -> ProptestConfig {
@@ -132,9 +132,9 @@ const CUSTOM_LINES: &[&str] = &[
 
 /// A fresh adapter for every backend, and the custom one: (name, adapter).
 fn fresh_adapters() -> Vec<(String, Box<dyn Adapter>)> {
-    let mut out: Vec<(String, Box<dyn Adapter>)> = KNOWN_BACKENDS
+    let mut out: Vec<(String, Box<dyn Adapter>)> = crate::CLIS
         .iter()
-        .filter_map(|b| adapter_for(b).map(|a| (b.to_string(), a)))
+        .map(|cli| (cli.backend.to_string(), (cli.adapter)()))
         .collect();
     let def = WorkerDef::from_value("mycli", &crate::custom::example_def())
         .expect("a valid custom worker");

@@ -12,6 +12,7 @@ mod binary;
 mod classify;
 pub mod claude;
 pub mod codex;
+mod common;
 pub mod cursor;
 pub mod custom;
 mod denied;
@@ -35,22 +36,13 @@ pub use adapter::{
 pub use binary::{find_binary, override_var, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};
 pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
-pub use facts::{facts, program_of, CliFacts, CLIS, KNOWN_BACKENDS};
+pub use facts::{facts, is_state_dir_var, program_of, CliFacts, CLIS, KNOWN_BACKENDS};
 pub use json::content_text;
 
-/// The adapter for a backend id, or `None` when Pitroom knows the id but has no adapter yet.
+/// The adapter of a known backend (a row of [`CLIS`]), or `None` for an id Pitroom does not
+/// know.
 pub fn adapter_for(backend: &str) -> Option<Box<dyn Adapter>> {
-    match backend {
-        "opencode" => Some(Box::new(opencode::OpenCode)),
-        "codex" => Some(Box::new(codex::Codex)),
-        "claude" => Some(Box::new(claude::Claude)),
-        "qwen" => Some(Box::new(qwen::Qwen)),
-        "kilo" => Some(Box::new(kilo::Kilo)),
-        "gemini" => Some(Box::new(gemini::Gemini)),
-        "cursor" => Some(Box::new(cursor::Cursor)),
-        "antigravity" => Some(Box::new(antigravity::Antigravity)),
-        _ => None,
-    }
+    facts(backend).map(|cli| (cli.adapter)())
 }
 
 /// Helpers of the unit tests.

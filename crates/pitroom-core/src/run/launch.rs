@@ -214,7 +214,9 @@ impl Engine {
             invocation
                 .env
                 .iter()
-                .filter(|(k, _)| is_state_dir_var(&k.to_string_lossy()))
+                .filter(|(k, _)| {
+                    pitroom_workers::is_state_dir_var(adapter.id(), &k.to_string_lossy())
+                })
                 .map(|(_, v)| PathBuf::from(v)),
         );
         let link_targets: Vec<PathBuf> = invocation.links.iter().map(|(_, t)| t.clone()).collect();
@@ -475,17 +477,6 @@ pub(super) fn worker_env(
         env.push((k, v));
     }
     env
-}
-
-/// Environment variables through which an adapter points a CLI at its private state.
-fn is_state_dir_var(name: &str) -> bool {
-    name == "HOME"
-        || name == "TMPDIR"
-        || (name.starts_with("XDG_") && name.ends_with("_HOME"))
-        || matches!(
-            name,
-            "CODEX_HOME" | "CLAUDE_CONFIG_DIR" | "GEMINI_CLI_HOME" | "QWEN_HOME"
-        )
 }
 
 /// Takes the keeper's sandbox report into the record, with a warning for each layer that did

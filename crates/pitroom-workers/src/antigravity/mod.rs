@@ -125,7 +125,7 @@ impl Adapter for Antigravity {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        match crate::opencode::classify::TEXTS.classify(evidence) {
+        match crate::common::failure_texts::TEXTS.classify(evidence) {
             FailureKind::Other if contains_any(&evidence.texts_lowercase(), AUTH) => {
                 FailureKind::Auth
             }

@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use crate::adapter::JsonEvents;
 use crate::classify::mentions;
+use crate::common::tool_calls::summarize_input;
 use crate::events::{session_started, ToolOutcome, Usage, WorkerEvent};
 use crate::json::str_at;
-use crate::qwen::parse::summarize_input;
 use crate::summary::{one_line, ERROR_CHARS};
 
 /// Step types that are tool calls (a subagent step is reported like one, so it is visible).

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::adapter::JsonEvents;
+use crate::common::tool_calls::summarize_input;
 use crate::events::{ToolOutcome, WorkerEvent};
 use crate::json::str_at;
-use crate::qwen::parse::summarize_input;
 use crate::stream_json;
 use crate::summary::{one_line, ERROR_CHARS};
 

@@ -8,7 +8,8 @@
 //! minutes by default (`general.maxAttempts` caps them, [`Adapter::retry_signal`] reads the
 //! `Attempt N failed` lines); usage statistics go to Google unless switched off in the
 //! settings. Settings and policies are read only from files: a private `GEMINI_CLI_HOME` gets
-//! them, written by the launcher of `crate::qwen::settings`, with the user's auth merged in.
+//! them as [`SettingsFile`](crate::SettingsFile)s the engine writes, with the user's auth merged
+//! in ([`crate::common::settings_files`]).
 
 pub(crate) mod parse;
 
@@ -21,9 +22,9 @@ use crate::adapter::{
     flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, SettingsFile,
     StreamParser,
 };
+use crate::common::settings_files::{self as settings, read_json_object, ToolFloor};
 use crate::events::{FailureKind, Mode};
 use crate::json::merge;
-use crate::qwen::settings::{self, read_json_object, ToolFloor};
 pub use parse::GeminiStream;
 
 /// The Gemini CLI adapter (each run's stream gets its own [`GeminiStream`]).
@@ -239,7 +240,7 @@ impl Adapter for Gemini {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        let by_text = crate::opencode::classify::TEXTS.classify(evidence);
+        let by_text = crate::common::failure_texts::TEXTS.classify(evidence);
         if by_text != FailureKind::Other {
             return by_text;
         }

@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::adapter::JsonEvents;
+use crate::common::tool_calls::tool_call_event;
 use crate::events::{session_started, ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
-use crate::qwen::parse::tool_call_event;
 
 /// Tools whose successful call edits the file named in `file_path`.
 const EDIT_TOOLS: &[&str] = &["write_file", "replace", "edit"];

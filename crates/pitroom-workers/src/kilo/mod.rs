@@ -105,7 +105,7 @@ impl Adapter for Kilo {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        crate::opencode::classify::TEXTS.classify(evidence)
+        crate::common::failure_texts::TEXTS.classify(evidence)
     }
 
     fn retry_signal(&self, stderr_line: &str) -> Option<String> {

@@ -5,7 +5,6 @@
 //! `ask` permissions silently end a headless run, so the profile is allow/deny only; exit codes
 //! lie, so the engine judges a run by its events and its tree.
 
-pub(crate) mod classify;
 pub(crate) mod config;
 pub(crate) mod family;
 pub(crate) mod parse;
@@ -62,7 +61,7 @@ impl Adapter for OpenCode {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        classify::TEXTS.classify(evidence)
+        crate::common::failure_texts::TEXTS.classify(evidence)
     }
 
     fn can_resume(&self) -> bool {

@@ -14,7 +14,6 @@
 
 pub(crate) mod parse;
 mod retries;
-pub(crate) mod settings;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -25,9 +24,9 @@ use crate::adapter::{
     flag, Adapter, AdapterError, FailureEvidence, Invocation, InvocationRequest, SettingsFile,
     StreamParser,
 };
+use crate::common::settings_files::{self as settings, read_json_object, ToolFloor};
 use crate::events::{FailureKind, Mode};
 pub use parse::QwenStream;
-use settings::{read_json_object, ToolFloor};
 
 /// The Qwen Code adapter (each run's stream gets its own [`QwenStream`]).
 #[derive(Debug, Default)]
@@ -231,7 +230,7 @@ impl Adapter for Qwen {
     }
 
     fn classify(&self, evidence: &FailureEvidence<'_>) -> FailureKind {
-        crate::opencode::classify::TEXTS.classify(evidence)
+        crate::common::failure_texts::TEXTS.classify(evidence)
     }
 
     fn retry_signal(&self, stderr_line: &str) -> Option<String> {

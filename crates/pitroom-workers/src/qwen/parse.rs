@@ -12,10 +12,10 @@ use serde_json::Value;
 
 use crate::adapter::JsonEvents;
 use crate::classify::mentions;
+use crate::common::tool_calls::tool_call_event;
 use crate::events::{ToolOutcome, Usage, WorkerEvent};
 use crate::json::{str_at, u64_at};
 use crate::stream_json;
-use crate::summary::{input_summary, one_line, ERROR_CHARS};
 
 /// Tools whose successful call edits the file named in `file_path`.
 const EDIT_TOOLS: &[&str] = &["write_file", "edit", "replace", "notebook_edit"];
@@ -196,46 +196,6 @@ fn content_text(content: Option<&Value>) -> String {
             .join("\n"),
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
-    }
-}
-
-/// The fields of a tool's input that tell most about the call, most telling first.
-const INPUT_KEYS: &[&str] = &[
-    "file_path",
-    "absolute_path",
-    "path",
-    "pattern",
-    "command",
-    "url",
-    "query",
-    "dir_path",
-];
-
-/// The most telling field of a tool's input, on one line.
-pub(crate) fn summarize_input(input: &Value) -> String {
-    input_summary(input, INPUT_KEYS)
-}
-
-/// The event of a finished call, for Qwen Code and Gemini CLI (a fork and its origin, whose
-/// tools take the same inputs): the input summarized, the error text of a call that did not
-/// succeed on one line, and the `file_path` a successful call of one of `edit_tools` edited.
-pub(crate) fn tool_call_event(
-    name: String,
-    input: &Value,
-    outcome: ToolOutcome,
-    error: &str,
-    edit_tools: &[&str],
-) -> WorkerEvent {
-    let succeeded = outcome == ToolOutcome::Ok;
-    let edited = (succeeded && edit_tools.contains(&name.as_str()))
-        .then(|| str_at(input, &["file_path"]).map(str::to_string))
-        .flatten();
-    WorkerEvent::ToolCall {
-        summary: summarize_input(input),
-        name,
-        outcome,
-        error: (!succeeded).then(|| one_line(error, ERROR_CHARS)),
-        edited,
     }
 }
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use super::recorded::strings;
 
 use pitroom_workers::{
-    adapter_for, Adapter, AdapterError, Custom, Invocation, InvocationRequest, Mode, PromptInput,
-    StateDirs, WorkerDef, KNOWN_BACKENDS,
+    adapter_for, is_state_dir_var, Adapter, AdapterError, Custom, Invocation, InvocationRequest,
+    Mode, PromptInput, StateDirs, WorkerDef, KNOWN_BACKENDS,
 };
 
 /// Flags and settings that switch a CLI's own permission checks or sandbox off.
@@ -86,7 +86,8 @@ fn invocation(adapter: &dyn Adapter, mode: Mode, root: &Path) -> Option<Invocati
     match adapter.invocation(&request(adapter.id(), mode, root)) {
         Ok(inv) => Some(inv),
         // Refusing a mode the CLI cannot enforce is allowed, and must say why.
-        Err(AdapterError::ModeUnsupported { why, .. }) => {
+        // (Every CLI runs read mode: that one is never refused.)
+        Err(AdapterError::ModeUnsupported { why, .. }) if mode != Mode::Read => {
             assert!(
                 !why.trim().is_empty(),
                 "{}: a refusal says why",
@@ -163,18 +164,23 @@ fn every_adapter_keeps_the_worker_out_of_the_users_home() {
             };
             for (key, value) in &inv.env {
                 let key = key.to_string_lossy();
-                let is_home_dir = key == "HOME"
-                    || key == "TMPDIR"
-                    || (key.starts_with("XDG_") && key.ends_with("_HOME"))
-                    || key.ends_with("_CONFIG_DIR")
-                    || key == "CODEX_HOME";
+                let is_home_dir = is_state_dir_var(adapter.id(), &key) || names_a_home(&key);
+                let value = PathBuf::from(value);
                 if is_home_dir {
-                    let value = PathBuf::from(value);
                     assert!(
                         value.starts_with(&state),
                         "{} sets {key}={} outside the run's state dirs",
                         adapter.id(),
                         value.display()
+                    );
+                }
+                // A home the adapter points into the state dirs is one the engine's Landlock
+                // layer lets the worker write: the CLI's row must name it.
+                if names_a_home(&key) && value.starts_with(&state) {
+                    assert!(
+                        is_state_dir_var(adapter.id(), &key),
+                        "{}: {key} points into the state dirs but is not in its row's home_vars",
+                        adapter.id()
                     );
                 }
             }
@@ -200,6 +206,11 @@ fn every_adapter_keeps_the_worker_out_of_the_users_home() {
     }
 }
 
+/// Whether a variable's name says it names a CLI's home or state directory.
+fn names_a_home(key: &str) -> bool {
+    key == "HOME" || key == "TMPDIR" || key.ends_with("_HOME") || key.ends_with("_DIR")
+}
+
 #[test]
 fn the_prompt_goes_on_stdin_except_for_a_cli_that_reads_it_nowhere_else() {
     // Antigravity takes its prompt only as `-p`'s argument; every other CLI reads stdin.
@@ -211,7 +222,18 @@ fn the_prompt_goes_on_stdin_except_for_a_cli_that_reads_it_nowhere_else() {
                 continue;
             };
             match inv.prompt {
-                PromptInput::Stdin => assert!(!ARGUMENT_ONLY.contains(&adapter.id())),
+                PromptInput::Stdin => {
+                    assert!(!ARGUMENT_ONLY.contains(&adapter.id()), "{}", adapter.id());
+                    // Nor does argv point at the prompt's file (the engine places the prompt).
+                    let file = root.path().join("state/scratch/prompt.md");
+                    assert!(
+                        !strings(&inv.args)
+                            .iter()
+                            .any(|a| a.contains(&*file.to_string_lossy())),
+                        "{}: the prompt file in argv",
+                        adapter.id()
+                    );
+                }
                 PromptInput::Argument { index } => {
                     assert!(ARGUMENT_ONLY.contains(&adapter.id()), "{}", adapter.id());
                     assert!(index <= inv.args.len(), "{}: {index}", adapter.id());
@@ -263,8 +285,11 @@ fn every_adapters_recorded_fixtures_parse_and_survive_a_torn_last_line() {
     let mut checked = 0;
     for adapter in adapters() {
         let dir = fixtures.join(adapter.id());
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // The CLI described in the config has no recordings; every built-in one has.
+            Err(_) if adapter.id() == "custom" => continue,
+            Err(e) => panic!("{}: {}: {e}", adapter.id(), dir.display()),
         };
         for entry in entries.flatten() {
             let path = entry.path();
@@ -311,32 +336,63 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 
 #[test]
 fn every_adapter_names_itself_and_lists_models_through_its_cli() {
+    // Antigravity documents no model-list command; the CLI described here names none.
     const NO_MODEL_LIST: &[&str] = &["antigravity", "custom"];
     let root = tempfile::tempdir().unwrap();
+    let mut printed_lists = 0;
     for adapter in adapters() {
-        assert!(KNOWN_BACKENDS.contains(&adapter.id()) || adapter.id() == "custom");
-        let req = request(adapter.id(), Mode::Read, root.path());
+        let id = adapter.id();
+        // A built-in adapter is the one its row builds; the described CLI is the custom one.
+        assert!(
+            id == "custom" || adapter_for(id).is_some_and(|a| a.id() == id),
+            "{id}: no row builds it"
+        );
+        let req = request(id, Mode::Read, root.path());
         match adapter.models_invocation(&req) {
-            // The CLI itself (found through its `PITROOM_<CLI>_BIN`), or a shell around it
-            // (some CLIs list models only interactively), or a fixed list printed.
-            Ok(inv) => assert!(
-                inv.program == Path::new("/bin/true")
-                    || inv.program == Path::new("/bin/sh")
-                    || inv
-                        .args
-                        .iter()
-                        .any(|a| a.to_string_lossy().contains("/bin/true")),
-                "{}: lists models through another program: {:?} {:?}",
-                adapter.id(),
-                inv.program,
-                inv.args
-            ),
-            // A CLI with no models command (Antigravity documents none; a CLI described in the
-            // config may name none) refuses, and says why; every other one lists.
-            Err(e) if NO_MODEL_LIST.contains(&adapter.id()) => {
-                assert!(!e.to_string().trim().is_empty(), "{}", adapter.id())
+            Ok(inv) => {
+                assert!(
+                    !NO_MODEL_LIST.contains(&id),
+                    "{id} lists models: take it off NO_MODEL_LIST"
+                );
+                // The CLI itself, found through its `PITROOM_<CLI>_BIN`, or a shell around it
+                // (some CLIs list models only interactively)...
+                let through_cli = inv.program == Path::new("/bin/true")
+                    || strings(&inv.args).iter().any(|a| a.contains("/bin/true"));
+                if !through_cli {
+                    // ...or, for a CLI with no list command, a fixed list a shell prints, which
+                    // the adapter reads back as models.
+                    assert_eq!(
+                        inv.program,
+                        Path::new("/bin/sh"),
+                        "{id}: lists models through another program: {:?}",
+                        inv.args
+                    );
+                    let out = std::process::Command::new(&inv.program)
+                        .args(&inv.args)
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{id}: {out:?}");
+                    let printed = String::from_utf8_lossy(&out.stdout);
+                    let ids: Vec<String> = adapter
+                        .parse_models(&printed)
+                        .into_iter()
+                        .map(|m| m.id)
+                        .collect();
+                    let lines: Vec<&str> = printed.lines().filter(|l| !l.is_empty()).collect();
+                    assert_eq!(
+                        ids, lines,
+                        "{id}: its printed list reads back as other models"
+                    );
+                    printed_lists += usize::from(!ids.is_empty());
+                }
             }
-            Err(e) => panic!("{}: {e}", adapter.id()),
+            // A CLI with no models command refuses, and says why; every other one lists.
+            Err(AdapterError::Config(why)) if NO_MODEL_LIST.contains(&id) => {
+                assert!(!why.trim().is_empty(), "{id}")
+            }
+            Err(e) => panic!("{id}: {e}"),
         }
     }
+    // Gemini prints `auto` with nothing configured: the read-back above was exercised.
+    assert!(printed_lists > 0, "no fixed list was printed and read back");
 }

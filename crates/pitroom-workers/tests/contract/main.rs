@@ -23,64 +23,48 @@ mod kilo;
 mod opencode;
 mod qwen;
 
-use pitroom_workers::antigravity::Antigravity;
-use pitroom_workers::claude::Claude;
-use pitroom_workers::codex::Codex;
-use pitroom_workers::cursor::Cursor;
-use pitroom_workers::gemini::Gemini;
-use pitroom_workers::kilo::Kilo;
-use pitroom_workers::opencode::OpenCode;
-use pitroom_workers::qwen::Qwen;
 use pitroom_workers::WorkerEvent;
 use recorded::Recorded;
 
-/// Every CLI with recorded streams: its fixtures, its adapter, and the noise its stdout may carry
-/// (mixed in by the last test here). Each CLI's module names its own as `CLI`.
+/// Every CLI with recorded streams: its fixtures and the noise its stdout may carry (mixed in by
+/// the last test here). Each CLI's module names its own as `CLI`.
 pub const ANTIGRAVITY: Recorded = Recorded {
     dir: "antigravity",
-    adapter: || Box::new(Antigravity),
     banner: "Loading…",
     inert_event: r#"{"event":"future_event"}"#,
 };
 pub const CLAUDE: Recorded = Recorded {
     dir: "claude",
-    adapter: || Box::new(Claude),
     banner: "Warning: no stdin data received in 3s",
     inert_event: r#"{"type":"system","subtype":"ui_invalidate"}"#,
 };
 pub const CODEX: Recorded = Recorded {
     dir: "codex",
-    adapter: || Box::new(Codex),
     banner: "Reading additional input from stdin...",
     inert_event: r#"{"type":"item.updated","item":{}}"#,
 };
 pub const CURSOR: Recorded = Recorded {
     dir: "cursor",
-    adapter: || Box::new(Cursor),
     banner: "T: banner",
     inert_event: r#"{"type":"future_event"}"#,
 };
 pub const GEMINI: Recorded = Recorded {
     dir: "gemini",
-    adapter: || Box::new(Gemini),
     banner: "Warning: Basic terminal detected",
     inert_event: r#"{"type":"future_event"}"#,
 };
 pub const KILO: Recorded = Recorded {
     dir: "kilo",
-    adapter: || Box::new(Kilo),
     banner: "Warning: noise",
     inert_event: r#"{"type":"done"}"#,
 };
 pub const OPENCODE: Recorded = Recorded {
     dir: "opencode",
-    adapter: || Box::new(OpenCode),
     banner: "Warning: something on stdout",
     inert_event: r#"{"type":"done","reason":"idle"}"#,
 };
 pub const QWEN: Recorded = Recorded {
     dir: "qwen",
-    adapter: || Box::new(Qwen),
     banner: "Warning: Basic terminal detected",
     inert_event: r#"{"type":"stream_event","event":{}}"#,
 };
@@ -199,6 +183,22 @@ fn failures_are_never_answers_and_classify() {
     for (cli, name, errors, kind) in cases {
         let s = cli.assert_failed_without_answer(name, kind);
         assert_eq!(s.errors.len(), errors, "{}/{name}: {s:?}", cli.dir);
+    }
+}
+
+#[test]
+fn every_cli_of_the_table_has_recordings_here() {
+    let recorded: Vec<&str> = RECORDED.iter().map(|cli| cli.dir).collect();
+    for cli in pitroom_workers::CLIS {
+        assert!(
+            recorded.contains(&cli.backend),
+            "{}: no recordings in RECORDED",
+            cli.backend
+        );
+    }
+    for cli in RECORDED {
+        assert_eq!(cli.adapter().id(), cli.dir);
+        assert!(!cli.names().is_empty(), "{}: no fixtures", cli.dir);
     }
 }
 

@@ -10,11 +10,10 @@ use pitroom_workers::{
     StateDirs, ToolOutcome, Usage, WorkerEvent,
 };
 
-/// One CLI's recordings and its adapter.
+/// One CLI's recordings; its adapter is the one its row of the CLI table builds.
 pub struct Recorded {
-    /// The folder under `tests/fixtures/`.
+    /// The folder under `tests/fixtures/`: the CLI's backend id.
     pub dir: &'static str,
-    pub adapter: fn() -> Box<dyn Adapter>,
     /// A line the CLI really prints on stdout among its events that is not JSON.
     pub banner: &'static str,
     /// An event line of a type the adapter does not know (a newer CLI's), which must yield
@@ -23,6 +22,13 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// A fresh adapter of this CLI, built by its row.
+    pub fn adapter(&self) -> Box<dyn Adapter> {
+        let row = pitroom_workers::facts(self.dir)
+            .unwrap_or_else(|| panic!("{}: recordings of a CLI with no row", self.dir));
+        (row.adapter)()
+    }
+
     fn path(&self, file: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures")
@@ -81,7 +87,7 @@ impl Recorded {
 
     /// The events of `stream`, read by a fresh parser of this CLI's adapter.
     pub fn parse(&self, stream: &str) -> Vec<WorkerEvent> {
-        parse_stream((self.adapter)().as_ref(), stream)
+        parse_stream(self.adapter().as_ref(), stream)
     }
 
     /// A request for an invocation in `mode`, everything under `root`: the work dir, the state
@@ -109,7 +115,7 @@ impl Recorded {
 
     /// The failed model calls the adapter reads in the recording's stderr, in order.
     pub fn retry_signals(&self, name: &str) -> Vec<String> {
-        let adapter = (self.adapter)();
+        let adapter = self.adapter();
         self.stderr(name)
             .lines()
             .filter_map(|l| adapter.retry_signal(l))
@@ -150,7 +156,8 @@ impl Recorded {
     /// scratch dir.
     pub fn pinned_args(&self, mode: Mode, model: &str) -> Vec<String> {
         let dir = tempfile::tempdir().unwrap();
-        let inv = (self.adapter)()
+        let inv = self
+            .adapter()
             .invocation(&self.pinned_request(mode, dir.path(), model))
             .expect("invocation");
         strings(&inv.args)
@@ -177,7 +184,7 @@ impl Recorded {
     pub fn classify(&self, name: &str) -> FailureKind {
         let (events, stderr) = self.fixture(name);
         let parsed = self.parse(&events);
-        (self.adapter)().classify(&FailureEvidence {
+        self.adapter().classify(&FailureEvidence {
             events: &parsed,
             stderr_tail: &stderr,
             exit_code: self.exit_code(name),

@@ -1,4 +1,7 @@
-//! Failure classification from OpenCode's real error texts (see `docs/workers/opencode.md` §6).
+//! The error texts of the model providers most CLIs reach, and of the CLIs that pass them on as
+//! they come: collected from OpenCode's real errors (see `docs/workers/opencode.md` §6) and
+//! Qwen Code's retried attempts, and read by every adapter whose CLI reports provider errors
+//! in these words (OpenCode, Kilo, Qwen Code, Gemini CLI, Cursor, Antigravity).
 
 use crate::classify::FailureTexts;
 
