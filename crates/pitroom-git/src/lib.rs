@@ -12,12 +12,6 @@ mod ignored;
 mod repo;
 mod snapshot;
 
-/// The guard's former path. The guard is the `pitroom-guard` crate now; this re-export serves
-/// only `pitroom-workers`' floor tests (`pitroom_git::guard::floor`) until they name
-/// `pitroom_guard` directly, and goes then.
-#[doc(hidden)]
-pub use pitroom_guard as guard;
-
 pub use command::{interrupt_when, interrupted, output_of, Git, GitError, Interrupting, Output};
 pub use copy::{
     build_copy, copies_built, ensure_read_copy, prune_read_copies, retire_read_copy, CopyLease,

@@ -259,6 +259,22 @@ fn first_line(text: &str) -> String {
         .to_string()
 }
 
+/// A new directory named `prefix…` in the temp dir, kept (its owner removes it), or what to do
+/// when none can be made.
+pub fn fresh_temp_dir(prefix: &str) -> Result<PathBuf, String> {
+    let base = std::env::temp_dir();
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(&base)
+        .map(tempfile::TempDir::keep)
+        .map_err(|e| {
+            format!(
+                "could not create a directory in {} ({e}); set TMPDIR to a writable directory",
+                base.display()
+            )
+        })
+}
+
 /// The probe's repository: one committed file, removed when the probe ends.
 struct ProbeRepo {
     dir: PathBuf,
@@ -266,18 +282,9 @@ struct ProbeRepo {
 
 impl ProbeRepo {
     fn create() -> Result<ProbeRepo, String> {
-        let base = std::env::temp_dir();
-        let dir = tempfile::Builder::new()
-            .prefix("pitroom-probe-")
-            .tempdir_in(&base)
-            .map(tempfile::TempDir::keep)
-            .map_err(|e| {
-                format!(
-                    "could not create a directory in {} ({e}); set TMPDIR to a writable directory",
-                    base.display()
-                )
-            })?;
-        let repo = ProbeRepo { dir };
+        let repo = ProbeRepo {
+            dir: fresh_temp_dir("pitroom-probe-")?,
+        };
         std::fs::write(
             repo.dir.join("README.md"),
             "A scratch repository for `pitroom doctor --probe`; it is removed when the probe ends.\n",

@@ -1,7 +1,6 @@
 //! Scripted fake **Anthropic Messages API** server (what Claude Code talks to), for tests.
 //!
-//! The Rust counterpart of `shared/reference/fakes/fake-anthropic-server.py`, scripted in the
-//! style of [`crate::fake_openai`]. It listens on 127.0.0.1 only.
+//! Scripted in the style of [`crate::fake_openai`]. It listens on 127.0.0.1 only.
 //!
 //! # Routes
 //! - `POST /v1/messages` (with or without `?beta=true`): the scripted reply, streamed as SSE

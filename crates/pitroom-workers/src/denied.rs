@@ -2,7 +2,7 @@
 //! form OpenCode reads (`words*`: the words as a prefix; `words *`: the words, then arguments),
 //! and rendered from here into each CLI's own rule syntax — OpenCode and Kilo permission
 //! patterns, Claude's and Qwen's `Bash(…)` rules, Gemini's policy prefixes, Cursor's `Shell(…)`
-//! tokens. The git guard and the floor (`pitroom_git::guard`) enforce the same below any CLI;
+//! tokens. The git guard and the floor (`pitroom_guard`) enforce the same below any CLI;
 //! these rules make the CLI itself refuse, before a command even starts.
 
 use crate::facts::CLIS;
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn the_agent_clis_denied_are_the_floors() {
-        for cli in pitroom_git::guard::floor::AGENT_CLIS {
+        for cli in pitroom_guard::floor::AGENT_CLIS {
             assert!(patterns().any(|p| words(&p) == *cli), "{cli} is not denied");
         }
         assert!(patterns().any(|p| p == "agy*"));

@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn the_guards_floor_refuses_every_agent_cli_by_each_of_its_names() {
-        let floor = pitroom_git::guard::floor::AGENT_CLIS;
+        let floor = pitroom_guard::floor::AGENT_CLIS;
         for cli in CLIS {
             for name in std::iter::once(&cli.program).chain(cli.aliases) {
                 assert!(

@@ -14,6 +14,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
+use pitroom_core::record::RunPhase;
 use pitroom_core::report::human_count;
 use pitroom_core::terminal::neutralise;
 use pitroom_core::{Observer, RunRecord};
@@ -136,6 +137,20 @@ impl Observer for Progress {
         }
         let t = &record.tally;
         let width = 100;
+        if let (Some(RunPhase::Held), Some(until)) = (record.phase, &record.held_until) {
+            let until = until
+                .parse::<jiff::Timestamp>()
+                .map(|t| t.strftime("%H:%M UTC").to_string())
+                .unwrap_or_else(|_| until.clone());
+            let line = format!(
+                "… held until {until}: every target is cooling down after a rate limit (--no-hold starts at once)"
+            );
+            let mut err = std::io::stderr();
+            let _ = write!(err, "\r\x1b[2K{line}");
+            let _ = err.flush();
+            self.drawn = true;
+            return;
+        }
         let mut line = format!(
             "… {} · {}s · {} steps · {} tools · {} tokens",
             record.spec.backend,

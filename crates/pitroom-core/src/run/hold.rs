@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Engine, EngineError};
+use super::{Engine, EngineError, Observer};
 use crate::cooldown::Cooldowns;
 use crate::record::{RunPhase, RunRecord};
 
@@ -22,6 +22,7 @@ impl Engine {
         record: &mut RunRecord,
         chain: &[String],
         stop: &AtomicBool,
+        observer: &mut dyn Observer,
     ) -> Result<(), EngineError> {
         let limit = Duration::from_secs_f64(record.spec.max_hold_secs.max(0.0));
         let mut held = false;
@@ -40,6 +41,8 @@ impl Engine {
                 record.phase = Some(RunPhase::Held);
                 record.held_until = Some(until.to_string());
                 self.save(record)?;
+                // A run in the foreground says why nothing happens yet.
+                observer.progress(record);
             }
             if stop.load(Ordering::SeqCst) {
                 return Err(EngineError::Interrupted);

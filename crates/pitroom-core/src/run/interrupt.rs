@@ -116,6 +116,25 @@ impl Interrupt {
     }
 }
 
+/// `outcome` of a step, where a stop or the deadline that landed meanwhile ends the run
+/// `stopped` or `timeout` instead of failing it.
+pub(super) fn unless_interrupted(
+    record: &mut RunRecord,
+    interrupt: &Interrupt,
+    outcome: Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    match outcome {
+        Err(e) => match interrupt.caused(&e) {
+            Some(cause) => {
+                end_interrupted(record, cause);
+                Ok(())
+            }
+            None => Err(e),
+        },
+        Ok(()) => Ok(()),
+    }
+}
+
 /// Ends `record` as stopped or timed out in the phase it was in, saying what is left of it.
 pub(super) fn end_interrupted(record: &mut RunRecord, cause: Cause) {
     let phase = record.phase.unwrap_or(RunPhase::Queued);

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pitroom_git::guard::env::WORKER_CLI;
+use pitroom_guard::env::WORKER_CLI;
 use pitroom_proc::{
     ContainmentReport, GitDirState, KeeperSpec, LandlockState, Mechanism, SandboxReport,
     SandboxSpec, TreeAccess,
@@ -372,7 +372,7 @@ fn tree_bytes(dir: &Path) -> u64 {
     total
 }
 
-/// Tells the floor (`pitroom_git::guard::floor`) which CLI the worker is, so it may run itself again while other
+/// Tells the floor (`pitroom_guard::floor`) which CLI the worker is, so it may run itself again while other
 /// agent CLIs are refused.
 fn with_worker_cli(
     mut env: Vec<(OsString, OsString)>,

@@ -379,7 +379,7 @@ impl Engine {
             .iter()
             .map(|(backend, model)| fallback::target_display(backend, model.as_deref()))
             .collect();
-        self.hold_while_cooling(record, &targets, interrupt.stop_flag())?;
+        self.hold_while_cooling(record, &targets, interrupt.stop_flag(), observer)?;
         // Wait for a slot.
         let Some(slot) = self.wait_for_slot(record, ticket, interrupt.stop_flag())? else {
             return Err(EngineError::Interrupted);
@@ -436,12 +436,14 @@ impl Engine {
             stream::own_usage_of_follow_up(record, &mut last.stream, parent.as_ref());
         }
         record.tally = last.stream.tally.clone();
-        self.judge_and_verify(record, run_dir, &tree, &last, interrupt)?;
+        let finished = self.finish_and_verify(record, run_dir, &tree, &last, interrupt);
+        interrupt::unless_interrupted(record, interrupt, finished)?;
         while repair::repair_due(record, &last) {
             last = self.repair_round(record, run_dir, &tree, last, interrupt, observer)?;
             self.end_worker_time(record, started, &last, interrupt);
             record.tally = last.stream.tally.clone();
-            self.judge_and_verify(record, run_dir, &tree, &last, interrupt)?;
+            let finished = self.finish_and_verify(record, run_dir, &tree, &last, interrupt);
+            interrupt::unless_interrupted(record, interrupt, finished)?;
         }
         drop(held_slot);
         // Finish: redaction and the receipt (a run stopped while finishing too: its logs are
@@ -468,28 +470,6 @@ impl Engine {
             // What the stopped worker did is still recorded, unless the run is stopped again.
             record.interrupted_in = Some(RunPhase::Worker);
             interrupt.acted_on();
-        }
-    }
-
-    /// [`Engine::finish_and_verify`], where a stop or the deadline that lands meanwhile ends
-    /// the run `stopped` or `timeout` instead of failing it.
-    fn judge_and_verify(
-        &self,
-        record: &mut RunRecord,
-        run_dir: &Path,
-        tree: &tree::TreeSetup,
-        last: &fallback::LastAttempt,
-        interrupt: &Interrupt,
-    ) -> Result<(), EngineError> {
-        match self.finish_and_verify(record, run_dir, tree, last, interrupt) {
-            Err(e) => match interrupt.caused(&e) {
-                Some(cause) => {
-                    interrupt::end_interrupted(record, cause);
-                    Ok(())
-                }
-                None => Err(e),
-            },
-            Ok(()) => Ok(()),
         }
     }
 

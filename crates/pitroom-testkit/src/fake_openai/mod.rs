@@ -1,10 +1,10 @@
 //! Scripted fake OpenAI-compatible chat-completions server for tests.
 //!
-//! A Rust port of `shared/reference/fakes/fake-openai-server.py`, with the same
-//! script format, the same scenario and step selection and the same reply
-//! shapes. Tests start it in-process with [`FakeOpenAi::start`] and point the
-//! worker CLI (OpenCode, Kilo) at [`FakeOpenAi::base_url`]. It listens on
-//! 127.0.0.1 only, and serves one thread per connection.
+//! Its script format, scenario and step selection and reply shapes are those of the
+//! reference fake model server the worker CLIs' behaviour was first measured against. Tests
+//! start it in-process with [`FakeOpenAi::start`] and point the worker CLI (OpenCode, Kilo) at
+//! [`FakeOpenAi::base_url`]. It listens on 127.0.0.1 only, and serves one thread per
+//! connection.
 //!
 //! # Routes
 //! - `POST …/chat/completions`: the scripted reply, streamed (SSE) when the

@@ -1,7 +1,6 @@
 //! Scripted fake OpenAI **Responses API** server (what `codex exec` talks to), for tests.
 //!
-//! The Rust counterpart of `shared/reference/fakes/fake-responses-server.py`, scripted in the
-//! style of [`crate::fake_openai`]: scenarios chosen by a `scenario:NAME` marker in the prompt,
+//! Scripted in the style of [`crate::fake_openai`]: scenarios chosen by a `scenario:NAME` marker in the prompt,
 //! steps chosen statelessly from the conversation, step lists for retries. It listens on
 //! 127.0.0.1 only and answers every connection with `Connection: close`.
 //!

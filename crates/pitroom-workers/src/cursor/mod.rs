@@ -8,7 +8,7 @@
 //! `CURSOR_CONFIG_DIR` as `Shell(…)`, `Read(…)`, `Write(…)` and `WebFetch(…)` allow/deny tokens
 //! where deny wins; a tool call not allowed runs only with `--force`, which Pitroom never
 //! passes; `--sandbox enabled` confines shell commands; `--resume <chatId>` continues a
-//! session. The config file is a [`SettingsFile`](crate::SettingsFile) the engine writes.
+//! session. The config file is a [`crate::SettingsFile`] the engine writes.
 
 pub(crate) mod parse;
 

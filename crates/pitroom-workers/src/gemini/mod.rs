@@ -8,8 +8,8 @@
 //! minutes by default (`general.maxAttempts` caps them, [`Adapter::retry_signal`] reads the
 //! `Attempt N failed` lines); usage statistics go to Google unless switched off in the
 //! settings. Settings and policies are read only from files: a private `GEMINI_CLI_HOME` gets
-//! them as [`SettingsFile`](crate::SettingsFile)s the engine writes, with the user's auth merged
-//! in ([`crate::common::settings_files`]).
+//! them as [`SettingsFile`]s the engine writes, with the user's auth merged
+//! in (`common::settings_files`).
 
 pub(crate) mod parse;
 

@@ -105,21 +105,7 @@ pub(crate) fn load_selected(service: &Service, selector: &Selector) -> Vec<RunRe
     records
 }
 
-/// A new, empty directory under the system's temporary directory, named `prefix…`; kept
-/// (the caller removes it, or leaves it for the user to look at).
-pub(crate) fn fresh_temp_dir(prefix: &str) -> Result<std::path::PathBuf, String> {
-    let base = std::env::temp_dir();
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(&base)
-        .map(tempfile::TempDir::keep)
-        .map_err(|e| {
-            format!(
-                "could not create a directory in {} ({e}); set TMPDIR to a writable directory",
-                base.display()
-            )
-        })
-}
+pub(crate) use pitroom_service::probe::fresh_temp_dir;
 
 #[cfg(test)]
 mod tests {

@@ -119,17 +119,35 @@ fn pitroom_processes(state: &str) -> Vec<i32> {
     pids
 }
 
-#[test]
-fn sigkill_of_every_pitroom_process_of_a_crew_leaves_no_worker_process_and_no_running_run() {
-    // Each worker leaves a shell in its own session with a child in the shell's process
-    // group, then hangs: the shapes that outlived a crew when supervisors and keepers were
-    // killed together.
-    let marker = "sleep 281.7";
-    let mut env = fake_env(json!([
+/// A fake worker that leaves a shell in its own session with a child in the shell's process
+/// group (`marker` is the `sleep` both run), then hangs: the shapes that outlived a crew when
+/// supervisors and keepers were killed together.
+fn env_with_stranded_shells(marker: &str) -> pitroom_testkit::TestEnv {
+    fake_env(json!([
         {"spawn_bg": format!("{marker} & exec {marker}")},
         {"step": {"input": 5, "output": 1}},
         {"sleep_ms": 60000}
-    ]));
+    ]))
+}
+
+/// The `sleep`s of [`env_with_stranded_shells`] still running, of the test's state dir `state`
+/// (the shell itself once it exec'd, and its child).
+fn stranded_sleeps(state: &str, marker: &str) -> usize {
+    let ours = processes_with_env(state);
+    processes_with_cmdline(marker)
+        .into_iter()
+        .filter(|pid| ours.contains(pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c == format!("sleep\0{}\0", &marker[6..]).as_bytes())
+        })
+        .count()
+}
+
+#[test]
+fn sigkill_of_every_pitroom_process_of_a_crew_leaves_no_worker_process_and_no_running_run() {
+    let marker = "sleep 281.7";
+    let mut env = env_with_stranded_shells(marker);
     env.set("PITROOM_MAX_PARALLEL", "3");
     let dir = env.dir("plain");
     let out = env.run_expecting(
@@ -139,17 +157,7 @@ fn sigkill_of_every_pitroom_process_of_a_crew_leaves_no_worker_process_and_no_ru
     );
     let state = env.state.display().to_string();
     // Two sleeps per worker (of this test's state dir) once each shell forked and exec'd.
-    let sleeps = || {
-        let ours = processes_with_env(&state);
-        processes_with_cmdline(marker)
-            .into_iter()
-            .filter(|pid| ours.contains(pid))
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| c == format!("sleep\0{}\0", &marker[6..]).as_bytes())
-            })
-            .count()
-    };
+    let sleeps = || stranded_sleeps(&state, marker);
     assert!(
         eventually(Duration::from_secs(60), || sleeps() == 6),
         "all three workers left their shapes behind: {} sleeps",
@@ -249,22 +257,12 @@ fn without_a_pid_namespace_the_next_command_ends_what_a_sigkill_of_every_pitroom
     // keeper's PITROOM_TREE mark, recorded in each run's containment report, and the next
     // command that finds the supervisors dead ends them by it.
     let marker = "sleep 281.9";
-    let mut env = fake_env(json!([
-        {"spawn_bg": format!("{marker} & exec {marker}")},
-        {"step": {"input": 5, "output": 1}},
-        {"sleep_ms": 60000}
-    ]));
+    let mut env = env_with_stranded_shells(marker);
     env.set("PITROOM_PORTABLE", "1");
     let dir = env.dir("plain");
     let out = env.run_expecting(&dir, &["crew", "-g", "orphans", "-t", "120s", "a", "b"], 0);
     let state = env.state.display().to_string();
-    let sleeps = || {
-        let ours = processes_with_env(&state);
-        processes_with_cmdline(marker)
-            .into_iter()
-            .filter(|pid| ours.contains(pid))
-            .count()
-    };
+    let sleeps = || stranded_sleeps(&state, marker);
     assert!(
         eventually(Duration::from_secs(60), || sleeps() >= 4),
         "both workers left their shapes behind: {} sleeps",

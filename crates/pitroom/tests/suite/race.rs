@@ -23,36 +23,21 @@ fn contenders() -> Value {
 fn a_race_keeps_the_only_contender_whose_check_passes_and_apply_lands_it() {
     let env = fake_env(contenders());
     let repo = dirty_repo(&env, "repo");
-    let out = env.run_expecting(
-        &repo,
-        &[
-            "run",
-            "--race",
-            "opencode:fake/sloppy,opencode:fake/careful",
-            "--verify",
-            "grep -q checked calc.py",
-            "add a zero check to divide",
-        ],
-        0,
-    );
+    let race_args = [
+        "run",
+        "--race",
+        "opencode:fake/sloppy,opencode:fake/careful",
+        "--verify",
+        "grep -q checked calc.py",
+        "add a zero check to divide",
+    ];
+    let out = env.run_expecting(&repo, &race_args, 0);
     assert_stdout_has(&out, "verify ✘");
     assert_stdout_has(
         &out,
         "the only contender that finished with changes and a passing check (opencode:fake/sloppy did not)",
     );
-    let race = json_stdout(&env.run_expecting(
-        &repo,
-        &[
-            "run",
-            "--race",
-            "opencode:fake/sloppy,opencode:fake/careful",
-            "--verify",
-            "grep -q checked calc.py",
-            "add a zero check to divide",
-            "--json",
-        ],
-        0,
-    ));
+    let race = json_stdout(&env.run_expecting(&repo, &[&race_args[..], &["--json"]].concat(), 0));
     let winner = race["winner"].as_str().expect("a winner").to_string();
     let contenders = race["contenders"].as_array().expect("contenders");
     assert_eq!(contenders.len(), 2);

@@ -120,7 +120,7 @@ fn a_run_that_changed_nothing_has_nothing_to_review() {
 }
 
 #[test]
-fn a_commit_range_is_reviewed_from_its_merge_base() {
+fn a_commit_range_and_a_branch_since_its_base_are_reviewed_from_their_merge_base() {
     let env = fake_env(scripts());
     let repo = dirty_repo(&env, "repo");
     env.git(&repo, &["stash", "-u", "-q"]);
@@ -140,6 +140,20 @@ fn a_commit_range_is_reviewed_from_its_merge_base() {
     );
     assert_eq!(review["spec"]["review_of"], "main..feature");
     assert_eq!(review["verdict"]["spec_pass"], true);
+    // `--base REF`: the branch checked out, from its merge base with REF.
+    let branch = env.run_json(
+        &repo,
+        &[
+            "review",
+            "--base",
+            "main",
+            "-W",
+            "opencode:fake/review",
+            "--json",
+        ],
+    );
+    assert_eq!(branch["spec"]["review_of"], "main..HEAD");
+    assert_eq!(branch["verdict"]["spec_pass"], true);
     env.run_expecting(
         &repo,
         &["review", "--range", "main", "-W", "opencode:fake/review"],
@@ -252,29 +266,6 @@ fn the_uncommitted_work_is_reviewed_with_new_files_and_the_focus_but_no_secret()
         3,
     );
     assert_stderr_has(&out, "no uncommitted changes");
-}
-
-#[test]
-fn a_branch_is_reviewed_from_its_merge_base_with_the_base_ref() {
-    let env = fake_env(scripts());
-    let repo = dirty_repo(&env, "repo");
-    env.git(&repo, &["stash", "-u", "-q"]);
-    env.git(&repo, &["checkout", "-q", "-b", "feature"]);
-    std::fs::write(repo.join("calc.py"), FIXED).expect("edit");
-    env.git(&repo, &["commit", "-qam", "zero check"]);
-    let review = env.run_json(
-        &repo,
-        &[
-            "review",
-            "--base",
-            "main",
-            "-W",
-            "opencode:fake/review",
-            "--json",
-        ],
-    );
-    assert_eq!(review["spec"]["review_of"], "main..HEAD");
-    assert_eq!(review["verdict"]["spec_pass"], true);
 }
 
 #[test]

@@ -279,7 +279,13 @@ fn classify_each(cli: &'static RealCli, errors: &[ModelError]) {
     for error in errors {
         let scenario = error.scenario;
         let before = w.server.model_requests().len();
-        let out = w.task(&[&format!("anything scenario:{scenario}"), "-t", "600s"]);
+        // Each scenario runs at once: a rate limit noted by the one before must not hold it.
+        let out = w.task(&[
+            &format!("anything scenario:{scenario}"),
+            "-t",
+            "600s",
+            "--no-hold",
+        ]);
         assert_eq!(code(&out), 1, "{scenario}: {}", text(&out));
         let calls = w.server.model_requests().len() - before;
         let cap = if error.capped {
@@ -321,7 +327,8 @@ pub fn every_failure_shape_fails_classified_within_the_retry_cap(cli: &'static R
         cli.worker,
         &cli.failure_shapes.shapes(),
         cli.retry_cap,
-        |args| w.task(args),
+        // Each shape runs at once: a rate limit noted by the one before must not hold it.
+        |args| w.task(&[args, &["--no-hold"]].concat()),
         || w.server.model_requests().len(),
         || w.record(),
     );
