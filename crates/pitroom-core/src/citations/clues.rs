@@ -20,7 +20,7 @@ pub(super) enum Pick {
     /// Several files no clue so far tells apart (sorted).
     Tie(Vec<String>),
     /// No file, and why.
-    Failed(super::Verdict),
+    Failed(super::CitationCheck),
 }
 
 /// The items with the highest `score` (all of them when every score is equal).

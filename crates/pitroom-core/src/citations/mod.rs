@@ -47,7 +47,7 @@ pub struct Citation {
 /// What checking one citation on disk found.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Verdict {
+pub enum CitationCheck {
     /// The file exists, the range lies inside it, and the cited identifier (if any) is there.
     Verified {
         /// The file, relative to the project root, with `/` separators.
@@ -78,23 +78,23 @@ pub enum Verdict {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct CheckedCitation {
     pub citation: Citation,
-    pub verdict: Verdict,
+    pub verdict: CitationCheck,
 }
 
 impl CheckedCitation {
     /// Whether the citation checked out.
     pub fn is_verified(&self) -> bool {
-        matches!(self.verdict, Verdict::Verified { .. })
+        matches!(self.verdict, CitationCheck::Verified { .. })
     }
 
     /// One short line, e.g. `src/a.rs:90 — file has 40 lines`.
     pub fn reason(&self) -> String {
         let c = &self.citation;
         let what = match &self.verdict {
-            Verdict::Verified { file } if *file == c.path => "ok".to_string(),
-            Verdict::Verified { file } => format!("ok ({file})"),
-            Verdict::Missing => "no such file in the project".to_string(),
-            Verdict::Ambiguous { candidates } => {
+            CitationCheck::Verified { file } if *file == c.path => "ok".to_string(),
+            CitationCheck::Verified { file } => format!("ok ({file})"),
+            CitationCheck::Missing => "no such file in the project".to_string(),
+            CitationCheck::Ambiguous { candidates } => {
                 let name = c.path.trim_start_matches("./");
                 let mut listed = candidates
                     .iter()
@@ -110,21 +110,21 @@ impl CheckedCitation {
                     candidates.len()
                 )
             }
-            Verdict::OutOfRange { .. } if c.start == 0 => {
+            CitationCheck::OutOfRange { .. } if c.start == 0 => {
                 "line 0 does not exist (lines start at 1)".to_string()
             }
-            Verdict::OutOfRange { .. } if c.start > c.end => {
+            CitationCheck::OutOfRange { .. } if c.start > c.end => {
                 format!("range {}-{} is reversed", c.start, c.end)
             }
-            Verdict::OutOfRange { lines: 1 } => "file has 1 line".to_string(),
-            Verdict::OutOfRange { lines } => format!("file has {lines} lines"),
-            Verdict::SymbolNotFound { symbol } if c.start == c.end => {
+            CitationCheck::OutOfRange { lines: 1 } => "file has 1 line".to_string(),
+            CitationCheck::OutOfRange { lines } => format!("file has {lines} lines"),
+            CitationCheck::SymbolNotFound { symbol } if c.start == c.end => {
                 format!("`{symbol}` not found near line {}", c.start)
             }
-            Verdict::SymbolNotFound { symbol } => {
+            CitationCheck::SymbolNotFound { symbol } => {
                 format!("`{symbol}` not found near lines {}-{}", c.start, c.end)
             }
-            Verdict::OutsideProject => "outside the project".to_string(),
+            CitationCheck::OutsideProject => "outside the project".to_string(),
         };
         format!("{} — {what}", c.text)
     }

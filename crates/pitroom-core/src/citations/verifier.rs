@@ -14,7 +14,7 @@ use super::clues::{self, Pick};
 use super::definitions::symbol_near;
 use super::files::{FileData, FileIndex};
 use super::vocab::{MAX_INDEXED_FILES, STREAM_ABOVE_BYTES};
-use super::{find_citations, CheckedCitation, Citation, RefReport, Verdict};
+use super::{find_citations, CheckedCitation, Citation, CitationCheck, RefReport};
 
 /// What the verifier did, for tests and diagnostics.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -38,7 +38,7 @@ pub(crate) struct Verifier {
     index: Option<Rc<FileIndex>>,
     files: HashMap<String, Rc<FileData>>,
     /// Per cited path: the file it names as written (if any), or why it names none.
-    direct: HashMap<String, Result<Option<String>, Verdict>>,
+    direct: HashMap<String, Result<Option<String>, CitationCheck>>,
     /// Per cited path: the indexed files it may name.
     indexed: HashMap<String, Vec<String>>,
 }
@@ -76,7 +76,7 @@ impl Verifier {
             .map(|(citation, pick)| {
                 let verdict = match pick {
                     Pick::File(file) => self.check(&citation, file),
-                    Pick::Tie(candidates) => Verdict::Ambiguous { candidates },
+                    Pick::Tie(candidates) => CitationCheck::Ambiguous { candidates },
                     Pick::Failed(verdict) => verdict,
                 };
                 CheckedCitation { citation, verdict }
@@ -112,7 +112,7 @@ impl Verifier {
             }
         }
         match files.len() {
-            0 => Pick::Failed(Verdict::Missing),
+            0 => Pick::Failed(CitationCheck::Missing),
             1 => Pick::File(files.remove(0)),
             _ => self.narrow(citation, files, direct.as_deref()),
         }
@@ -153,24 +153,24 @@ impl Verifier {
     }
 
     /// The verdict on a citation whose file is known.
-    fn check(&mut self, citation: &Citation, file: String) -> Verdict {
+    fn check(&mut self, citation: &Citation, file: String) -> CitationCheck {
         let data = self.load(&file);
         let Some(lines) = data.line_count() else {
-            return Verdict::Missing;
+            return CitationCheck::Missing;
         };
         if citation.start == 0 || citation.start > citation.end || citation.end > lines {
-            return Verdict::OutOfRange { lines };
+            return CitationCheck::OutOfRange { lines };
         }
         if let Some(symbol) = &citation.symbol {
             if matches!(*data, FileData::Text { .. })
                 && !symbol_near(&data, symbol, citation.start, citation.end)
             {
-                return Verdict::SymbolNotFound {
+                return CitationCheck::SymbolNotFound {
                     symbol: symbol.clone(),
                 };
             }
         }
-        Verdict::Verified { file }
+        CitationCheck::Verified { file }
     }
 
     fn load(&mut self, file: &str) -> Rc<FileData> {
@@ -196,7 +196,7 @@ impl Verifier {
 
     /// The project-relative file a cited path names as written (`None` when there is no such
     /// file but the index may know one), or why it can name none.
-    fn direct(&mut self, path: &str) -> Result<Option<String>, Verdict> {
+    fn direct(&mut self, path: &str) -> Result<Option<String>, CitationCheck> {
         if let Some(known) = self.direct.get(path) {
             return known.clone();
         }
@@ -205,25 +205,25 @@ impl Verifier {
         found
     }
 
-    fn direct_uncached(&self, path: &str) -> Result<Option<String>, Verdict> {
+    fn direct_uncached(&self, path: &str) -> Result<Option<String>, CitationCheck> {
         if path.starts_with('~') {
-            return Err(Verdict::OutsideProject);
+            return Err(CitationCheck::OutsideProject);
         }
         if path.starts_with('/') {
             let rel = self
                 .inside_root(&pitroom_proc::landlock::normalize_lexically(Path::new(
                     path,
                 )))
-                .ok_or(Verdict::OutsideProject)?;
+                .ok_or(CitationCheck::OutsideProject)?;
             return if !rel.is_empty() && self.root.join(&rel).is_file() {
                 Ok(Some(rel))
             } else {
-                Err(Verdict::Missing)
+                Err(CitationCheck::Missing)
             };
         }
         let rels = relative_forms(path)?;
         if rels.is_empty() {
-            return Err(Verdict::Missing);
+            return Err(CitationCheck::Missing);
         }
         Ok(rels.into_iter().find(|r| self.root.join(r).is_file()))
     }
@@ -278,8 +278,8 @@ fn is_anchored(path: &str) -> bool {
 
 /// The project-relative forms a relative path may mean: as written, and (for `@src/a.rs`, a
 /// mention) without the `@`; `@scope/pkg/...` is a real path, so both are kept.
-fn relative_forms(path: &str) -> Result<Vec<String>, Verdict> {
-    let mut rels = vec![normalize_relative(path).ok_or(Verdict::OutsideProject)?];
+fn relative_forms(path: &str) -> Result<Vec<String>, CitationCheck> {
+    let mut rels = vec![normalize_relative(path).ok_or(CitationCheck::OutsideProject)?];
     if let Some(rel) = path.strip_prefix('@').and_then(normalize_relative) {
         rels.push(rel);
     }

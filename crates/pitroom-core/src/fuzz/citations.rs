@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use proptest::prelude::*;
 
-use crate::citations::{find_citations, verify, Citation, Verdict};
+use crate::citations::{find_citations, verify, Citation, CitationCheck};
 
 /// A fragment of an answer.
 fn fragment() -> impl Strategy<Value = String> {
@@ -208,12 +208,12 @@ proptest! {
             prop_assert!(found.contains(&checked.citation), "{:?}", checked);
             let _ = checked.reason();
             match &checked.verdict {
-                Verdict::Verified { file } => {
+                CitationCheck::Verified { file } => {
                     prop_assert!(root.join(file).is_file(), "{:?}", checked);
                     prop_assert!(checked.citation.start >= 1);
                     prop_assert!(checked.citation.start <= checked.citation.end);
                 }
-                Verdict::Ambiguous { candidates } => {
+                CitationCheck::Ambiguous { candidates } => {
                     prop_assert!(candidates.len() >= 2, "{:?}", checked);
                 }
                 _ => {}

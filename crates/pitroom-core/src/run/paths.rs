@@ -44,7 +44,7 @@ fn verified_files(report: &crate::citations::RefReport) -> Vec<String> {
         .checked
         .iter()
         .filter_map(|c| match &c.verdict {
-            crate::citations::Verdict::Verified { file } => Some(file.clone()),
+            crate::citations::CitationCheck::Verified { file } => Some(file.clone()),
             _ => None,
         })
         .collect()

@@ -18,8 +18,8 @@ fn numbered(n: u32, filler: &str, at: &[(u32, &str)]) -> String {
         .collect()
 }
 
-fn ambiguous(candidates: &[&str]) -> Verdict {
-    Verdict::Ambiguous {
+fn ambiguous(candidates: &[&str]) -> CitationCheck {
+    CitationCheck::Ambiguous {
         candidates: candidates.iter().map(|c| c.to_string()).collect(),
     }
 }
@@ -251,7 +251,7 @@ fn written_path_against_a_deeper_file_of_the_same_name() {
             ("app.py", 100),
             ("web/app.py", 100),
             "`run` at app.py:50",
-            Verdict::SymbolNotFound {
+            CitationCheck::SymbolNotFound {
                 symbol: "run".into(),
             },
         ),
@@ -260,7 +260,7 @@ fn written_path_against_a_deeper_file_of_the_same_name() {
             ("app.py", 100),
             ("web/app.py", 200),
             "./app.py:150",
-            Verdict::OutOfRange { lines: 100 },
+            CitationCheck::OutOfRange { lines: 100 },
         ),
     ];
     for (what, (written, written_lines), (deeper, deeper_lines), answer, want) in cases {

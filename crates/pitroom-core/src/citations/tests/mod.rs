@@ -54,17 +54,17 @@ impl Project {
         self
     }
 
-    pub(super) fn verdicts(&self, answer: &str) -> Vec<Verdict> {
+    pub(super) fn verdicts(&self, answer: &str) -> Vec<CitationCheck> {
         verdicts_in(&self.report(answer))
     }
 
     /// Every citation in `answer` checks out, in `files` (in order).
     pub(super) fn assert_verified(&self, answer: &str, files: &[&str]) {
-        let want: Vec<Verdict> = files.iter().map(|f| verified(f)).collect();
+        let want: Vec<CitationCheck> = files.iter().map(|f| verified(f)).collect();
         assert_eq!(self.verdicts(answer), want, "{answer}");
     }
 
-    pub(super) fn verdict(&self, answer: &str) -> Verdict {
+    pub(super) fn verdict(&self, answer: &str) -> CitationCheck {
         let mut v = self.verdicts(answer);
         assert_eq!(v.len(), 1, "expected one citation in {answer:?}: {v:?}");
         v.remove(0)
@@ -78,19 +78,19 @@ impl Drop for Project {
 }
 
 /// Checks the first citation of `report`: its verdict, and the reason given for it.
-pub(super) fn assert_first(report: &RefReport, verdict: Verdict, reason: &str) {
+pub(super) fn assert_first(report: &RefReport, verdict: CitationCheck, reason: &str) {
     let first = &report.checked[0];
     assert_eq!(first.verdict, verdict);
     assert_eq!(first.reason(), reason);
 }
 
 /// The verdict of each citation in `report`, in order.
-pub(super) fn verdicts_in(report: &RefReport) -> Vec<Verdict> {
+pub(super) fn verdicts_in(report: &RefReport) -> Vec<CitationCheck> {
     report.checked.iter().map(|c| c.verdict.clone()).collect()
 }
 
-pub(super) fn verified(file: &str) -> Verdict {
-    Verdict::Verified {
+pub(super) fn verified(file: &str) -> CitationCheck {
+    CitationCheck::Verified {
         file: file.to_string(),
     }
 }

@@ -48,7 +48,7 @@ fn verify_reports_ambiguous_bare_name_with_candidates() {
     }
     assert_first(
         &p.report("util.ts:3"),
-        Verdict::Ambiguous {
+        CitationCheck::Ambiguous {
             candidates: vec![
                 "a/util.ts".into(),
                 "b/util.ts".into(),
@@ -66,7 +66,10 @@ fn verify_reports_missing_file() {
     let report = p.report("src/nope.rs:1 and nope.py:2");
     assert_eq!(report.total, 2);
     assert_eq!(report.verified, 0);
-    assert!(report.checked.iter().all(|c| c.verdict == Verdict::Missing));
+    assert!(report
+        .checked
+        .iter()
+        .all(|c| c.verdict == CitationCheck::Missing));
     assert_eq!(
         report.checked[0].reason(),
         "src/nope.rs:1 — no such file in the project"
@@ -79,7 +82,7 @@ fn verify_rejects_a_line_past_the_end_line_zero_and_a_reversed_range() {
     let report = p.report("src/a.rs:90 and src/a.rs:30-41 and src/a.rs:0 and src/a.rs:20-10");
     assert_eq!(
         verdicts_in(&report),
-        vec![Verdict::OutOfRange { lines: 40 }; 4]
+        vec![CitationCheck::OutOfRange { lines: 40 }; 4]
     );
     let reasons: Vec<String> = report.checked.iter().map(CheckedCitation::reason).collect();
     assert_eq!(reasons[0], "src/a.rs:90 — file has 40 lines");
@@ -99,10 +102,10 @@ fn verify_counts_last_line_without_trailing_newline() {
         p.verdicts("a.txt:3 a.txt:4 b.txt:3 b.txt:4 empty.txt:1"),
         [
             verified("a.txt"),
-            Verdict::OutOfRange { lines: 3 },
+            CitationCheck::OutOfRange { lines: 3 },
             verified("b.txt"),
-            Verdict::OutOfRange { lines: 3 },
-            Verdict::OutOfRange { lines: 0 },
+            CitationCheck::OutOfRange { lines: 3 },
+            CitationCheck::OutOfRange { lines: 0 },
         ]
     );
 }
@@ -152,7 +155,7 @@ fn verify_checks_a_cited_symbol_near_or_around_the_range() {
     );
     assert_first(
         &p.report("`logout` at src/session.ts:10-16"),
-        Verdict::SymbolNotFound {
+        CitationCheck::SymbolNotFound {
             symbol: "logout".into(),
         },
         "src/session.ts:10-16 — `logout` not found near lines 10-16",
@@ -160,7 +163,7 @@ fn verify_checks_a_cited_symbol_near_or_around_the_range() {
     // Far from the range, with no definition around it.
     assert_eq!(
         p.verdict("`target` at src/lib.rs:2"),
-        Verdict::SymbolNotFound {
+        CitationCheck::SymbolNotFound {
             symbol: "target".into()
         }
     );
@@ -208,14 +211,17 @@ fn verify_rejects_paths_outside_project() {
     assert!(report
         .checked
         .iter()
-        .all(|c| c.verdict == Verdict::OutsideProject));
+        .all(|c| c.verdict == CitationCheck::OutsideProject));
     assert_eq!(
         report.checked[1].reason(),
         "/etc/hosts.conf:1 — outside the project"
     );
     // A relative path climbing out of the project.
-    assert_eq!(p.verdict("../elsewhere/x.rs:1"), Verdict::OutsideProject);
-    assert_eq!(p.verdict("~/notes.md:1"), Verdict::OutsideProject);
+    assert_eq!(
+        p.verdict("../elsewhere/x.rs:1"),
+        CitationCheck::OutsideProject
+    );
+    assert_eq!(p.verdict("~/notes.md:1"), CitationCheck::OutsideProject);
 }
 
 #[test]
@@ -231,7 +237,7 @@ fn verify_index_skips_ignored_and_hidden_dirs() {
     }
     assert_eq!(
         p.verdicts("only.js:1 gen.rs:1 secret.py:1 conf.toml:1"),
-        vec![Verdict::Missing; 4]
+        vec![CitationCheck::Missing; 4]
     );
     // A direct path into a skipped directory still checks out.
     assert_eq!(
@@ -295,7 +301,10 @@ fn verify_large_file_checks_line_count_only() {
     let report = v.run("`absent` at big.log.txt:500 and big.log.txt:501");
     assert_eq!(
         verdicts_in(&report),
-        [verified("big.log.txt"), Verdict::OutOfRange { lines: 500 }]
+        [
+            verified("big.log.txt"),
+            CitationCheck::OutOfRange { lines: 500 }
+        ]
     );
 }
 
@@ -317,7 +326,10 @@ fn verify_with_missing_root_reports_missing() {
     let root = std::env::temp_dir().join("pitroom-citations-no-such-root");
     let report = verify("src/a.rs:1 and a.rs:2", &root);
     assert_eq!(report.total, 2);
-    assert!(report.checked.iter().all(|c| c.verdict == Verdict::Missing));
+    assert!(report
+        .checked
+        .iter()
+        .all(|c| c.verdict == CitationCheck::Missing));
 }
 
 #[test]
