@@ -217,10 +217,12 @@ impl Service {
         count: usize,
     ) -> Result<Vec<String>, ServiceError> {
         let spec = self.resolve(template)?.spec;
-        let first = match &spec.model {
-            Some(model) => format!("{}:{model}", spec.backend),
-            None => spec.backend.clone(),
-        };
+        let first = pitroom_core::target::Target {
+            backend: spec.backend.clone(),
+            model: spec.model.clone(),
+            effort: spec.effort.clone(),
+        }
+        .display();
         let chain: Vec<String> = std::iter::once(first)
             .chain(spec.fallback)
             .take(count)
@@ -289,12 +291,7 @@ impl Service {
 
 /// The race's targets, each once; two to [`MAX_CONTENDERS`] of them.
 fn contenders(given: &[String]) -> Result<Vec<String>, ServiceError> {
-    let mut targets: Vec<String> = Vec::new();
-    for target in given.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
-        if !targets.iter().any(|t| t == target) {
-            targets.push(target.to_string());
-        }
-    }
+    let targets = crate::request::distinct_targets(given);
     if !(2..=MAX_CONTENDERS).contains(&targets.len()) {
         return Err(ServiceError::usage(format!(
             "--race takes 2 to {MAX_CONTENDERS} different targets, comma-separated (e.g. --race opencode,codex), or a count of the configured chain; got {}",

@@ -209,6 +209,17 @@ impl Service {
     }
 }
 
+/// The targets given for a race or a panel (`a,b,c`), trimmed, each once, in their order.
+pub(crate) fn distinct_targets(given: &[String]) -> Vec<String> {
+    let mut targets: Vec<String> = Vec::new();
+    for target in given.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+        if !targets.iter().any(|t| t == target) {
+            targets.push(target.to_string());
+        }
+    }
+    targets
+}
+
 /// The most rounds a run may have: each is a full worker session, and a check that fails ten
 /// times over is not one more round away from passing.
 pub const MAX_ATTEMPTS: u64 = 10;

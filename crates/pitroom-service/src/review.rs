@@ -412,12 +412,7 @@ pub const MAX_PANEL: usize = 5;
 
 /// The panel's reviewers, each a target given once; two to [`MAX_PANEL`] of them.
 fn panel_members(given: &[String]) -> Result<Vec<String>, ServiceError> {
-    let mut members: Vec<String> = Vec::new();
-    for target in given.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
-        if !members.iter().any(|m| m == target) {
-            members.push(target.to_string());
-        }
-    }
+    let members = crate::request::distinct_targets(given);
     if !(2..=MAX_PANEL).contains(&members.len()) {
         return Err(ServiceError::usage(format!(
             "--panel takes 2 to {MAX_PANEL} different reviewers, comma-separated (e.g. --panel claude,gemini,codex); got {}",
