@@ -275,8 +275,14 @@ fn without_a_pid_namespace_the_next_command_ends_what_a_sigkill_of_every_pitroom
         assert_eq!(containment["mechanism"], "process_sweep", "{containment}");
         assert!(containment["tree_mark"].is_string(), "{containment}");
     }
-    for pid in pitroom_processes(&state) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    // Stopped first, all of them, then killed: "together", so no keeper sees its supervisor die
+    // and sweeps its own tree in between (which a loaded machine gives it time to do).
+    let doomed = pitroom_processes(&state);
+    for pid in &doomed {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGSTOP);
+    }
+    for pid in &doomed {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
     assert!(
         eventually(Duration::from_secs(10), || pitroom_processes(&state)
