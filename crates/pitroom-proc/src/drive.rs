@@ -150,7 +150,23 @@ mod tests {
             sandbox: None,
             containment_report: None,
         };
-        spawn_keeper(&exe, &spec).expect("the fake keeper starts")
+        // Another test's thread may fork while this one still has the script open for writing:
+        // until that child execs, it holds the descriptor too, and running the script fails with
+        // ETXTBSY. The window closes as soon as that child execs; it is waited out, boundedly.
+        for _ in 0..200 {
+            match spawn_keeper(&exe, &spec) {
+                Err(e) if text_file_busy(&e) => std::thread::sleep(Duration::from_millis(10)),
+                started => return started.expect("the fake keeper starts"),
+            }
+        }
+        panic!("{} stayed busy for two seconds", exe.display());
+    }
+
+    fn text_file_busy(e: &crate::SpawnError) -> bool {
+        std::error::Error::source(e)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .and_then(std::io::Error::raw_os_error)
+            == Some(libc::ETXTBSY)
     }
 
     /// Drives a fake keeper running `body` under `watcher`, in a fresh temp dir.

@@ -200,7 +200,8 @@ mod linux {
     }
 }
 
-#[cfg(test)]
+// Every test here proves a Linux mechanism (capabilities, seccomp).
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

@@ -121,18 +121,20 @@ fn pitroom_processes(state: &str) -> Vec<i32> {
 
 /// A fake worker that leaves a shell in its own session with a child in the shell's process
 /// group (`marker` is the `sleep` both run), then hangs: the shapes that outlived a crew when
-/// supervisors and keepers were killed together.
+/// supervisors and keepers were killed together. It hangs for longer than any loaded machine
+/// takes to reach the kill: a worker that ended on its own would have its keeper sweep its
+/// tree, and the test would prove nothing about the kill.
 fn env_with_stranded_shells(marker: &str) -> pitroom_testkit::TestEnv {
     fake_env(json!([
         {"spawn_bg": format!("{marker} & exec {marker}")},
         {"step": {"input": 5, "output": 1}},
-        {"sleep_ms": 60000}
+        {"sleep_ms": 280_000}
     ]))
 }
 
-/// The `sleep`s of [`env_with_stranded_shells`] still running, of the test's state dir `state`
-/// (the shell itself once it exec'd, and its child).
-fn stranded_sleeps(state: &str, marker: &str) -> usize {
+/// The pids of the `sleep`s of [`env_with_stranded_shells`] still running, of the test's state
+/// dir `state` (the shell itself once it exec'd, and its child).
+fn stranded_sleeps(state: &str, marker: &str) -> Vec<i32> {
     let ours = processes_with_env(state);
     processes_with_cmdline(marker)
         .into_iter()
@@ -141,7 +143,7 @@ fn stranded_sleeps(state: &str, marker: &str) -> usize {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|c| c == format!("sleep\0{}\0", &marker[6..]).as_bytes())
         })
-        .count()
+        .collect()
 }
 
 #[test]
@@ -157,7 +159,7 @@ fn sigkill_of_every_pitroom_process_of_a_crew_leaves_no_worker_process_and_no_ru
     );
     let state = env.state.display().to_string();
     // Two sleeps per worker (of this test's state dir) once each shell forked and exec'd.
-    let sleeps = || stranded_sleeps(&state, marker);
+    let sleeps = || stranded_sleeps(&state, marker).len();
     assert!(
         eventually(Duration::from_secs(60), || sleeps() == 6),
         "all three workers left their shapes behind: {} sleeps",
@@ -262,10 +264,11 @@ fn without_a_pid_namespace_the_next_command_ends_what_a_sigkill_of_every_pitroom
     let dir = env.dir("plain");
     let out = env.run_expecting(&dir, &["crew", "-g", "orphans", "-t", "120s", "a", "b"], 0);
     let state = env.state.display().to_string();
+    let began = std::time::Instant::now();
     let sleeps = || stranded_sleeps(&state, marker);
     assert!(
-        eventually(Duration::from_secs(60), || sleeps() >= 4),
-        "both workers left their shapes behind: {} sleeps",
+        eventually(Duration::from_secs(60), || sleeps().len() >= 4),
+        "both workers left their shapes behind: {:?}",
         sleeps()
     );
     for id in ids(&out) {
@@ -277,6 +280,7 @@ fn without_a_pid_namespace_the_next_command_ends_what_a_sigkill_of_every_pitroom
     }
     // Stopped first, all of them, then killed: "together", so no keeper sees its supervisor die
     // and sweeps its own tree in between (which a loaded machine gives it time to do).
+    let stranded = sleeps();
     let doomed = pitroom_processes(&state);
     for pid in &doomed {
         let _ = kill(Pid::from_raw(*pid), Signal::SIGSTOP);
@@ -289,10 +293,16 @@ fn without_a_pid_namespace_the_next_command_ends_what_a_sigkill_of_every_pitroom
             .is_empty()),
         "the supervisors and keepers are gone"
     );
+    let ended: Vec<i32> = stranded
+        .iter()
+        .filter(|pid| !sleeps().contains(pid))
+        .copied()
+        .collect();
     assert!(
-        sleeps() >= 4,
-        "nothing ended the trees yet: {} sleeps",
-        sleeps()
+        ended.is_empty(),
+        "nothing ended the trees yet, but {ended:?} of {stranded:?} are gone, {:?} after the \
+         crew began (killed: {doomed:?})",
+        began.elapsed()
     );
 
     // The next command settles the runs, and ends what their trees left.
