@@ -542,6 +542,27 @@ pub struct Safety {
 }
 
 impl RunRecord {
+    /// Whether the run waits out a rate limit: queued, with every target of its chain cooling
+    /// down ([`RunPhase::Held`]).
+    pub fn is_held(&self) -> bool {
+        self.state == RunState::Queued && self.phase == Some(RunPhase::Held)
+    }
+
+    /// When a held run starts at the latest, as people read it (`14:05 UTC`); `None` unless
+    /// the run [`is_held`](Self::is_held) with a recorded time.
+    pub fn held_until_short(&self) -> Option<String> {
+        if !self.is_held() {
+            return None;
+        }
+        let until = self.held_until.as_deref()?;
+        Some(
+            until
+                .parse::<jiff::Timestamp>()
+                .map(|t| t.strftime("%H:%M UTC").to_string())
+                .unwrap_or_else(|_| until.to_string()),
+        )
+    }
+
     /// What refuses a run that has not ended yet says, and what to do: `apply`, `revert`, a
     /// review or a follow-up of it all need a finished run.
     pub fn ensure_finished(&self) -> Result<(), String> {

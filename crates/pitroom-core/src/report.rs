@@ -258,7 +258,7 @@ pub fn brief(record: &RunRecord) -> String {
         .or(record.error.as_deref())
         .unwrap_or("");
     // A run held for a rate limit is queued, but the news is why it waits.
-    let state = match held_until(record) {
+    let state = match record.held_until_short() {
         Some(_) => "held",
         None => record.state.as_str(),
     };
@@ -277,19 +277,6 @@ pub fn brief(record: &RunRecord) -> String {
 }
 
 /// For a run held now for a rate limit to reset: until when, as `14:05 UTC`.
-fn held_until(record: &RunRecord) -> Option<String> {
-    if record.state != RunState::Queued || record.phase != Some(crate::record::RunPhase::Held) {
-        return None;
-    }
-    let until = record.held_until.as_deref()?;
-    Some(
-        until
-            .parse::<jiff::Timestamp>()
-            .map(|t| t.strftime("%H:%M UTC").to_string())
-            .unwrap_or_else(|_| until.to_string()),
-    )
-}
-
 fn header(record: &RunRecord, color: bool) -> String {
     let (icon, style) = match record.state {
         RunState::Done => ("✔", green()),
@@ -301,7 +288,7 @@ fn header(record: &RunRecord, color: bool) -> String {
         "failed · READ-ONLY VIOLATION".to_string()
     } else if record.verify_failed() {
         "failed · verify failed".to_string()
-    } else if let Some(until) = held_until(record) {
+    } else if let Some(until) = record.held_until_short() {
         format!("held until {until} (every target is cooling down after a rate limit)")
     } else {
         record.state.as_str().to_string()

@@ -132,16 +132,12 @@ impl Seen {
             steps: record.tally.steps,
             tools: record.tally.tool_calls,
             attempts: record.attempts.len(),
-            held: is_held(record),
+            held: record.is_held(),
         }
     }
 }
 
 /// Whether the run is held for a rate limit to reset (it has not started yet).
-fn is_held(record: &RunRecord) -> bool {
-    record.state == RunState::Queued && record.phase == Some(pitroom_core::record::RunPhase::Held)
-}
-
 /// The events that take a follower from `before` to `record`.
 pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
     let mut events = Vec::new();
@@ -172,7 +168,7 @@ pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
             task,
         });
     }
-    if is_held(record) && !before.held {
+    if record.is_held() && !before.held {
         events.push(WatchEvent::Held {
             run: run.clone(),
             until: record.held_until.clone().unwrap_or_default(),

@@ -14,7 +14,6 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use pitroom_core::record::RunPhase;
 use pitroom_core::report::human_count;
 use pitroom_core::terminal::neutralise;
 use pitroom_core::{Observer, RunRecord};
@@ -137,11 +136,7 @@ impl Observer for Progress {
         }
         let t = &record.tally;
         let width = 100;
-        if let (Some(RunPhase::Held), Some(until)) = (record.phase, &record.held_until) {
-            let until = until
-                .parse::<jiff::Timestamp>()
-                .map(|t| t.strftime("%H:%M UTC").to_string())
-                .unwrap_or_else(|_| until.clone());
+        if let Some(until) = record.held_until_short() {
             let line = format!(
                 "… held until {until}: every target is cooling down after a rate limit (--no-hold starts at once)"
             );
