@@ -105,8 +105,23 @@ pub fn answer(s: &Service, args: &InfoArgs) -> Result<(Value, String), ServiceEr
             let healthy = pitroom_service::doctor::healthy(&checks);
             Ok((json!({"healthy": healthy, "checks": checks}), text))
         }
+        "probe" => {
+            // One real, read-only round trip per worker: a minute or more, in the blocking pool.
+            let named: Vec<String> = args.worker.iter().cloned().collect();
+            let mut watch = pitroom_service::probe::Notes::default();
+            let probes = s.probe(&named, &mut watch).map_err(ServiceError::usage)?;
+            let text = lines(&probes, |p| match &p.error {
+                None => format!("ok {}: answered in {:.1} s ({})", p.worker, p.seconds, p.model),
+                Some(e) => format!("FAILED {}: {e}", p.worker),
+            });
+            let healthy = probes.iter().all(|p| p.ok || !p.essential);
+            Ok((
+                json!({"healthy": healthy, "probes": probes, "notes": watch.notes}),
+                text,
+            ))
+        }
         other => Err(ServiceError::usage(format!(
-            "topic `{other}` is not one of runs, history, stats, savings, cooldown, config, models, doctor"
+            "topic `{other}` is not one of runs, history, stats, savings, cooldown, config, models, doctor, probe"
         ))),
     }
 }

@@ -55,6 +55,32 @@ pub trait ProbeWatch {
     fn note(&mut self, note: String);
 }
 
+/// A [`ProbeWatch`] for a caller that shows nothing while the probe goes (the MCP server): the
+/// runs' progress is dropped, their notes kept for the answer.
+pub struct Notes {
+    pub notes: Vec<String>,
+    silent: pitroom_core::Silent,
+}
+
+impl Default for Notes {
+    fn default() -> Self {
+        Notes {
+            notes: Vec::new(),
+            silent: pitroom_core::Silent,
+        }
+    }
+}
+
+impl ProbeWatch for Notes {
+    fn run_starts(&mut self) -> &mut dyn Observer {
+        &mut self.silent
+    }
+    fn run_ended(&mut self) {}
+    fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+}
+
 impl Service {
     /// Probes each named worker, or else the configured worker and its fallback targets, in
     /// turn. `Err` is a probe that could not start at all (no temporary repository).

@@ -129,12 +129,12 @@ pub struct StopArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct InfoArgs {
-    /// runs, history, stats, savings, cooldown, config, models or doctor.
+    /// runs, history, stats, savings, cooldown, config, models, doctor or probe.
     pub topic: String,
     /// history: words to search for.
     #[serde(default)]
     pub query: Option<String>,
-    /// models: the backend.
+    /// models, probe: the backend.
     #[serde(default)]
     pub worker: Option<String>,
     /// runs, history: how many (default 20).

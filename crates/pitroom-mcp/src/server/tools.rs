@@ -45,8 +45,8 @@ fn parse_mode(given: Option<&str>) -> Result<Option<Mode>, String> {
 
 #[tool_router(vis = "pub(super)")]
 impl PitroomMcp {
-    /// Delegate: one `task`, or `tasks` as a parallel crew. Returns the verified report, or after
-    /// wait_seconds a handle (next) for pitroom_wait.
+    /// Delegate one `task`, or `tasks` as a crew. Returns the verified report, or a handle
+    /// (next) for pitroom_wait.
     #[tool(
         meta = always_load(),
         input_schema = schema::for_type::<RunArgs>(),

@@ -212,6 +212,12 @@ async def bad_input_gets_clear_errors_and_the_server_keeps_serving(session):
     names = {c["check"] for c in sc(r)["checks"]}
     check("doctor_reports_the_checkup", not r.isError and {"git", "git guard", "landlock", "containment", "opencode"} <= names, text_of(r))
     check("doctor_says_whether_the_machine_is_healthy", isinstance(sc(r)["healthy"], bool), sc(r))
+    r = await call(session, "pitroom_info", {"topic": "probe", "worker": "opencode:fake/probe"})
+    probes = sc(r)["probes"]
+    check("probe_makes_a_real_round_trip", not r.isError and len(probes) == 1 and probes[0]["ok"] and probes[0]["run"], sc(r))
+    r = await call(session, "pitroom_info", {"topic": "probe", "worker": "opencode:fake/mute"})
+    probes = sc(r)["probes"]
+    check("probe_says_what_went_wrong", len(probes) == 1 and not probes[0]["ok"] and probes[0]["error"] and sc(r)["healthy"] is False, sc(r))
     r = await call(session, "pitroom_info", {"topic": "weather"})
     check("unknown_topic_names_doctor_among_the_topics", r.isError and "doctor" in text_of(r), text_of(r))
 

@@ -27,6 +27,8 @@ fn scripts() -> serde_json::Value {
         "fake/edit": [{"write": {"path": "calc.py", "content": CALC_FIXED}}, step, edit_answer],
         "fake/edit2": [{"write": {"path": "calc.py", "content": format!("{CALC_FIXED}# other\n")}}, step, edit_answer],
         "fake/note": [{"write": {"path": "calc.py", "content": format!("{CALC_FIXED}# NOTE: checked\n")}}, step, edit_answer],
+        "fake/probe": [step, {"text": pitroom_service::probe::WORD}],
+        "fake/mute": [step, {"text": "I would rather not."}],
         "fake/review": [step, {"text": "SUMMARY: fine\nSPEC: PASS · QUALITY: APPROVED · ISSUES: critical=0 important=0 minor=0"}],
         "*": [step, read_answer],
     }})
@@ -96,6 +98,8 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
             "ok revert_restores_the_file",
             "ok crew_runs_all_done",
             "ok server_still_serves",
+            "ok probe_makes_a_real_round_trip",
+            "ok probe_says_what_went_wrong",
         ],
     );
     // The session closed while a run was going: the run went on and finished.
