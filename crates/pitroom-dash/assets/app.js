@@ -561,11 +561,22 @@
     var rows = attempts.map(function (a, i) {
       return h("tr", {}, h("td", { text: String(i + 1) }), h("td", {}, h("code", { text: a.target })), h("td", {}, badge(a.state)),
         h("td", { text: a.steps + " / " + a.tool_calls }), h("td", { text: dur(a.duration_ms, true) }),
-        h("td", { text: (a.fell_back ? (attempts[i + 1] && attempts[i + 1].target === a.target ? "ran again" : "fell back") : a.handed_off ? "took over" : "") + (a.error ? (a.fell_back ? ": " : "") + a.error : "") }));
+        h("td", { text: attemptNote(a, attempts[i + 1]) }));
     });
+    // Several attempts are a fallback chain, repair rounds of --verify, or both.
+    var rounds = attempts.some(function (a) { return (a.round || 1) > 1; });
+    var fellBack = attempts.some(function (a) { return a.fell_back; });
+    var kind = rounds && fellBack ? "fallback chain and repair rounds" : rounds ? "repair rounds" : "fallback chain";
     return section("Attempts", h("div", { class: "table-wrap" }, h("table", { class: "grid" },
       h("thead", {}, h("tr", {}, ["#", "Target", "State", "Steps / tools", "Time", "Notes"].map(function (t) { return h("th", { text: t }); }))),
-      h("tbody", {}, rows))), attempts.length > 1 ? "fallback chain" : null);
+      h("tbody", {}, rows))), attempts.length > 1 ? kind : null);
+  }
+
+  function attemptNote(a, next) {
+    var why = a.fell_back ? (next && next.target === a.target ? "ran again" : "fell back") :
+      a.repaired ? "sent back" : a.handed_off ? "took over" : "";
+    if ((a.round || 1) > 1) why = "round " + a.round + (why ? ", " + why : "");
+    return why + (a.error ? (why ? ": " : "") + a.error : "");
   }
 
   function verifySection(v) {

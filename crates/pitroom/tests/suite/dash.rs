@@ -405,15 +405,21 @@ fn screenshots_of_every_view_are_taken_for_the_docs() {
         .to_string();
     env.set("PITROOM_HOME", state.clone());
     env.state = PathBuf::from(&state);
-    // The run view shows the demo's own isolated run, not a sample made from one.
+    // The run view shows the demo's own run of two repair rounds (an isolated run whose first
+    // --verify failed and went back to the worker), not a sample made from one.
     let isolated = std::fs::read_dir(env.state.join("runs"))
         .expect("runs")
         .flatten()
         .filter_map(|e| std::fs::read(e.path().join("record.json")).ok())
         .filter_map(|r| serde_json::from_slice::<Value>(&r).ok())
-        .find(|r| r["spec"]["mode"] == "isolate")
+        .find(|r| {
+            r["spec"]["mode"] == "isolate"
+                && r["attempts"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|a| a["round"] == 2))
+        })
         .and_then(|r| r["id"].as_str().map(str::to_string))
-        .expect("the demo has an isolated run");
+        .expect("the demo has an isolated run of two repair rounds");
     sample_history(&env.state, 48);
     let project = PathBuf::from(project);
     let live = env.run(
