@@ -215,7 +215,7 @@ pub fn apply_worker_prices(record: &mut RunRecord, prices: &WorkerPrices) -> boo
     if record.tally.cost.is_some() || record.tally.usage.is_zero() {
         return false;
     }
-    let Some((_, price)) = prices.lookup(&record.spec.backend, record.model_ran()) else {
+    let Some((_, price)) = prices.lookup(record.backend(), record.model_ran()) else {
         return false;
     };
     // Already priced (by an earlier call): nothing to do, so calling this twice is harmless.

@@ -380,6 +380,34 @@ pub struct Receipt {
     pub saved: Option<f64>,
 }
 
+/// One target of a run's fallback chain: a backend and the model pinned for it, if any
+/// (`backend[:model]` when shown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainTarget {
+    pub backend: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl RunSpec {
+    /// The target this run asked for: the head of its fallback chain.
+    pub fn asked(&self) -> ChainTarget {
+        ChainTarget {
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ChainTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.model {
+            Some(m) => write!(f, "{}:{m}", self.backend),
+            None => f.write_str(&self.backend),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     pub version: u32,
@@ -429,6 +457,12 @@ pub struct RunRecord {
     /// `None` where the CLI says nothing. What a run without a pinned model really used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported_model: Option<String>,
+    /// The target of the latest attempt where the fallback chain moved off the one asked for:
+    /// `spec` keeps what was asked, always. `None` while the asked target runs, and in records
+    /// written before the spec stopped changing (their `spec` names the last target that ran,
+    /// which the accessors below then read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fell_back_to: Option<ChainTarget>,
     pub base_tree: Option<String>,
     pub after_tree: Option<String>,
     #[serde(default)]
@@ -575,13 +609,43 @@ impl RunRecord {
         Ok(())
     }
 
-    /// The model that ran: the one pinned for the run, else the one the CLI reported; `None`
-    /// when neither is known (the CLI's default, unnamed).
+    /// The model that ran: the one pinned for the latest attempt, else the one the CLI
+    /// reported; `None` when neither is known (the CLI's default, unnamed).
     pub fn model_ran(&self) -> Option<&str> {
-        self.spec
-            .model
-            .as_deref()
-            .or(self.reported_model.as_deref())
+        self.model().or(self.reported_model.as_deref())
+    }
+
+    /// The backend of the latest attempt (the one asked for, unless the run fell back).
+    pub fn backend(&self) -> &str {
+        match &self.fell_back_to {
+            Some(t) => &t.backend,
+            None => &self.spec.backend,
+        }
+    }
+
+    /// The model pinned for the latest attempt (the one asked for, unless the run fell back).
+    pub fn model(&self) -> Option<&str> {
+        match &self.fell_back_to {
+            Some(t) => t.model.as_deref(),
+            None => self.spec.model.as_deref(),
+        }
+    }
+
+    /// The adapter that reads the latest attempt's events.
+    pub fn adapter(&self) -> Option<Box<dyn pitroom_workers::Adapter>> {
+        self.spec.adapter_of(self.backend())
+    }
+
+    /// The target of the latest attempt: the one asked for, unless the run fell back.
+    pub fn attempt_target(&self) -> ChainTarget {
+        self.fell_back_to
+            .clone()
+            .unwrap_or_else(|| self.spec.asked())
+    }
+
+    /// Notes which target of the chain makes the next attempt.
+    pub fn attempt_on(&mut self, target: &ChainTarget) {
+        self.fell_back_to = (*target != self.spec.asked()).then(|| target.clone());
     }
 
     pub fn new(id: String, spec: RunSpec, created_at: String) -> RunRecord {
@@ -610,6 +674,7 @@ impl RunRecord {
             pid_start: None,
             session: None,
             reported_model: None,
+            fell_back_to: None,
             unsaved: None,
             base_tree: None,
             after_tree: None,
@@ -658,10 +723,11 @@ impl RunRecord {
 
     /// The worker that did (or is doing) the run: `backend[:model]`.
     pub fn worker_target(&self) -> String {
-        match &self.spec.model {
-            Some(m) => format!("{}:{m}", self.spec.backend),
-            None => self.spec.backend.clone(),
+        ChainTarget {
+            backend: self.backend().to_string(),
+            model: self.model().map(str::to_string),
         }
+        .to_string()
     }
 
     /// Whether `--verify` ran and failed.
@@ -766,5 +832,48 @@ mod tests {
         }
         let spec: RunSpec = serde_json::from_value(value).expect("reads");
         assert_eq!(spec.attempts, 1);
+    }
+
+    fn a_record() -> RunRecord {
+        let mut spec = RunSpec::new("t", Mode::Read, "opencode", "/tmp");
+        spec.model = Some("fake/limited".into());
+        RunRecord::new(
+            "20260101-000000-0000".into(),
+            spec,
+            "2026-01-01T00:00:00Z".into(),
+        )
+    }
+
+    #[test]
+    fn a_fallback_leaves_the_spec_as_asked_and_names_the_target_that_ran() {
+        let mut record = a_record();
+        let fallback = ChainTarget {
+            backend: "claude".into(),
+            model: None,
+        };
+        record.attempt_on(&fallback);
+        assert_eq!(record.spec.backend, "opencode");
+        assert_eq!(record.spec.model.as_deref(), Some("fake/limited"));
+        assert_eq!((record.backend(), record.model()), ("claude", None));
+        assert_eq!(record.worker_target(), "claude");
+        // Back on the asked target (a rerun), nothing is noted and nothing is written.
+        record.attempt_on(&record.spec.asked());
+        assert_eq!(record.fell_back_to, None);
+        assert_eq!(record.worker_target(), "opencode:fake/limited");
+        let json = serde_json::to_value(&record).expect("serialises");
+        assert!(json.get("fell_back_to").is_none(), "{json:#}");
+    }
+
+    #[test]
+    fn a_record_written_when_the_spec_named_the_last_target_reads_the_same() {
+        // Records of the older shape had their spec rewritten to the target that ran last,
+        // and no `fell_back_to`: the accessors read that target.
+        let mut old = serde_json::to_value(a_record()).expect("serialises");
+        old["spec"]["backend"] = "claude".into();
+        old["spec"]["model"] = serde_json::Value::Null;
+        let record: RunRecord = serde_json::from_value(old).expect("reads");
+        assert_eq!(record.fell_back_to, None);
+        assert_eq!((record.backend(), record.model()), ("claude", None));
+        assert_eq!(record.attempt_target().to_string(), "claude");
     }
 }

@@ -305,9 +305,9 @@ fn header(record: &RunRecord, color: bool) -> String {
 }
 
 fn worker_line(record: &RunRecord) -> String {
-    let mut line = format!("worker {}", record.spec.backend);
-    let model = match (&record.spec.model, &record.reported_model) {
-        (Some(pinned), _) => pinned.clone(),
+    let mut line = format!("worker {}", record.backend());
+    let model = match (record.model(), &record.reported_model) {
+        (Some(pinned), _) => pinned.to_string(),
         (None, Some(reported)) => format!("{reported} (the CLI's default)"),
         (None, None) => "(the CLI's default)".into(),
     };

@@ -45,7 +45,7 @@ pub struct Timeline {
 
 /// The run's timeline; empty when it has no events (yet) or no adapter knows its CLI.
 pub fn timeline(record: &RunRecord, events: &Path) -> Timeline {
-    let Some(adapter) = record.spec.adapter() else {
+    let Some(adapter) = record.adapter() else {
         return Timeline::default();
     };
     let Ok(file) = std::fs::File::open(events) else {

@@ -70,7 +70,7 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
         "task": clip(&record.spec.task, 300),
         "mode": record.spec.mode.as_str(),
         "worker": record.worker_target(),
-        "backend": record.spec.backend,
+        "backend": record.backend(),
         "model": record.model_ran(),
         "group": record.spec.group,
         "created_at": record.created_at,

@@ -115,8 +115,12 @@ impl Service {
                 }
                 (
                     p.spec.mode,
-                    p.spec.backend.clone(),
-                    request.model.clone().or_else(|| p.spec.model.clone()),
+                    // The session it continues is the last target's that ran.
+                    p.backend().to_string(),
+                    request
+                        .model
+                        .clone()
+                        .or_else(|| p.model().map(str::to_string)),
                     request.effort.clone().or_else(|| p.spec.effort.clone()),
                     p.spec.dir.clone(),
                 )

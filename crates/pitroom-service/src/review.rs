@@ -275,7 +275,7 @@ impl Service {
             path,
             dir,
             review_of: id,
-            implementer: record.spec.backend.clone(),
+            implementer: record.backend().to_string(),
         })
     }
 

@@ -31,7 +31,7 @@ pub fn load_docs(home: &Home, record: &RunRecord) -> RunDocs {
         .map(|p| cap(&String::from_utf8_lossy(&p), PATCH_LIMIT));
     RunDocs {
         // The run's own adapter: a config-described (custom) worker's steps are searchable too.
-        steps: steps_text(record.spec.adapter(), &dir.join("events.jsonl")),
+        steps: steps_text(record.adapter(), &dir.join("events.jsonl")),
         patch,
     }
 }

@@ -59,7 +59,7 @@ impl RunRow {
             ended_ms: parse_ms(record.ended_at.as_ref()),
             state: record.state.as_str().to_string(),
             mode: record.spec.mode.as_str().to_string(),
-            backend: record.spec.backend.clone(),
+            backend: record.backend().to_string(),
             model: record.model_ran().map(str::to_string),
             group: record.spec.group.clone(),
             dir: record.spec.dir.display().to_string(),

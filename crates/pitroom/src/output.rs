@@ -148,7 +148,7 @@ impl Observer for Progress {
         }
         let mut line = format!(
             "… {} · {}s · {} steps · {} tools · {} tokens",
-            record.spec.backend,
+            record.backend(),
             self.started.elapsed().as_secs(),
             t.steps,
             t.tool_calls,

@@ -20,7 +20,7 @@ use super::stream::{Ending, Stream};
 use super::tree::TreeSetup;
 use super::{Engine, EngineError, Observer};
 use crate::cooldown::Cooldowns;
-use crate::record::{Attempt, AttemptState, RunRecord, RunSpec, RunState, Tally};
+use crate::record::{Attempt, AttemptState, ChainTarget, RunRecord, RunSpec, RunState, Tally};
 
 /// The attempt that ended the chain: the one the run is judged by.
 pub(super) struct LastAttempt {
@@ -50,7 +50,7 @@ impl Engine {
         record: &mut RunRecord,
         run_dir: &Path,
         tree: &TreeSetup,
-        chain: &[(String, Option<String>)],
+        chain: &[ChainTarget],
         parent_session: Option<String>,
         interrupt: &Interrupt,
         observer: &mut dyn Observer,
@@ -64,9 +64,9 @@ impl Engine {
         // Whether the target at `index` has had its one rerun after a passing fault.
         let mut rerun = false;
         loop {
-            let (backend, model) = chain[index].clone();
+            let next = &chain[index];
             let last = index + 1 == chain.len();
-            let target = target_display(&backend, model.as_deref());
+            let target = next.to_string();
             if let (false, Some(cooling)) = (last, cooldowns.get(&target)) {
                 let why = format!(
                     "cooling down until {}: {}",
@@ -77,7 +77,7 @@ impl Engine {
                 index += 1;
                 continue;
             }
-            let adapter = match self.adapter_in(&record.spec, &backend) {
+            let adapter = match self.adapter_in(&record.spec, &next.backend) {
                 Ok(a) => a,
                 Err(e) if !last => {
                     record
@@ -88,8 +88,8 @@ impl Engine {
                 }
                 Err(e) => return Err(e),
             };
-            record.spec.backend = backend;
-            record.spec.model = model;
+            // The spec keeps what was asked; the record notes which target this attempt is.
+            record.attempt_on(next);
             if launched > 0 {
                 // The next worker has its own session; `--continue` follows the last one.
                 record.session = None;
@@ -295,27 +295,26 @@ fn changes_so_far(record: &RunRecord, run_dir: &Path, tree: &TreeSetup) -> Optio
     Some(String::from_utf8(changes.patch).unwrap_or_default())
 }
 
-/// The run's chain of targets: the chosen one, then its fallbacks, without repeats.
-pub(super) fn fallback_chain(spec: &RunSpec) -> Vec<(String, Option<String>)> {
-    let mut chain = vec![(spec.backend.clone(), spec.model.clone())];
+/// The run's chain of targets: the chosen one, then its fallbacks, without repeats. Each is
+/// named `backend[:model]` in attempts and cooldowns (its `Display`).
+pub(super) fn fallback_chain(spec: &RunSpec) -> Vec<ChainTarget> {
+    let mut chain = vec![ChainTarget {
+        backend: spec.backend.clone(),
+        model: spec.model.clone(),
+    }];
     let custom: Vec<&str> = spec.custom_workers.keys().map(String::as_str).collect();
     for given in &spec.fallback {
         if let Ok(t) = crate::target::Target::parse_known(given, &spec.backend, &custom) {
-            let entry = (t.backend, t.model);
+            let entry = ChainTarget {
+                backend: t.backend,
+                model: t.model,
+            };
             if !chain.contains(&entry) {
                 chain.push(entry);
             }
         }
     }
     chain
-}
-
-/// How a target is named in attempts and cooldowns: `backend[:model]`.
-pub(super) fn target_display(backend: &str, model: Option<&str>) -> String {
-    match model {
-        Some(m) => format!("{backend}:{m}"),
-        None => backend.to_string(),
-    }
 }
 
 /// The tokens an attempt used: its stream's tally past the attempts before it.

@@ -20,7 +20,7 @@ use super::stream::{Ending, Stream};
 use super::tree::{prepare_dirs, TreeSetup};
 use super::{io, Engine, EngineError, Observer};
 use crate::prompt;
-use crate::record::{RunRecord, RunSpec};
+use crate::record::{ChainTarget, RunRecord, RunSpec};
 
 /// What an attempt's prompt says besides the rules.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +51,7 @@ impl Engine {
         adapter: &dyn Adapter,
         spec: &RunSpec,
     ) -> Result<(), EngineError> {
-        let req = self.invocation_request(spec, &spec.dir, &self.home.root, None);
+        let req = self.invocation_request(spec, &spec.asked(), &spec.dir, &self.home.root, None);
         match adapter.invocation(&req) {
             Ok(_) => Ok(()),
             // The first thing a newcomer without a worker CLI sees: say what to do next.
@@ -62,25 +62,26 @@ impl Engine {
         }
     }
 
-    /// What the adapter is told about an attempt: mode, model, directories, the session to
-    /// resume and the caller's environment.
+    /// What the adapter is told about an attempt on `target` (of the run's chain): mode, model,
+    /// directories, the session to resume and the caller's environment.
     pub(super) fn invocation_request(
         &self,
         spec: &RunSpec,
+        target: &ChainTarget,
         workdir: &Path,
         scratch: &Path,
         session: Option<String>,
     ) -> InvocationRequest {
         InvocationRequest {
             mode: spec.mode,
-            model: spec.model.clone(),
+            model: target.model.clone(),
             effort: spec.effort.clone(),
             web: spec.web,
             workdir: workdir.to_path_buf(),
             dirs: StateDirs {
                 shared: self
                     .home
-                    .worker_state(&spec.backend, spec.mode.as_str(), &spec.dir),
+                    .worker_state(&target.backend, spec.mode.as_str(), &spec.dir),
                 scratch: scratch.to_path_buf(),
             },
             resume_session: session,
@@ -119,7 +120,8 @@ impl Engine {
     ) -> Result<Ending, EngineError> {
         let scratch = run_dir.join("scratch");
         let resumed = session.is_some();
-        let req = self.invocation_request(&record.spec, &tree.workdir, &scratch, session);
+        let target = record.attempt_target();
+        let req = self.invocation_request(&record.spec, &target, &tree.workdir, &scratch, session);
         let invocation = adapter
             .invocation(&req)
             .map_err(|e| EngineError::Refused(e.to_string()))?;
@@ -165,7 +167,7 @@ impl Engine {
             // unconfined (its secrets unhidden, its writes landing in the project).
             return Err(EngineError::Refused(format!(
                 "{} cannot be Landlocked, so it may not read the project in place; run it with {}=copy",
-                record.spec.backend,
+                record.backend(),
                 super::READ_VIEW_ENV
             )));
         }

@@ -375,10 +375,7 @@ impl Engine {
         // A `pitroom stop` that raced the start left a note instead of a signal.
         interrupt.take_stop_note(run_dir);
         // Wait out a rate limit that every target of the chain is under, without a slot.
-        let targets: Vec<String> = chain
-            .iter()
-            .map(|(backend, model)| fallback::target_display(backend, model.as_deref()))
-            .collect();
+        let targets: Vec<String> = chain.iter().map(ToString::to_string).collect();
         self.hold_while_cooling(record, &targets, interrupt.stop_flag(), observer)?;
         // Wait for a slot.
         let Some(slot) = self.wait_for_slot(record, ticket, interrupt.stop_flag())? else {

@@ -31,7 +31,7 @@ impl Engine {
             verify_timeout_secs: 60.0,
             ..RunSpec::new(String::new(), Mode::Read, backend.to_string(), cwd.clone())
         };
-        let req = self.invocation_request(&spec, &cwd, &scratch, None);
+        let req = self.invocation_request(&spec, &spec.asked(), &cwd, &scratch, None);
         // Every backend says the same thing when its CLI is missing, whether or not it could
         // list models without it (Qwen's listing reads only its settings).
         if let Err(AdapterError::NotFound(e)) = adapter.invocation(&req) {

@@ -279,7 +279,7 @@ impl Engine {
     fn view_facts(&self, record: &RunRecord, parent: Option<&RunRecord>) -> ViewFacts {
         let own_sandbox = super::fallback::fallback_chain(&record.spec)
             .into_iter()
-            .map(|(backend, _)| backend)
+            .map(|target| target.backend)
             .find(|backend| {
                 self.adapter_in(&record.spec, backend)
                     .is_ok_and(|a| a.has_own_sandbox())

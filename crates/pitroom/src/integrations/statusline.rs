@@ -128,7 +128,7 @@ fn scan(home: &Home, ids: &[String], frontier: &str) -> Scan {
     for id in ids {
         let ended = match home.load(id) {
             Ok(record) if record.state.is_active() && supervisor_alive(home, &record) => {
-                out.running.push(record.spec.backend.clone());
+                out.running.push(record.backend().to_string());
                 false
             }
             // Ended, or active with its supervisor gone: it will never run again.

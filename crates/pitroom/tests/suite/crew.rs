@@ -401,7 +401,13 @@ fn a_rate_limited_target_falls_back_at_zero_steps_and_cools_down() {
     assert_stdout_has(&out, "── attempts:");
     assert_stdout_has(&out, "opencode:fake/limited: rate limited");
     let r = show(&env, &dir, "last");
-    assert_eq!(r["spec"]["model"], "fake/good");
+    // The spec still says what was asked; the record says which target answered.
+    assert_eq!(r["spec"]["model"], "fake/limited", "{r:#}");
+    assert_eq!(
+        r["fell_back_to"],
+        json!({"backend": "opencode", "model": "fake/good"}),
+        "{r:#}"
+    );
     let attempts = r["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 2, "{r:#}");
     assert_eq!(attempts[0]["failure"], "rate_limited");

@@ -153,7 +153,11 @@ fn a_described_cli_failure_is_classified_by_its_patterns_and_falls_back() {
     let r = env.run_json(&dir, &["-W", "fakecli:limited", "x", "--json"]);
     assert_eq!(r["attempts"][0]["target"], "fakecli:limited");
     assert_eq!(r["attempts"][0]["failure"], "rate_limited", "{r:#}");
-    assert_eq!(r["spec"]["backend"], "opencode");
+    assert_eq!(r["spec"]["backend"], "fakecli", "what was asked: {r:#}");
+    assert_eq!(
+        r["fell_back_to"]["backend"], "opencode",
+        "what answered: {r:#}"
+    );
 }
 
 #[test]
