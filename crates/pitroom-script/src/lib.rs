@@ -2,9 +2,26 @@
 //! `pitroom demo`'s model server: both answer a request with the step of their script it has
 //! reached, told by the assistant turns since the latest user message. The product's binary must
 //! not link the whole test kit, and the two servers must not count differently, so the rule
-//! lives here, in a crate that depends on `serde_json` alone.
+//! lives here, in a crate that depends on `serde_json` alone. So does the one reading of a model
+//! message's text, which the fakes, the demo's server and the adapters (through
+//! `pitroom-workers`) share.
 
 use serde_json::Value;
+
+/// The text of a model message's `content` (the Anthropic and OpenAI shapes): a string as it
+/// is, or the `text` of each part joined by newlines, parts without one left out; anything else
+/// has none.
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
 
 /// Whether a user message only carries tool results back (Anthropic's shape: `tool_result`
 /// blocks in a user turn): it continues the step sequence rather than starting a new task.

@@ -19,20 +19,9 @@ fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(value, |v, key| v.get(key))
 }
 
-/// The text of a model message's `content` (the Anthropic and OpenAI shapes): a string as it
-/// is, or the `text` of each part joined by newlines, parts without one left out; anything else
-/// has none. Public because the demo's scripted model server reads the same messages.
-pub fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
+/// The text of a model message's `content`: one reading, shared with the fake model servers and
+/// the demo's (see `pitroom-script`).
+pub use pitroom_script::content_text;
 
 /// Deep merge: objects merge key by key, anything else is replaced.
 pub(crate) fn merge(base: &mut Value, overlay: Value) {

@@ -48,6 +48,7 @@ use std::io;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use pitroom_script::content_text;
 use serde_json::{json, Map, Value};
 
 mod items;
@@ -131,18 +132,6 @@ fn user_texts(input: &[Value]) -> Vec<String> {
         .filter(|item| item["role"] == "user")
         .map(|item| content_text(&item["content"]))
         .collect()
-}
-
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// `<cwd>/path</cwd>` from Codex's environment context.
