@@ -618,25 +618,9 @@ mod tests {
 
     #[test]
     fn every_hidden_secret_is_denied_to_read_and_a_read_run_cannot_write_its_tree() {
-        // The samples of the secret-file policy (pitroom-workers' `secret_files::check`), one
-        // or more per rule family, as the walk of a tree read in place would list them.
-        const SECRETS: &[&str] = &[
-            ".env",
-            "config/.env.production",
-            ".env.staging",
-            "certs/server.pem",
-            "tls.key",
-            "deploy/store.p12",
-            "home/.ssh/id_rsa",
-            "id_ed25519.pub",
-            ".netrc",
-            ".npmrc",
-            "pkg/.pypirc",
-            "home/.git-credentials",
-            "gcp/credentials.json",
-            "a/b/secrets.yml",
-            "deploy/ci-service-account.json",
-        ];
+        // The samples of the secret-file policy, one or more per rule family, as the walk of a
+        // tree read in place would list them.
+        const SECRETS: &[&str] = pitroom_workers::secret_files::SAMPLE_SECRETS;
         let tree = Path::new("/Users/ana/code/shop");
         let spec = SandboxSpec {
             hidden_files: SECRETS.iter().map(|s| tree.join(s)).collect(),

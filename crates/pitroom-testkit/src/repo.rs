@@ -85,6 +85,11 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (Vec<u8>, u32)>) {
 /// Runs git in `dir` with no user or system config (a fixed identity) and panics on failure;
 /// for tests that need a repository without a `TestEnv`.
 pub fn git_ok(dir: &Path, args: &[&str]) -> String {
+    String::from_utf8_lossy(&git_bytes(dir, args)).into_owned()
+}
+
+/// [`git_ok`]'s output as git wrote it, byte for byte (a patch need not be UTF-8).
+pub fn git_bytes(dir: &Path, args: &[&str]) -> Vec<u8> {
     let out = std::process::Command::new("git")
         .args([
             "-c",
@@ -106,5 +111,5 @@ pub fn git_ok(dir: &Path, args: &[&str]) -> String {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    out.stdout
 }

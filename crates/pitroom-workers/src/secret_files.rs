@@ -166,36 +166,40 @@ pub fn json_path_regexes() -> Vec<String> {
     RULES.iter().map(|r| r.json_path_regex()).collect()
 }
 
+/// Secret files, one or more per rule family, at the top and nested: what every rendering of
+/// the policy (each CLI's rules here, the sandbox profiles in `pitroom-proc`) is tested to
+/// refuse.
+pub const SAMPLE_SECRETS: &[&str] = &[
+    ".env",
+    "config/.env.production",
+    ".env.staging",
+    "certs/server.pem",
+    "tls.key",
+    "deploy/store.p12",
+    "home/.ssh/id_rsa",
+    "id_ed25519.pub",
+    ".netrc",
+    ".npmrc",
+    "pkg/.pypirc",
+    "home/.git-credentials",
+    "gcp/credentials.json",
+    "a/b/secrets.yml",
+    "deploy/ci-service-account.json",
+    // The secret scanners' path rules: direnv, a stage's env file, Cloudflare's local
+    // vars, Terraform variables and state, Streamlit's secrets.
+    ".envrc",
+    "deploy/prod.env",
+    "worker/.dev.vars",
+    "infra/terraform.tfvars",
+    "infra/terraform.tfstate",
+    ".streamlit/secrets.toml",
+];
+
 /// What each CLI's test checks its rendered rules against: every sample secret refused, no
 /// ordinary file refused.
 #[cfg(test)]
 pub(crate) mod check {
-    /// Secret files, one or more per rule family, at the top and nested.
-    pub const SECRETS: &[&str] = &[
-        ".env",
-        "config/.env.production",
-        ".env.staging",
-        "certs/server.pem",
-        "tls.key",
-        "deploy/store.p12",
-        "home/.ssh/id_rsa",
-        "id_ed25519.pub",
-        ".netrc",
-        ".npmrc",
-        "pkg/.pypirc",
-        "home/.git-credentials",
-        "gcp/credentials.json",
-        "a/b/secrets.yml",
-        "deploy/ci-service-account.json",
-        // The secret scanners' path rules: direnv, a stage's env file, Cloudflare's local
-        // vars, Terraform variables and state, Streamlit's secrets.
-        ".envrc",
-        "deploy/prod.env",
-        "worker/.dev.vars",
-        "infra/terraform.tfvars",
-        "infra/terraform.tfstate",
-        ".streamlit/secrets.toml",
-    ];
+    pub use super::SAMPLE_SECRETS as SECRETS;
     /// Files a worker must be able to read.
     pub const ORDINARY: &[&str] = &[
         "src/main.rs",

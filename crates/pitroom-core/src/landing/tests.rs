@@ -2,28 +2,11 @@
 //! NUL byte, a binary file changed, and plain text.
 
 use std::path::Path;
-use std::process::Command;
+
+use pitroom_testkit::repo::git_bytes as git;
 
 use super::*;
 use crate::redact::MASK;
-
-fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "core.autocrlf=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    out.stdout
-}
 
 /// The patch of `change` over a repository holding `base.txt`, written as Pitroom writes it.
 fn patch_of(change: impl FnOnce(&Path)) -> Vec<u8> {

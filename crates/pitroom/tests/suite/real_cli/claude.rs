@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     Api, Checks, ConfigFile, FailureMatrix, Fixtures, GitCommit, ListedModel, ModelError, Provider,
-    ReadFacts, RealCli, SecretRead, Setting, Stall, Usage, World, EDIT_IN_READ_MODE, OTHER_ERRORS,
+    ReadFacts, RealCli, SecretRead, Setting, Timing, Usage, World, EDIT_IN_READ_MODE, OTHER_ERRORS,
     SHELL_WRITE_IN_READ_MODE,
 };
 
@@ -33,9 +33,7 @@ pub const CLI: RealCli = RealCli {
         node22: false,
         offline: true,
     },
-    timeout: "90s",
-    resumable_stall: Stall::HANG,
-    stall_limit: "15s",
+    timing: Timing::HANG_AFTER_15S,
     retry_cap: 2,
     read: ReadFacts {
         view: "in_place",

@@ -9,7 +9,7 @@ use super::super::common::assert_str_has;
 use super::script::{EDIT_ANSWER, READ_ANSWER};
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, Fixtures, GitCommit, ListedModel, ModelError,
-    Provider, ReadFacts, RealCli, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
+    Provider, ReadFacts, RealCli, Setting, Timing, Unproven, Usage, World, EDIT_IN_READ_MODE,
     OPENAI_SHAPES, OTHER_ERRORS, SHELL_WRITE_IN_READ_MODE,
 };
 
@@ -28,19 +28,19 @@ pub const CLI: RealCli = RealCli {
         node22: false,
         offline: false,
     },
-    timeout: "90s",
-    resumable_stall: Stall::HANG,
-    stall_limit: "6s",
+    timing: Timing {
+        stall_limit: "6s",
+        ..Timing::HANG_AFTER_15S
+    },
     retry_cap: 1,
     read: ReadFacts {
         // Codex keeps its own sandbox, so it is not Landlocked: it reads a copy.
         view: "copy",
         // Codex sums a turn's requests; cached input and reasoning are split out.
         usage: Usage {
-            input: 1300,
-            cache_read: 1200,
             output: Some(73),
             reasoning: Some(7),
+            ..Usage::TWO_CALLS_CACHED
         },
         priced: false,
         session: |s| s.len() >= 32,

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     Api, Checks, FailureMatrix, Fixtures, GitCommit, ModelError, Provider, ReadFacts, RealCli,
-    SecretRead, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
+    SecretRead, Setting, Timing, Unproven, Usage, World, EDIT_IN_READ_MODE,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -28,19 +28,12 @@ pub const CLI: RealCli = RealCli {
         node22: false,
         offline: true,
     },
-    timeout: "90s",
-    resumable_stall: Stall::HANG,
-    stall_limit: "15s",
+    timing: Timing::HANG_AFTER_15S,
     retry_cap: 2,
     read: ReadFacts {
         view: "in_place",
         // Gemini's stats: input excludes cached tokens; (1000-200)+(1500-1000), 200+1000 cached.
-        usage: Usage {
-            input: 1300,
-            cache_read: 1200,
-            output: None,
-            reasoning: None,
-        },
+        usage: Usage::TWO_CALLS_CACHED,
         priced: false,
         session: |s| !s.is_empty(),
         asked_model: Some("gemini-2.5-pro"),

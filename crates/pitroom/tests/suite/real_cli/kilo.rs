@@ -5,7 +5,8 @@
 use pitroom_testkit::real_cli;
 
 use super::{
-    opencode, Checks, ConfigFile, Fixtures, ModelError, Provider, ReadFacts, RealCli, Unproven,
+    opencode, Checks, ConfigFile, Fixtures, ModelError, Provider, ReadFacts, RealCli, Timing,
+    Unproven,
 };
 
 /// Kilo is OpenCode's fork: its entry is OpenCode's (the same script, API, refusals, errors,
@@ -23,10 +24,13 @@ pub const CLI: RealCli = RealCli {
         }),
         ..opencode::CLI.provider
     },
-    timeout: "120s",
-    stall_limit: "30s",
-    // As OpenCode's (the `resumable_stall`, `readhang`): a session exists only once the model
-    // has answered.
+    timing: Timing {
+        timeout: "120s",
+        stall_limit: "30s",
+        // As OpenCode's (the `resumable_stall`, `readhang`): a session exists only once the
+        // model has answered.
+        ..opencode::CLI.timing
+    },
     read: ReadFacts {
         // As OpenCode's, from the same script; and Kilo's stream never names the model either:
         // the record reads it from Kilo's session data.

@@ -86,13 +86,8 @@ pub struct RealCli {
     pub script: fn() -> Value,
     /// The user's own provider set-up.
     pub provider: Provider,
-    /// The time limit of an ordinary run (`-t`).
-    pub timeout: &'static str,
-    /// The time limit of a run whose model never answers (it ends as a timeout however far
-    /// the CLI got by then).
-    pub stall_limit: &'static str,
-    /// The scenario of a run whose model stops answering after its CLI has started a session.
-    pub resumable_stall: Stall,
+    /// How long its runs get, and how its model stalls.
+    pub timing: Timing,
     /// The most model requests one failing run may send under Pitroom's retry cap.
     pub retry_cap: usize,
     /// What a read run of `Where can divide fail?` comes back with.
@@ -268,6 +263,37 @@ pub struct Usage {
     pub cache_read: u64,
     pub output: Option<u64>,
     pub reasoning: Option<u64>,
+}
+
+impl Usage {
+    /// The read script's two calls as most CLIs count them: (1000-200)+(1500-1000) input,
+    /// 200+1000 cached, output and reasoning not checked.
+    pub const TWO_CALLS_CACHED: Usage = Usage {
+        input: 1300,
+        cache_read: 1200,
+        output: None,
+        reasoning: None,
+    };
+}
+
+/// How long a CLI's runs get, and how its model stalls.
+pub struct Timing {
+    /// The time limit of an ordinary run (`-t`).
+    pub timeout: &'static str,
+    /// The time limit of a run whose model never answers (it ends as a timeout however far
+    /// the CLI got by then).
+    pub stall_limit: &'static str,
+    /// The scenario of a run whose model stops answering after its CLI has started a session.
+    pub resumable_stall: Stall,
+}
+
+impl Timing {
+    /// Ninety seconds a run; a model that never answers its first request, given 15 s.
+    pub const HANG_AFTER_15S: Timing = Timing {
+        timeout: "90s",
+        stall_limit: "15s",
+        resumable_stall: Stall::HANG,
+    };
 }
 
 /// A fake-server scenario whose model stops answering at one of its steps.

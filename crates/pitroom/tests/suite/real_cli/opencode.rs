@@ -14,8 +14,8 @@ use super::super::common::{assert_exit, assert_stdout_has, code, json_stdout, te
 use super::script::{edit_steps, git_commit_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, Fixtures, GitCommit, ListedModel, ModelError,
-    Provider, ReadFacts, RealCli, SecretRead, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE,
-    OPENAI_SHAPES,
+    Provider, ReadFacts, RealCli, SecretRead, Stall, Timing, Unproven, Usage, World,
+    EDIT_IN_READ_MODE, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -33,23 +33,20 @@ pub const CLI: RealCli = RealCli {
         node22: false,
         offline: false,
     },
-    timeout: "90s",
-    stall_limit: "20s",
-    // A session exists only once the model has answered: the second request never is.
-    resumable_stall: Stall {
-        scenario: "readhang",
-        waits_at: 1,
+    timing: Timing {
+        timeout: "90s",
+        stall_limit: "20s",
+        // A session exists only once the model has answered: the second request never is.
+        resumable_stall: Stall {
+            scenario: "readhang",
+            waits_at: 1,
+        },
     },
     retry_cap: 3,
     read: ReadFacts {
         view: "in_place",
         // Usage as OpenCode reported it: 800+43+7+200 then 500+30+1000.
-        usage: Usage {
-            input: 1300,
-            cache_read: 1200,
-            output: None,
-            reasoning: None,
-        },
+        usage: Usage::TWO_CALLS_CACHED,
         priced: true,
         session: |s| s.starts_with("ses_"),
         // No model was pinned: OpenCode's stream never names it, so the record reads it back

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::script::{edit_steps, git_commit_steps, secret_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     with_openai_shapes, Api, Checks, Fixtures, GitCommit, ModelError, Provider, ReadFacts, RealCli,
-    SecretRead, Setting, Stall, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
+    SecretRead, Setting, Timing, Unproven, Usage, World, EDIT_IN_READ_MODE, OPENAI_SHAPES,
 };
 
 pub const CLI: RealCli = RealCli {
@@ -27,18 +27,14 @@ pub const CLI: RealCli = RealCli {
         node22: true,
         offline: true,
     },
-    timeout: "90s",
-    resumable_stall: Stall::HANG,
-    stall_limit: "15s",
+    timing: Timing::HANG_AFTER_15S,
     retry_cap: 4,
     read: ReadFacts {
         view: "in_place",
         // Usage as Qwen reported it per call: (1000-200)+(1500-1000) input, 200+1000 cached.
         usage: Usage {
-            input: 1300,
-            cache_read: 1200,
             output: Some(80),
-            reasoning: None,
+            ..Usage::TWO_CALLS_CACHED
         },
         priced: false,
         session: |s| s.len() >= 32,

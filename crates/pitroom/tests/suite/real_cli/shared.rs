@@ -69,7 +69,7 @@ fn every_cli_proves_each_shared_behaviour_or_says_why_not() {
 pub fn a_read_run_comes_back_verified_with_citations(cli: &'static RealCli) {
     let w = World::new(cli);
     let before = fingerprint(&w.repo);
-    let out = w.task(&["Where can divide fail?", "-t", cli.timeout]);
+    let out = w.task(&["Where can divide fail?", "-t", cli.timing.timeout]);
     assert_exit(&out, 0);
     assert_stdout_has(&out, "pitroom ✔ done · read");
     assert_stdout_has(&out, "calc.py:7");
@@ -142,7 +142,7 @@ pub fn a_write_run_records_the_workers_edits_and_reverts_byte_exact(cli: &'stati
     let w = World::new(cli);
     let before = fingerprint(&w.repo);
     let index_before = std::fs::read(w.repo.join(".git/index")).expect("index");
-    let out = w.task(&["-w", "fix divide scenario:edit", "-t", cli.timeout]);
+    let out = w.task(&["-w", "fix divide scenario:edit", "-t", cli.timing.timeout]);
     assert_exit(&out, 0);
     let r = w.record();
     assert_eq!(changed(&r), EDITED, "{r:#}");
@@ -186,7 +186,7 @@ pub fn a_write_attempt_in_read_mode_is_refused_and_the_tree_is_unchanged(cli: &'
     let w = World::new(cli);
     let before = fingerprint(&w.repo);
     for task in cli.read_mode_writes {
-        let out = w.task(&[task, "-t", cli.timeout]);
+        let out = w.task(&[task, "-t", cli.timing.timeout]);
         assert_eq!(code(&out), 0, "{task}: {}", text(&out));
         let r = w.record();
         let stderr = w.run_file(&r, "stderr.log");
@@ -219,7 +219,7 @@ pub fn a_git_commit_in_a_write_run_leaves_history_untouched(cli: &'static RealCl
         )
     };
     let (refs_before, head_before) = (refs(), w.env.git(&w.repo, &["rev-parse", "HEAD"]));
-    let out = w.task(&["-w", commit.task, "-t", cli.timeout]);
+    let out = w.task(&["-w", commit.task, "-t", cli.timing.timeout]);
     assert_exit(&out, 0);
     assert_eq!(refs(), refs_before, "no commit, no new ref");
     assert_eq!(w.env.git(&w.repo, &["rev-parse", "HEAD"]), head_before);
@@ -241,7 +241,7 @@ pub fn secret_files_stay_unreadable_in_a_write_run(cli: &'static RealCli) {
         "API_TOKEN=put-yours-here\n",
     )
     .expect(".env.example");
-    let out = w.task(&["-w", read.task, "-t", cli.timeout, "--json"]);
+    let out = w.task(&["-w", read.task, "-t", cli.timing.timeout, "--json"]);
     assert_exit(&out, 0);
     let r = json_stdout(&out);
     let sent: String = w
@@ -338,7 +338,7 @@ pub fn every_failure_shape_fails_classified_within_the_retry_cap(cli: &'static R
 /// nothing the worker started is left running.
 pub fn a_timeout_stops_the_worker_and_every_process_it_started(cli: &'static RealCli) {
     let w = World::new(cli);
-    let out = w.task(&["wait forever scenario:hang", "-t", cli.stall_limit]);
+    let out = w.task(&["wait forever scenario:hang", "-t", cli.timing.stall_limit]);
     assert_exit(&out, 4);
     let r = w.record();
     assert_eq!(r["state"], "timeout", "{r:#}");
@@ -360,9 +360,9 @@ pub fn a_timeout_stops_the_worker_and_every_process_it_started(cli: &'static Rea
 /// `a_timeout_stops_the_worker_…`.)
 pub fn an_interrupted_run_can_be_continued_in_its_session(cli: &'static RealCli) {
     let w = World::new(cli);
-    let stall = &cli.resumable_stall;
+    let stall = &cli.timing.resumable_stall;
     let task = format!("first wait scenario:{}", stall.scenario);
-    let id = bg_id(&w.task(&["--bg", &task, "-t", cli.timeout]));
+    let id = bg_id(&w.task(&["--bg", &task, "-t", cli.timing.timeout]));
     let waiting = || {
         w.server
             .model_requests()
@@ -384,7 +384,7 @@ pub fn an_interrupted_run_can_be_continued_in_its_session(cli: &'static RealCli)
         "last",
         "Where can divide fail? scenario:default",
         "-t",
-        cli.timeout,
+        cli.timing.timeout,
     ]);
     assert_exit(&out, 0);
     let second = w.record();
@@ -395,10 +395,10 @@ pub fn an_interrupted_run_can_be_continued_in_its_session(cli: &'static RealCli)
 /// model sees the whole conversation again.
 pub fn a_follow_up_resumes_the_same_session(cli: &'static RealCli) {
     let w = World::new(cli);
-    let out = w.task(&["Where can divide fail?", "-t", cli.timeout]);
+    let out = w.task(&["Where can divide fail?", "-t", cli.timing.timeout]);
     assert_exit(&out, 0);
     let first = w.record();
-    let out = w.task(&["--continue", "last", "And add?", "-t", cli.timeout]);
+    let out = w.task(&["--continue", "last", "And add?", "-t", cli.timing.timeout]);
     assert_exit(&out, 0);
     let second = w.record();
     assert_ne!(first["id"], second["id"]);
@@ -431,7 +431,7 @@ pub fn a_follow_up_resumes_the_same_session(cli: &'static RealCli) {
 pub fn an_isolated_edit_stays_in_its_copy_until_applied(cli: &'static RealCli) {
     let w = World::new(cli);
     let before = fingerprint(&w.repo);
-    let out = w.task(&["-i", "fix divide scenario:edit", "-t", cli.timeout]);
+    let out = w.task(&["-i", "fix divide scenario:edit", "-t", cli.timing.timeout]);
     assert_exit(&out, 0);
     assert_eq!(
         fingerprint(&w.repo),
@@ -492,7 +492,7 @@ pub fn effort_reaches_the_model_request(cli: &'static RealCli) {
         "--effort",
         "xhigh",
         "-t",
-        cli.timeout,
+        cli.timing.timeout,
     ]);
     assert_exit(&out, 0);
     let first = w.server.model_requests()[0].clone();
