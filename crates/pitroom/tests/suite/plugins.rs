@@ -90,7 +90,18 @@ fn claude_plugin_validate_accepts_the_plugin_and_the_marketplace() {
         .iter()
         .filter_map(|h| h["event"].as_str())
         .collect();
-    assert_eq!(events, vec!["SessionStart", "PostToolUse"], "{report:#}");
+    assert_eq!(
+        events,
+        vec!["SessionStart", "PostToolUse", "Stop"],
+        "{report:#}"
+    );
+    let gate = report["provides"]["hooks"][2]["command"]
+        .as_str()
+        .expect("the Stop hook's command");
+    assert!(
+        gate.contains("pitroom hook review-gate --if-enabled"),
+        "{gate}"
+    );
     assert_eq!(report["provides"]["mcpServers"][0]["name"], "pitroom");
 
     let marketplace = root.join(".claude-plugin/marketplace.json");
