@@ -513,6 +513,26 @@ fn git(dir: &Path, args: &[&str]) {
 /// change passes too: one review in all.
 #[test]
 fn claude_code_with_the_review_gate_gets_the_findings_once_and_then_stops() {
+    gate_round_trip(GateFrom::Install);
+}
+
+/// The same with the plugin's hook (`--plugin-dir`), which runs only because the config says
+/// `review_gate = true`.
+#[test]
+fn claude_code_with_the_plugin_and_review_gate_on_gets_the_findings_once() {
+    gate_round_trip(GateFrom::Plugin);
+}
+
+/// Where Claude Code gets the review gate from.
+#[derive(Clone, Copy, PartialEq)]
+enum GateFrom {
+    /// `pitroom install --review-gate` into its settings.
+    Install,
+    /// The plugin (`--plugin-dir`), with `review_gate = true` in Pitroom's config.
+    Plugin,
+}
+
+fn gate_round_trip(from: GateFrom) {
     let claude = real_cli::claude().expect("the pinned Claude Code installs from npm");
     let edit = "printf 'def divide(a, b):\\n    return a / b  # edited\\n' > calc.py";
     let script = serde_json::json!({"scenarios": {
@@ -542,15 +562,23 @@ fn claude_code_with_the_review_gate_gets_the_findings_once_and_then_stops() {
     let settings = serde_json::json!({"env": {"ANTHROPIC_BASE_URL": server.base_url()}});
     std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
     // The gate as users get it: `pitroom install --review-gate` (--force: the settings above
-    // are "the user's"; the install keeps them).
-    let install = Command::new(super::common::PITROOM)
-        .args(["install", "--host", "claude", "--review-gate", "--force"])
-        .env_clear()
-        .env("HOME", &home)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .expect("pitroom install runs");
-    assert_exit(&install, 0);
+    // are "the user's"; the install keeps them), or the plugin with the config key.
+    let config = home.join("pitroom.toml");
+    let mut plugin_args: Vec<String> = Vec::new();
+    if from == GateFrom::Install {
+        let install = Command::new(super::common::PITROOM)
+            .args(["install", "--host", "claude", "--review-gate", "--force"])
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .expect("pitroom install runs");
+        assert_exit(&install, 0);
+    } else {
+        std::fs::write(&config, "review_gate = true\n").expect("config");
+        plugin_args.push("--plugin-dir".into());
+        plugin_args.push(repo_root().join("plugins/pitroom").display().to_string());
+    }
 
     let path = format!(
         "{}:{}",
@@ -570,6 +598,8 @@ fn claude_code_with_the_review_gate_gets_the_findings_once_and_then_stops() {
             .env("PITROOM_HOME", &state)
             .env("PITROOM_OPENCODE_BIN", fake_worker())
             .env("PITROOM_FAKE_SCRIPT", reviewer.to_string())
+            .env("PITROOM_CONFIG", &config)
+            .args(&plugin_args)
             .args(session_args)
             .args(["-p", prompt, "--output-format", "json"])
             .args(["--allowedTools", "Bash"])
@@ -594,10 +624,9 @@ fn claude_code_with_the_review_gate_gets_the_findings_once_and_then_stops() {
         "edit, end of turn, the answer to the findings"
     );
     assert!(
-        !bodies[1].contains("divide() has no zero check"),
+        stop_feedback(&requests[1]["body"]).is_empty() && !bodies[1].contains(GATE_FINDING),
         "not before the stop"
     );
-    // The gate fired once: its reason, with the finding, is in the last request, once.
     // The gate fired once: its reason, with the finding, reached the model as the one piece of
     // Stop hook feedback (Claude Code 2.x hands it over as a user message).
     let feedback = stop_feedback(&requests[2]["body"]);
