@@ -137,7 +137,6 @@ impl Service {
             .count("review_gate_max_rounds")
             .unwrap_or(DEFAULT_MAX_ROUNDS);
         let path = self.gate_state_path(&request.session);
-        let mut state = load_state(&path);
         let change = match self.uncommitted_change(&request.dir) {
             Ok(c) => c,
             Err(e) => {
@@ -147,16 +146,11 @@ impl Service {
                 }
             }
         };
-        let change = match decide(false, change.as_deref(), &state, cap) {
-            Ok(c) => c,
-            Err(pass) => return GateOutcome::Passed(pass),
+        let Some(change) = change else {
+            return GateOutcome::Passed(Pass::NoChange);
         };
-        // Remembered before the review starts: a review the host cuts short (its own timeout,
-        // the user's interrupt) is not started again for the same change.
-        state.reviewed.push(change);
-        state.rounds += 1;
-        if let Err(why) = save_state(&path, &state) {
-            return GateOutcome::Failed { run: None, why };
+        if let Err(outcome) = claim(&path, &change, cap) {
+            return outcome;
         }
         let outcome = self.gate_review(&request.dir);
         let run = match &outcome {
@@ -167,17 +161,17 @@ impl Service {
             GateOutcome::Passed(_) => None,
         };
         if let Some(run) = run {
-            state.runs.push(run);
-            if let Err(why) = save_state(&path, &state) {
+            // Re-read under the lock: another stop of the session may have written since.
+            let saved = lock_session(&path).and_then(|_lock| {
+                let mut state = load_state(&path);
+                state.runs.push(run);
+                save_state(&path, &state)
+            });
+            if let Err(why) = saved {
                 tracing::warn!("{why}");
             }
         }
         outcome
-    }
-
-    /// The session's gate state as it stands (empty for a session the gate has not seen).
-    pub fn gate_state(&self, session: &str) -> GateState {
-        load_state(&self.gate_state_path(session))
     }
 
     /// One foreground `review --uncommitted` of `dir`, its outcome.
@@ -273,6 +267,42 @@ fn file_name(session: &str) -> String {
     format!("session-{h:016x}")
 }
 
+/// Decides on `change` and, when it is to be reviewed, remembers it and one more round, all
+/// under the session's lock: two Stop hooks running the gate at once (the plugin's and the
+/// installed one) must not both review it. Remembered before the review starts, so a review the
+/// host cuts short (its own timeout, the user's interrupt) is not started again. `Err` is what
+/// the gate answers instead of reviewing.
+fn claim(path: &Path, change: &str, cap: u64) -> Result<(), GateOutcome> {
+    let failed = |why| GateOutcome::Failed { run: None, why };
+    let _lock = lock_session(path).map_err(failed)?;
+    let mut state = load_state(path);
+    let change = decide(false, Some(change), &state, cap).map_err(GateOutcome::Passed)?;
+    state.reviewed.push(change);
+    state.rounds += 1;
+    save_state(path, &state).map_err(failed)
+}
+
+/// The session's lock (`<session>.lock` beside its state), held until dropped.
+fn lock_session(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+    let lock_path = path.with_extension("lock");
+    let fail = |e: &dyn std::fmt::Display| {
+        format!(
+            "cannot lock the review gate's state {}: {e}; check that Pitroom's state directory is writable",
+            lock_path.display()
+        )
+    };
+    if let Some(dir) = lock_path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| fail(&e))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| fail(&e))
+}
+
 /// The state at `path`; a missing or unreadable file is a session the gate has not seen.
 fn load_state(path: &Path) -> GateState {
     std::fs::read(path)
@@ -351,6 +381,29 @@ mod tests {
             decide(false, Some("a..b"), &GateState::default(), 0),
             Err(Pass::CapReached { rounds: 0, cap: 0 })
         );
+    }
+
+    #[test]
+    fn a_claim_waits_for_the_sessions_lock_and_sees_what_its_holder_recorded() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let path = dir.path().join("review-gate/s.json");
+        let held = lock_session(&path).expect("the lock");
+        let other = {
+            let path = path.clone();
+            std::thread::spawn(move || claim(&path, "a..b", 3))
+        };
+        // While the lock is held, another stop of the session records the same change.
+        save_state(&path, &state(&["a..b"], 1)).expect("saved");
+        drop(held);
+        let outcome = other.join().expect("the claim ends");
+        assert!(
+            matches!(outcome, Err(GateOutcome::Passed(Pass::AlreadyReviewed))),
+            "{outcome:?}"
+        );
+        assert_eq!(load_state(&path), state(&["a..b"], 1), "no second round");
+        // A new change is claimed and remembered.
+        assert!(claim(&path, "a..c", 3).is_ok());
+        assert_eq!(load_state(&path), state(&["a..b", "a..c"], 2));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! second stop of a turn, the session's cap, a failed reviewer, the gate not enabled) lets the
 //! agent stop with nothing on stdout and exit 0.
 
+use std::io::Write;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Output, Stdio};
 
 use pitroom_testkit::repo::dirty_repo;
 use pitroom_testkit::TestEnv;
@@ -240,4 +241,42 @@ fn bad_input_or_a_worker_inside_pitroom_does_nothing() {
     assert_silent(&stop(&env, &repo, &[], &stop_payload("s-in", &repo, false)));
     env.unset("PITROOM_ACTIVE");
     assert_eq!(reviews(&env, &repo), 1);
+}
+
+#[test]
+fn two_gates_on_one_stop_review_the_change_once() {
+    // The plugin's hook and the installed one both run at the same stop. (Which of them gets
+    // the session's lock first is up to the machine; the service's unit test pins the order.)
+    let env = fake_env(reviewer_with_findings());
+    let repo = dirty_repo(&env, "repo");
+    let payload = stop_payload("s-twice", &repo, false);
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            let mut child = env
+                .pitroom(&repo, &["hook", "review-gate"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("the hook starts");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(payload.as_bytes())
+                .expect("payload written");
+            child
+        })
+        .collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("the hook ends"))
+        .collect();
+    for out in &outs {
+        assert_exit(out, 0);
+    }
+    let blocks = outs.iter().filter(|o| !stdout(o).is_empty()).count();
+    assert_eq!(blocks, 1, "{}\n---\n{}", text(&outs[0]), text(&outs[1]));
+    assert_eq!(reviews(&env, &repo), 1);
+    assert_eq!(gate_state(&env, "s-twice")["rounds"], 1);
 }
