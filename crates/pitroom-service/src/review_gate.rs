@@ -137,6 +137,11 @@ impl Service {
             .count("review_gate_max_rounds")
             .unwrap_or(DEFAULT_MAX_ROUNDS);
         let path = self.gate_state_path(&request.session);
+        // A session that had its reviews costs no snapshot of the tree (`claim` checks again).
+        let rounds = load_state(&path).rounds;
+        if rounds >= cap {
+            return GateOutcome::Passed(Pass::CapReached { rounds, cap });
+        }
         let change = match self.uncommitted_change(&request.dir) {
             Ok(c) => c,
             Err(e) => {
