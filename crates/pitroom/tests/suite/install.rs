@@ -357,5 +357,16 @@ fn install_review_gate_needs_claude_code() {
         &plan,
         "set the review gate's Stop hook in ~/.claude/settings.json",
     );
+    let told = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert!(
+        !told.contains("Review gate at the end"),
+        "asked for: {told}"
+    );
     assert_eq!(home.snapshot(), before);
+    // Without it, install says how to add it.
+    let plain = home.run_expecting(&["install", "--host", "claude", "--dry-run"], 0);
+    assert_stdout_has(
+        &plain,
+        "Review gate at the end of each turn (opt-in): pitroom install --host claude --review-gate",
+    );
 }

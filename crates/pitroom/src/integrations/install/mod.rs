@@ -124,7 +124,7 @@ pub(crate) fn install(args: InstallArgs) -> Outcome {
     }
     if args.dry_run {
         print_plan(&layout, &steps);
-        print_registrations(&hosts, args.statusline);
+        print_registrations(&hosts, settings);
         return Ok(Exit::Ok);
     }
     let result = apply_steps(&layout, &steps, &mut manifest);
@@ -143,7 +143,7 @@ pub(crate) fn install(args: InstallArgs) -> Outcome {
         )));
     }
     print_done(&layout, &hosts, &steps);
-    print_registrations(&hosts, args.statusline);
+    print_registrations(&hosts, settings);
     for twice in double_loads(&layout) {
         output::warning(twice);
     }

@@ -195,7 +195,7 @@ pub(super) fn print_done(layout: &Layout, hosts: &[Host], steps: &[(Want, Step)]
 }
 
 /// The MCP registration for each host (Pitroom never edits the hosts' own config files).
-pub(super) fn print_registrations(hosts: &[Host], statusline: bool) {
+pub(super) fn print_registrations(hosts: &[Host], settings: SettingsWant) {
     for host in hosts {
         if let Ok(snippet) = pitroom_mcp::hosts::config_for(host.name()) {
             say!(
@@ -207,7 +207,16 @@ pub(super) fn print_registrations(hosts: &[Host], statusline: bool) {
             }
         }
     }
-    if hosts.contains(&Host::Claude) && !statusline {
-        say!("\nStatus line: pitroom install --host claude --statusline");
+    if hosts.contains(&Host::Claude) {
+        let mut hints = Vec::new();
+        if !settings.statusline {
+            hints.push("Status line: pitroom install --host claude --statusline");
+        }
+        if !settings.review_gate {
+            hints.push("Review gate at the end of each turn (opt-in): pitroom install --host claude --review-gate");
+        }
+        if !hints.is_empty() {
+            say!("\n{}", hints.join("\n"));
+        }
     }
 }
