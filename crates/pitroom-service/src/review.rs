@@ -219,7 +219,12 @@ impl Service {
         repo: &pitroom_git::Repo,
     ) -> Result<UncommittedTrees, ServiceError> {
         let reviews = self.reviews_dir()?;
-        let index = reviews.join(format!(".uncommitted-index-{}", stamp()));
+        // The process id too: two gates of one stop snapshot in the same millisecond.
+        let index = reviews.join(format!(
+            ".uncommitted-index-{}-{}",
+            stamp(),
+            std::process::id()
+        ));
         let snapped = pitroom_core::secrets::snapshot_without_secrets(repo, &index);
         // The throwaway index has served once the tree is written.
         if let Err(e) = std::fs::remove_file(&index) {
@@ -409,7 +414,7 @@ impl Service {
 }
 
 /// The repository `dir` (default: the current directory) is in; `why` says what needs one.
-pub(crate) fn discover(dir: Option<&Path>, why: &str) -> Result<pitroom_git::Repo, ServiceError> {
+fn discover(dir: Option<&Path>, why: &str) -> Result<pitroom_git::Repo, ServiceError> {
     let dir = match dir {
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir().map_err(|e| {
