@@ -94,6 +94,8 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     ("attempts", Kind::Count, None, Some("1")),
     ("web", Kind::Bool, None, Some("false")),
     ("notify", Kind::Bool, None, Some("false")),
+    ("review_gate", Kind::Bool, None, Some("false")),
+    ("review_gate_max_rounds", Kind::Count, None, Some("3")),
     (
         "max_parallel",
         Kind::Count,

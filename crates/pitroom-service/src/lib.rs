@@ -10,6 +10,7 @@
 //! - [`ledger`]: the ledger row written when a run ends; the history (search, stats, savings).
 //! - [`info`]: models, cooldowns, settings, whether a run may be discarded.
 //! - [`probe`]: a real read run through each worker (`doctor --probe`).
+//! - [`review_gate`]: the stop-time review gate of the host hooks.
 //!
 //! Front ends depend on this crate alone among Pitroom's: the types they name and render are
 //! re-exported here; what they do with them are methods of [`Service`].
@@ -29,6 +30,7 @@ pub mod process;
 pub mod race;
 pub mod request;
 pub mod review;
+pub mod review_gate;
 pub mod runs;
 
 use std::path::PathBuf;
@@ -41,6 +43,7 @@ pub use panel::{Panel, Seat};
 pub use race::{Contender, Race};
 pub use request::{Resolved, RunRequest};
 pub use review::ReviewRequest;
+pub use review_gate::{GateOutcome, GateRequest, GateState, Pass};
 pub use runs::{CrewOutcome, Selector, WaitOutcome};
 
 pub use info::{Settings, WorkerModels};

@@ -59,6 +59,12 @@ struct Package {
     implementer: String,
 }
 
+/// The two trees an uncommitted review compares.
+pub(crate) struct UncommittedTrees {
+    pub head: String,
+    pub snapshot: pitroom_git::Snapshot,
+}
+
 impl Service {
     /// Builds the review package and the reviewer's read run, ready to start.
     pub fn prepare_review(&self, review: &ReviewRequest) -> Result<Resolved, ServiceError> {
@@ -164,33 +170,20 @@ impl Service {
     /// object store, and never in the package); the user's index is only read.
     fn uncommitted_package(&self, dir: Option<&Path>) -> Result<Package, ServiceError> {
         let repo = discover(dir, "--uncommitted reviews the work in a git tree")?;
-        let reviews = self.reviews_dir()?;
-        let index = reviews.join(format!(".uncommitted-index-{}", stamp()));
-        let snapped = pitroom_core::secrets::snapshot_without_secrets(&repo, &index);
-        // The throwaway index has served once the tree is written.
-        if let Err(e) = std::fs::remove_file(&index) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                tracing::warn!("could not remove {}: {e}", index.display());
-            }
-        }
-        let snap =
-            snapped.map_err(|e| ServiceError::refused(format!("snapshotting the tree: {e}")))?;
+        let trees = self.uncommitted_trees(&repo)?;
         let git = Git::in_dir(&repo.toplevel);
-        let head = git
-            .run(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"])
-            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-            .unwrap_or_else(|_| pitroom_git::EMPTY_TREE.to_string());
         let diff = git
             .run([
                 "diff",
                 "--no-ext-diff",
                 "--binary",
                 CONTEXT_LINES,
-                head.as_str(),
-                snap.tree.as_str(),
+                trees.head.as_str(),
+                trees.snapshot.tree.as_str(),
             ])
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .map_err(|e| ServiceError::refused(format!("diffing the tree against HEAD: {e}")))?;
+        let snap = trees.snapshot;
         if diff.trim().is_empty() {
             return Err(ServiceError::refused(
                 "the tree has no uncommitted changes; there is nothing to review",
@@ -207,7 +200,9 @@ impl Service {
                 snap.dropped.join(", ")
             ));
         }
-        let path = reviews.join(format!("uncommitted-{}.md", stamp()));
+        let path = self
+            .reviews_dir()?
+            .join(format!("uncommitted-{}.md", stamp()));
         self.write_package(&path, &text, Some(&repo.toplevel))?;
         Ok(Package {
             path,
@@ -215,6 +210,35 @@ impl Service {
             review_of: "uncommitted".to_string(),
             implementer: String::new(),
         })
+    }
+
+    /// The tree of `HEAD` (the empty tree before the first commit) and a snapshot of the work
+    /// tree beside it, as `--uncommitted` reviews them: the pair names the change exactly.
+    pub(crate) fn uncommitted_trees(
+        &self,
+        repo: &pitroom_git::Repo,
+    ) -> Result<UncommittedTrees, ServiceError> {
+        let reviews = self.reviews_dir()?;
+        // The process id too: two gates of one stop snapshot in the same millisecond.
+        let index = reviews.join(format!(
+            ".uncommitted-index-{}-{}",
+            stamp(),
+            std::process::id()
+        ));
+        let snapped = pitroom_core::secrets::snapshot_without_secrets(repo, &index);
+        // The throwaway index has served once the tree is written.
+        if let Err(e) = std::fs::remove_file(&index) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("could not remove {}: {e}", index.display());
+            }
+        }
+        let snapshot =
+            snapped.map_err(|e| ServiceError::refused(format!("snapshotting the tree: {e}")))?;
+        let head = Git::in_dir(&repo.toplevel)
+            .run(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"])
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+            .unwrap_or_else(|_| pitroom_git::EMPTY_TREE.to_string());
+        Ok(UncommittedTrees { head, snapshot })
     }
 
     /// Where packages of ranges and uncommitted work are kept.

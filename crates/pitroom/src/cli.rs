@@ -97,11 +97,13 @@ pub(crate) enum Command {
     /// stats (see docs/dashboard.md).
     Dash(DashArgs),
     /// Link the skills where agent hosts look, print the MCP registration; --statusline sets
-    /// Claude Code's status line. Never replaces a file Pitroom did not write.
+    /// Claude Code's status line, --review-gate adds its stop-time review gate. Never replaces a
+    /// file Pitroom did not write.
     Install(crate::integrations::install::InstallArgs),
     /// Remove exactly what `install` made (it keeps a manifest).
     Uninstall(crate::integrations::install::UninstallArgs),
-    /// Host hooks: `hook session-start` introduces Pitroom at the start of a session.
+    /// Host hooks: `hook session-start` introduces Pitroom at the start of a session; `hook
+    /// review-gate` reviews unreviewed uncommitted work when the agent's turn ends.
     Hook(crate::integrations::HookArgs),
     /// PostToolUse hook: a card per run a shell command started, ended or applied (stdin: the
     /// host's payload).

@@ -26,6 +26,8 @@ const KNOWN: &[&str] = &[
     "attempts",
     "web",
     "notify",
+    "review_gate",
+    "review_gate_max_rounds",
     "max_parallel",
 ];
 
@@ -172,6 +174,7 @@ proptest! {
                 }
                 prop_assert!(c.count("max_parallel").is_some());
                 prop_assert!(c.count("attempts").is_some());
+                prop_assert!(c.count("review_gate_max_rounds").is_some());
                 let _ = c.flag("web");
                 for key in KNOWN {
                     let _ = (c.text(key), c.list(key), c.table(key), c.source(key));

@@ -1,5 +1,6 @@
-//! Host hooks: `pitroom hook session-start` (SessionStart: the using-pitroom text as context)
-//! and `pitroom hook-card` (PostToolUse / AfterTool: a short card per run the agent started).
+//! Host hooks: `pitroom hook session-start` (SessionStart: the using-pitroom text as context),
+//! `pitroom hook-card` (PostToolUse / AfterTool: a short card per run the agent started) and
+//! `pitroom hook review-gate` (Stop: the stop-time review gate, docs/review-gate.md).
 //!
 //! A hook must never break the host's session: bad input, an unreadable state dir or a run that
 //! cannot be loaded print nothing on stdout and exit 0 (a note goes to stderr, which hosts keep
@@ -7,6 +8,7 @@
 
 use std::io::{IsTerminal, Read};
 
+use pitroom_service::{GateOutcome, GateRequest, Pass, RunRecord};
 use serde_json::{json, Value};
 
 use super::card;
@@ -97,6 +99,81 @@ pub(crate) fn hook_card() -> i32 {
         say!("{out}");
     }
     0
+}
+
+/// `pitroom hook review-gate`: prints the block decision when the review found issues, and
+/// nothing otherwise (the agent stops). A failed review never holds the agent.
+pub(crate) fn review_gate(only_if_enabled: bool) -> i32 {
+    let payload = read_payload();
+    if inside_worker() {
+        return 0;
+    }
+    let Some(request) = gate_request(&payload, only_if_enabled) else {
+        return 0;
+    };
+    let service = match pitroom_service::Service::from_process() {
+        Ok(s) => s,
+        Err(e) => {
+            tell!("pitroom: review gate: {}", e.message);
+            return 0;
+        }
+    };
+    match service.review_gate(&request) {
+        GateOutcome::Passed(Pass::CapReached { rounds, cap }) => tell!(
+            "pitroom: review gate: this session had its {rounds} of {cap} review(s) (review_gate_max_rounds); no more"
+        ),
+        GateOutcome::Passed(_) => {}
+        GateOutcome::Clean { record, verdict } => tell!(
+            "pitroom: review gate: run {} found the change fit to land: {}",
+            record.id,
+            verdict.line()
+        ),
+        GateOutcome::Findings { record, verdict } => {
+            say!("{}", block_output(&record, &verdict.line()));
+        }
+        GateOutcome::Failed { run, why } => {
+            let run = run.map(|r| format!(" (run {r})")).unwrap_or_default();
+            tell!("pitroom: review gate: the review did not happen{run}; letting the agent stop: {why}");
+        }
+    }
+    0
+}
+
+/// The gate's request from a Stop payload (Claude Code's and Codex's share these fields);
+/// `None` when it lacks the session or the directory.
+pub(crate) fn gate_request(payload: &Value, only_if_enabled: bool) -> Option<GateRequest> {
+    let session = payload["session_id"].as_str().filter(|s| !s.is_empty())?;
+    let dir = payload["cwd"].as_str().filter(|s| !s.is_empty())?;
+    Some(GateRequest {
+        session: session.to_string(),
+        dir: dir.into(),
+        stop_hook_active: payload["stop_hook_active"].as_bool().unwrap_or(false),
+        only_if_enabled,
+    })
+}
+
+/// The Stop hook's answer that makes the agent continue: the findings as the reason, which the
+/// host hands to the model.
+pub(crate) fn block_output(record: &RunRecord, verdict: &str) -> Value {
+    let head = format!(
+        "Pitroom's review gate had a second model review your uncommitted change (run {id}, by {worker}). Verdict: {verdict}.\n\n",
+        id = record.id,
+        worker = record.worker_target(),
+    );
+    let tail = format!(
+        "\n\nAddress each finding that holds (or say why it does not), then end your turn. The gate does not review this same change again; `pitroom show {}` has the review.",
+        record.id
+    );
+    let room = (HOST_CAP - 200).saturating_sub(head.chars().count() + tail.chars().count());
+    let findings = record
+        .answer
+        .as_deref()
+        .unwrap_or("(the reviewer wrote no findings)");
+    let reason = format!(
+        "{head}{}{tail}",
+        card::truncate_chars(findings.trim(), room)
+    );
+    json!({"decision": "block", "reason": reason})
 }
 
 /// A shell tool call from a PostToolUse (Claude Code, Codex) or AfterTool (Gemini CLI) payload.
@@ -217,5 +294,48 @@ mod tests {
         assert!(call("Read", "pitroom ls").is_none());
         let c = call("Bash", "pitroom wait").expect("a card call");
         assert!(c.output.contains("20261201-101500-123a"));
+    }
+
+    #[test]
+    fn a_stop_payload_without_a_session_or_a_directory_asks_for_nothing() {
+        let full = json!({"session_id": "s1", "cwd": "/w", "stop_hook_active": true,
+            "hook_event_name": "Stop", "transcript_path": "/t.jsonl"});
+        let request = gate_request(&full, true).expect("a request");
+        assert_eq!(request.session, "s1");
+        assert_eq!(request.dir, std::path::PathBuf::from("/w"));
+        assert!(request.stop_hook_active);
+        assert!(request.only_if_enabled);
+        let first = gate_request(&json!({"session_id": "s1", "cwd": "/w"}), false).expect("ok");
+        assert!(!first.stop_hook_active, "absent means the first stop");
+        assert!(gate_request(&json!({"cwd": "/w"}), false).is_none());
+        assert!(gate_request(&json!({"session_id": "s1"}), false).is_none());
+        assert!(gate_request(&json!({"session_id": "", "cwd": "/w"}), false).is_none());
+        assert!(gate_request(&json!([1, 2]), false).is_none());
+    }
+
+    #[test]
+    fn the_block_reason_carries_the_findings_under_the_host_cap() {
+        let spec =
+            pitroom_service::RunSpec::new("review", pitroom_service::Mode::Read, "opencode", "/w");
+        let mut record = RunRecord::new("r1".into(), spec, "2026-01-01T00:00:00Z".into());
+        record.answer = Some("SUMMARY: no test\nDETAILS: important: calc.py:6 has no test".into());
+        let out = block_output(&record, "SPEC PASS · QUALITY NEEDS_FIXES");
+        assert_eq!(out["decision"], "block");
+        let reason = out["reason"].as_str().expect("reason");
+        assert!(reason.contains("calc.py:6 has no test"), "{reason}");
+        assert!(reason.contains("run r1"), "{reason}");
+        assert!(
+            reason.contains("SPEC PASS · QUALITY NEEDS_FIXES"),
+            "{reason}"
+        );
+
+        record.answer = Some("x".repeat(50_000));
+        let out = block_output(&record, "SPEC FAIL");
+        let reason = out["reason"].as_str().expect("reason");
+        assert!(reason.chars().count() < HOST_CAP, "{}", reason.len());
+        assert!(
+            reason.ends_with("has the review."),
+            "the tail survives the cut"
+        );
     }
 }

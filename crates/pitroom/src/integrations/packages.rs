@@ -133,13 +133,30 @@ fn claude_marketplace() -> Value {
 
 fn claude_hooks() -> Value {
     json!({
-        "description": "Pitroom: at session start, that Pitroom is installed and how to delegate (the using-pitroom skill); after a Bash command that ran pitroom, a card per run it started, ended or applied.",
-        "hooks": hooks("PostToolUse", "Bash", 10),
+        "description": "Pitroom: at session start, that Pitroom is installed and how to delegate (the using-pitroom skill); after a Bash command that ran pitroom, a card per run it started, ended or applied; at the end of a turn, the review gate when the config enables it (review_gate = true).",
+        "hooks": with_review_gate(hooks("PostToolUse", "Bash", 10)),
     })
 }
 
 fn codex_hooks() -> Value {
-    json!({"hooks": hooks("PostToolUse", "^Bash$", 10)})
+    json!({"hooks": with_review_gate(hooks("PostToolUse", "^Bash$", 10))})
+}
+
+/// Claude Code and Codex end a turn with a Stop hook whose `{"decision":"block","reason":…}`
+/// continues the agent with the reason: the review gate's place. Every user of the plugin gets
+/// the hook, so it runs `--if-enabled`: nothing happens unless the config says
+/// `review_gate = true`. The review inside may take 10 minutes; the host waits 15 (seconds
+/// here, in both hosts' unit).
+fn with_review_gate(mut events: Map<String, Value>) -> Map<String, Value> {
+    events.insert(
+        "Stop".into(),
+        json!([{"hooks": [{
+            "type": "command",
+            "command": hook_command("hook review-gate --if-enabled"),
+            "timeout": 900
+        }]}]),
+    );
+    events
 }
 
 /// Gemini CLI's dialect: AfterTool, its shell tool's name, timeouts in milliseconds.
@@ -340,7 +357,25 @@ mod tests {
             .keys()
             .cloned()
             .collect();
-        assert_eq!(events, vec!["SessionStart", "PostToolUse"]);
+        assert_eq!(events, vec!["SessionStart", "PostToolUse", "Stop"]);
+    }
+
+    #[test]
+    fn the_plugins_review_gate_stays_off_unless_the_config_enables_it() {
+        for hooks in [claude_hooks(), codex_hooks()] {
+            let stop = &hooks["hooks"]["Stop"][0]["hooks"][0];
+            let command = stop["command"].as_str().expect("command");
+            assert!(
+                command.ends_with("pitroom hook review-gate --if-enabled; fi"),
+                "{command}"
+            );
+            assert_eq!(
+                stop["timeout"], 900,
+                "seconds: longer than the review's 10 minutes"
+            );
+        }
+        // Gemini CLI has no Stop hook that continues the agent with a reason.
+        assert!(gemini_hooks()["hooks"].get("Stop").is_none());
     }
 
     #[test]

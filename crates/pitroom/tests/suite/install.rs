@@ -302,3 +302,71 @@ fn a_fresh_machine_without_a_worker_cli_is_told_what_to_install_and_about_the_de
     assert!(lines[1].contains("npm i -g opencode-ai"), "{err}");
     assert!(lines[2].contains("pitroom demo"), "{err}");
 }
+
+#[test]
+fn install_review_gate_adds_a_stop_hook_beside_the_users_own_and_uninstall_removes_it() {
+    let home = Home::new();
+    let original = r#"{"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "my-notify"}]}]}}"#;
+    std::fs::write(home.path(".claude/settings.json"), original).expect("settings");
+    let before = home.snapshot();
+    // The settings are the user's: refused without --force, named.
+    let out = home.run_expecting(&["install", "--host", "claude", "--review-gate"], 3);
+    let err = stderr(&out);
+    assert!(err.contains("~/.claude/settings.json"), "{err}");
+    assert_eq!(home.snapshot(), before, "nothing was written");
+
+    let out = home.run_expecting(
+        &["install", "--host", "claude", "--review-gate", "--force"],
+        0,
+    );
+    assert_stdout_has(&out, "review gate set in ~/.claude/settings.json");
+    let settings = home.claude_settings();
+    assert_eq!(settings["model"], "opus", "the user's settings are kept");
+    assert!(settings.get("statusLine").is_none(), "only what was asked");
+    let stop = settings["hooks"]["Stop"].as_array().expect("Stop hooks");
+    assert_eq!(stop.len(), 2, "{settings:#}");
+    assert_eq!(stop[0]["hooks"][0]["command"], "my-notify");
+    assert_eq!(stop[1]["hooks"][0]["command"], "pitroom hook review-gate");
+    assert_eq!(stop[1]["hooks"][0]["timeout"], 900);
+
+    // Again: nothing changes. Then the status line joins the same file.
+    let installed = home.snapshot();
+    home.run_expecting(&["install", "--host", "claude", "--review-gate"], 0);
+    assert_eq!(home.snapshot(), installed);
+    home.run_expecting(&["install", "--host", "claude", "--statusline"], 0);
+    let settings = home.claude_settings();
+    assert_eq!(settings["statusLine"]["command"], "pitroom statusline");
+    assert_eq!(settings["hooks"]["Stop"].as_array().map(Vec::len), Some(2));
+
+    home.assert_uninstall_restores(&before);
+}
+
+#[test]
+fn install_review_gate_needs_claude_code() {
+    let home = Home::new();
+    let before = home.snapshot();
+    let out = home.run_expecting(&["install", "--host", "codex", "--review-gate"], 2);
+    let err = stderr(&out);
+    assert!(err.contains("--host claude"), "{err}");
+    assert_eq!(home.snapshot(), before);
+    let plan = home.run_expecting(
+        &["install", "--host", "claude", "--review-gate", "--dry-run"],
+        0,
+    );
+    assert_stdout_has(
+        &plan,
+        "set the review gate's Stop hook in ~/.claude/settings.json",
+    );
+    let told = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert!(
+        !told.contains("Review gate at the end"),
+        "asked for: {told}"
+    );
+    assert_eq!(home.snapshot(), before);
+    // Without it, install says how to add it.
+    let plain = home.run_expecting(&["install", "--host", "claude", "--dry-run"], 0);
+    assert_stdout_has(
+        &plain,
+        "Review gate at the end of each turn (opt-in): pitroom install --host claude --review-gate",
+    );
+}

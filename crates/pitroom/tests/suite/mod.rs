@@ -32,6 +32,7 @@ mod recorder;
 mod repair;
 mod review;
 mod review_e2e;
+mod review_gate;
 mod skills;
 mod snapshots;
 mod stop_phases;

@@ -90,7 +90,18 @@ fn claude_plugin_validate_accepts_the_plugin_and_the_marketplace() {
         .iter()
         .filter_map(|h| h["event"].as_str())
         .collect();
-    assert_eq!(events, vec!["SessionStart", "PostToolUse"], "{report:#}");
+    assert_eq!(
+        events,
+        vec!["SessionStart", "PostToolUse", "Stop"],
+        "{report:#}"
+    );
+    let gate = report["provides"]["hooks"][2]["command"]
+        .as_str()
+        .expect("the Stop hook's command");
+    assert!(
+        gate.contains("pitroom hook review-gate --if-enabled"),
+        "{gate}"
+    );
     assert_eq!(report["provides"]["mcpServers"][0]["name"], "pitroom");
 
     let marketplace = root.join(".claude-plugin/marketplace.json");
@@ -476,4 +487,227 @@ fn claude_code_with_the_plugin_gets_the_session_text_and_the_hook_card() {
         "no hook card: {second}"
     );
     assert!(second.contains("divide() has no zero check"), "{second}");
+}
+
+/// What the gate's reviewer finds in the scripted edit. `scenario:gated` tags the finding, so
+/// the fake model answers the block reason (which carries it) from its `gated` scenario.
+const GATE_FINDING: &str = "important: calc.py:2 divide() has no zero check (scenario:gated)";
+
+/// Runs `git ARGS` in `dir` as a scratch identity.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs");
+    assert_exit(&out, 0);
+}
+
+/// Real Claude Code with the review gate that `pitroom install --review-gate` writes, and the
+/// fake Anthropic server as its model: the model edits calc.py through Bash and ends its turn;
+/// the Stop hook has the fake worker review the change, which finds an issue; the finding
+/// reaches the model as the hook's reason, once; the model answers and ends its turn again,
+/// which the gate lets pass, and Claude exits 0. A second turn of the same session with no new
+/// change passes too: one review in all.
+#[test]
+fn claude_code_with_the_review_gate_gets_the_findings_once_and_then_stops() {
+    gate_round_trip(GateFrom::Install);
+}
+
+/// The same with the plugin's hook (`--plugin-dir`), which runs only because the config says
+/// `review_gate = true`.
+#[test]
+fn claude_code_with_the_plugin_and_review_gate_on_gets_the_findings_once() {
+    gate_round_trip(GateFrom::Plugin);
+}
+
+/// Where Claude Code gets the review gate from.
+#[derive(Clone, Copy, PartialEq)]
+enum GateFrom {
+    /// `pitroom install --review-gate` into its settings.
+    Install,
+    /// The plugin (`--plugin-dir`), with `review_gate = true` in Pitroom's config.
+    Plugin,
+}
+
+fn gate_round_trip(from: GateFrom) {
+    let claude = real_cli::claude().expect("the pinned Claude Code installs from npm");
+    let edit = "printf 'def divide(a, b):\\n    return a / b  # edited\\n' > calc.py";
+    let script = serde_json::json!({"scenarios": {
+        "default": [
+            {"text": "Editing.", "tool_calls": [{"name": "Bash", "input": {
+                "command": edit, "description": "edit calc.py"}}],
+             "usage": {"input_tokens": 100, "output_tokens": 10}},
+            {"text": "Edited calc.py.", "usage": {"input_tokens": 100, "output_tokens": 10}}
+        ],
+        "gated": [
+            {"text": "Noted: the zero check is out of scope for this edit.",
+             "usage": {"input_tokens": 100, "output_tokens": 10}}
+        ]
+    }});
+    let server = pitroom_testkit::FakeAnthropic::start(script).expect("fake server starts");
+    let (_world, [home, bin, state, repo]) = scratch_world(["home", "bin", "state", "repo"]);
+    std::fs::create_dir_all(home.join(".claude")).expect("claude dir");
+    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
+    std::fs::write(
+        repo.join("calc.py"),
+        "def divide(a, b):\n    return a / b\n",
+    )
+    .expect("file");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "first"]);
+    let settings = serde_json::json!({"env": {"ANTHROPIC_BASE_URL": server.base_url()}});
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
+    // The gate as users get it: `pitroom install --review-gate` (--force: the settings above
+    // are "the user's"; the install keeps them), or the plugin with the config key.
+    let config = home.join("pitroom.toml");
+    let mut plugin_args: Vec<String> = Vec::new();
+    if from == GateFrom::Install {
+        let install = Command::new(super::common::PITROOM)
+            .args(["install", "--host", "claude", "--review-gate", "--force"])
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .expect("pitroom install runs");
+        assert_exit(&install, 0);
+    } else {
+        std::fs::write(&config, "review_gate = true\n").expect("config");
+        plugin_args.push("--plugin-dir".into());
+        plugin_args.push(repo_root().join("plugins/pitroom").display().to_string());
+    }
+
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        real_cli::path_with_node22().expect("Node 22")
+    );
+    let reviewer = serde_json::json!([
+        {"step": {"input": 900, "output": 60, "cost": 0.001}},
+        {"text": format!("SUMMARY: divide() still fails on zero\nDETAILS: {GATE_FINDING}\nSPEC: PASS · QUALITY: NEEDS_FIXES · ISSUES: critical=0 important=1 minor=0")}
+    ]);
+    let session = "5b0c4d3e-2f1a-4b6c-9d8e-7f6a5b4c3d2e";
+    let claude_turn = |session_args: &[&str], prompt: &str| {
+        host(&claude, &home)
+            .current_dir(&repo)
+            .env("PATH", &path)
+            .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+            .env("PITROOM_HOME", &state)
+            .env("PITROOM_OPENCODE_BIN", fake_worker())
+            .env("PITROOM_FAKE_SCRIPT", reviewer.to_string())
+            .env("PITROOM_CONFIG", &config)
+            .args(&plugin_args)
+            .args(session_args)
+            .args(["-p", prompt, "--output-format", "json"])
+            .args(["--allowedTools", "Bash"])
+            .output()
+            .expect("claude runs")
+    };
+    let out = claude_turn(&["--session-id", session], "Mark divide() as edited.");
+    assert_exit(&out, 0);
+    assert!(
+        std::fs::read_to_string(repo.join("calc.py"))
+            .expect("calc.py")
+            .contains("# edited"),
+        "the scripted edit ran: {}",
+        text(&out)
+    );
+
+    let requests = server.model_requests();
+    let bodies: Vec<String> = requests.iter().map(|r| r["body"].to_string()).collect();
+    assert_eq!(
+        bodies.len(),
+        3,
+        "edit, end of turn, the answer to the findings"
+    );
+    assert!(
+        stop_feedback(&requests[1]["body"]).is_empty() && !bodies[1].contains(GATE_FINDING),
+        "not before the stop"
+    );
+    // The gate fired once: its reason, with the finding, reached the model as the one piece of
+    // Stop hook feedback (Claude Code 2.x hands it over as a user message).
+    let feedback = stop_feedback(&requests[2]["body"]);
+    assert_eq!(feedback.len(), 1, "{feedback:#?}");
+    assert!(
+        feedback[0].contains("Pitroom's review gate"),
+        "{}",
+        feedback[0]
+    );
+    assert!(feedback[0].contains(GATE_FINDING), "{}", feedback[0]);
+    assert_eq!(requests[2]["scenario"], "gated");
+
+    // One review recorded, of the uncommitted work, by the session's gate.
+    let runs = pitroom_json(&state, &repo, &["ls", "--json"]);
+    let reviews: Vec<&Value> = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["spec"]["review_of"] == "uncommitted")
+        .collect();
+    assert_eq!(reviews.len(), 1, "{runs:#}");
+    let gate: Value = serde_json::from_slice(
+        &std::fs::read(state.join(format!("review-gate/{session}.json"))).expect("gate state"),
+    )
+    .expect("json");
+    assert_eq!(gate["rounds"], 1, "{gate:#}");
+
+    // The next turn of the session ends with the same change: no second review, no block.
+    let out = claude_turn(&["--resume", session], "Anything else?");
+    assert_exit(&out, 0);
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 4, "one reply, no gate round");
+    assert_eq!(
+        stop_feedback(&requests[3]["body"]).len(),
+        1,
+        "still the first one only"
+    );
+    let runs = pitroom_json(&state, &repo, &["ls", "--json"]);
+    let reviews = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["spec"]["review_of"] == "uncommitted")
+        .count();
+    assert_eq!(reviews, 1);
+    let sessions = std::fs::read_dir(state.join("review-gate"))
+        .expect("the gate's state dir")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .count();
+    assert_eq!(sessions, 1, "both turns were one session to the gate");
+}
+
+/// The user messages of an Anthropic request that carry Stop hook feedback.
+fn stop_feedback(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| match &m["content"] {
+            Value::String(s) => vec![s.clone()],
+            blocks => blocks
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["text"].as_str().map(str::to_string))
+                .collect(),
+        })
+        .filter(|text| text.contains("Stop hook feedback"))
+        .collect()
+}
+
+/// `pitroom ARGS` with the state dir `state`, in `dir`: its JSON output.
+fn pitroom_json(state: &Path, dir: &Path, args: &[&str]) -> Value {
+    let out = Command::new(super::common::PITROOM)
+        .args(args)
+        .current_dir(dir)
+        .env("PITROOM_HOME", state)
+        .output()
+        .expect("pitroom runs");
+    assert_exit(&out, 0);
+    serde_json::from_slice(&out.stdout).expect("JSON")
 }

@@ -50,8 +50,8 @@ fn make(
     if let Some(parent) = path.parent() {
         ensure_dir(parent, manifest)?;
     }
-    if let Want::Settings { path } = want {
-        return write_settings(layout, path, manifest, backup);
+    if let Want::Settings { path, want } = want {
+        return write_settings(layout, path, *want, manifest, backup);
     }
     if let Some(backup) = &backup {
         if let Some(dir) = backup.parent() {

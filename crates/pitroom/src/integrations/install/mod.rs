@@ -1,5 +1,5 @@
 //! `pitroom install` / `uninstall`: the skills for hosts without the plugin, linked where each
-//! host looks, the MCP registration printed, the Claude Code status line only when asked.
+//! host looks, the MCP registration printed, the Claude Code status line and the review gate's Stop hook only when asked.
 //!
 //! Rules: never overwrite a file Pitroom did not write (refuse, naming it; `--force` moves it
 //! aside into Pitroom's data dir and `uninstall` puts it back); record every directory, file
@@ -9,7 +9,7 @@
 //!
 //! The parts: [`layout`] says where things go and which hosts are here; [`plan`] works out
 //! what install wants and what to do about what is there; [`apply`] makes it, with
-//! [`settings`] for Claude Code's status line; [`manifest`] records what was made;
+//! [`settings`] for Claude Code's status line and review gate; [`manifest`] records what was made;
 //! [`uninstall`](mod@uninstall) reverses it; [`doctor`] reports skills that would load twice.
 
 mod apply;
@@ -45,6 +45,13 @@ pub(crate) struct InstallArgs {
     /// Also set Claude Code's status line (`statusLine` in ~/.claude/settings.json).
     #[arg(long)]
     pub statusline: bool,
+    /// Also add the stop-time review gate: a `Stop` hook in ~/.claude/settings.json running
+    /// `pitroom hook review-gate`. When Claude Code ends a turn with uncommitted work not yet
+    /// reviewed, one `review --uncommitted` runs and its findings go back to Claude, which
+    /// continues; the same change is never reviewed twice, one round per turn, at most
+    /// `review_gate_max_rounds` (default 3) per session, and a failed review never blocks.
+    #[arg(long)]
+    pub review_gate: bool,
     /// Print what would be done; change nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -77,10 +84,19 @@ pub(crate) fn install(args: InstallArgs) -> Outcome {
             "the status line is Claude Code's: add --host claude (or all)",
         ));
     }
+    if args.review_gate && !hosts.contains(&Host::Claude) {
+        return Err(CliError::usage(
+            "--review-gate writes Claude Code's settings: add --host claude (or all); for Codex, see docs/review-gate.md",
+        ));
+    }
     let mut manifest = Manifest::load(&layout.manifest())
         .map_err(CliError::refused)?
         .unwrap_or_default();
-    let wants = wanted(&layout, &hosts, args.statusline);
+    let settings = settings::SettingsWant {
+        statusline: args.statusline,
+        review_gate: args.review_gate,
+    };
+    let wants = wanted(&layout, &hosts, settings);
     let steps: Vec<(Want, Step)> = wants
         .into_iter()
         .map(|w| {
@@ -108,7 +124,7 @@ pub(crate) fn install(args: InstallArgs) -> Outcome {
     }
     if args.dry_run {
         print_plan(&layout, &steps);
-        print_registrations(&hosts, args.statusline);
+        print_registrations(&hosts, settings);
         return Ok(Exit::Ok);
     }
     let result = apply_steps(&layout, &steps, &mut manifest);
@@ -127,7 +143,7 @@ pub(crate) fn install(args: InstallArgs) -> Outcome {
         )));
     }
     print_done(&layout, &hosts, &steps);
-    print_registrations(&hosts, args.statusline);
+    print_registrations(&hosts, settings);
     for twice in double_loads(&layout) {
         output::warning(twice);
     }

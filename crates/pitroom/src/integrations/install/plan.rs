@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::settings::{settings_text, SettingsWant};
 use super::{hash, Entry, Host, Layout, Manifest};
 use crate::integrations::skills::SKILLS;
 use crate::output::say;
@@ -18,16 +19,17 @@ pub(super) enum Want {
         path: PathBuf,
         target: PathBuf,
     },
-    /// Claude Code's settings with `statusLine` set.
+    /// Claude Code's settings with `statusLine` and/or the review gate's Stop hook set.
     Settings {
         path: PathBuf,
+        want: SettingsWant,
     },
 }
 
 impl Want {
     pub(super) fn path(&self) -> &Path {
         match self {
-            Want::File { path, .. } | Want::Link { path, .. } | Want::Settings { path } => path,
+            Want::File { path, .. } | Want::Link { path, .. } | Want::Settings { path, .. } => path,
         }
     }
 }
@@ -46,8 +48,8 @@ pub(super) enum Step {
 }
 
 /// Everything install wants for these hosts: the skill files, a link per skill and skills
-/// dir, and the settings when the status line is asked for.
-pub(super) fn wanted(layout: &Layout, hosts: &[Host], statusline: bool) -> Vec<Want> {
+/// dir, and the settings when the status line or the review gate is asked for.
+pub(super) fn wanted(layout: &Layout, hosts: &[Host], settings: SettingsWant) -> Vec<Want> {
     let mut wants = Vec::new();
     for skill in SKILLS {
         wants.push(Want::File {
@@ -65,9 +67,10 @@ pub(super) fn wanted(layout: &Layout, hosts: &[Host], statusline: bool) -> Vec<W
             });
         }
     }
-    if statusline {
+    if settings.statusline || settings.review_gate {
         wants.push(Want::Settings {
             path: layout.settings(),
+            want: settings,
         });
     }
     wants
@@ -94,14 +97,22 @@ pub(super) fn step_for(want: &Want, manifest: &Manifest) -> Step {
                 Err(_) => Step::Foreign,
             }
         }
-        (
-            Some(Entry::File { hash: h, .. } | Entry::Edited { hash: h, .. }),
-            Want::Settings { .. },
-        ) => match std::fs::read(path) {
-            Ok(now) if hash(&now) == *h => Step::Keep,
-            Ok(_) => Step::Foreign,
-            Err(_) => Step::Make,
-        },
+        (owner, Want::Settings { want: settings, .. }) if present => {
+            let Ok(now) = std::fs::read(path) else {
+                return Step::Foreign;
+            };
+            let ours = matches!(
+                owner,
+                Some(Entry::File { hash: h, .. } | Entry::Edited { hash: h, .. }) if hash(&now) == *h
+            );
+            match settings_text(Some(&now), *settings) {
+                // Already so (ours, or set by hand): leave it as it is.
+                Ok(wanted) if wanted == now => Step::Keep,
+                // Ours and untouched since: add what this install asks for.
+                _ if ours => Step::Refresh,
+                _ => Step::Foreign,
+            }
+        }
         _ if !present => Step::Make,
         (_, Want::Link { target, .. })
             if std::fs::read_link(path).ok().as_ref() == Some(target) =>
@@ -121,7 +132,7 @@ pub(super) fn print_plan(layout: &Layout, steps: &[(Want, Step)]) {
             (Want::File { .. }, Step::Refresh) => "refresh",
             (Want::File { .. }, _) => "write",
             (Want::Link { .. }, _) => "link",
-            (Want::Settings { .. }, _) => "set statusLine in",
+            (Want::Settings { want, .. }, _) => settings_label(*want),
         };
         let aside = if *step == Step::Foreign {
             " (moving the existing one aside: --force)"
@@ -136,6 +147,14 @@ pub(super) fn print_plan(layout: &Layout, steps: &[(Want, Step)]) {
             ),
             _ => say!("  {what} {}{aside}", layout.show(want.path())),
         }
+    }
+}
+
+fn settings_label(want: SettingsWant) -> &'static str {
+    match (want.statusline, want.review_gate) {
+        (true, true) => "set statusLine and the review gate's Stop hook in",
+        (false, true) => "set the review gate's Stop hook in",
+        _ => "set statusLine in",
     }
 }
 
@@ -157,17 +176,26 @@ pub(super) fn print_done(layout: &Layout, hosts: &[Host], steps: &[(Want, Step)]
             layout.show(&layout.skill_store())
         );
     }
-    if steps
-        .iter()
-        .any(|(w, s)| matches!(w, Want::Settings { .. }) && *s != Step::Keep)
-    {
-        say!("  status line set in {}", layout.show(&layout.settings()));
+    for (want, step) in steps {
+        if let (Want::Settings { want, .. }, Step::Make | Step::Refresh | Step::Foreign) =
+            (want, step)
+        {
+            if want.statusline {
+                say!("  status line set in {}", layout.show(&layout.settings()));
+            }
+            if want.review_gate {
+                say!(
+                    "  review gate set in {}: a Stop hook runs `pitroom hook review-gate` (docs/review-gate.md)",
+                    layout.show(&layout.settings())
+                );
+            }
+        }
     }
     say!("  undo with: pitroom uninstall");
 }
 
 /// The MCP registration for each host (Pitroom never edits the hosts' own config files).
-pub(super) fn print_registrations(hosts: &[Host], statusline: bool) {
+pub(super) fn print_registrations(hosts: &[Host], settings: SettingsWant) {
     for host in hosts {
         if let Ok(snippet) = pitroom_mcp::hosts::config_for(host.name()) {
             say!(
@@ -179,7 +207,16 @@ pub(super) fn print_registrations(hosts: &[Host], statusline: bool) {
             }
         }
     }
-    if hosts.contains(&Host::Claude) && !statusline {
-        say!("\nStatus line: pitroom install --host claude --statusline");
+    if hosts.contains(&Host::Claude) {
+        let mut hints = Vec::new();
+        if !settings.statusline {
+            hints.push("Status line: pitroom install --host claude --statusline");
+        }
+        if !settings.review_gate {
+            hints.push("Review gate at the end of each turn (opt-in): pitroom install --host claude --review-gate");
+        }
+        if !hints.is_empty() {
+            say!("\n{}", hints.join("\n"));
+        }
     }
 }

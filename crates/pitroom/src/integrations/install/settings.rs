@@ -1,13 +1,82 @@
-//! Claude Code's status line: the `statusLine` setting `install --statusline` writes into
-//! `settings.json`, keeping the rest of the file and the user's own status command.
+//! Claude Code's settings that `install` writes into `settings.json`, keeping the rest of the
+//! file: the `statusLine` of `--statusline` (the user's own status command kept behind
+//! `--then`), and the `Stop` hook of `--review-gate` (added beside the user's own hooks).
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::manifest::{ensure_dir, io_error, write_atomically};
 use super::{hash, Entry, Layout, Manifest};
+
+/// What install sets in Claude Code's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SettingsWant {
+    pub statusline: bool,
+    pub review_gate: bool,
+}
+
+/// The command of the review gate's Stop hook.
+pub(super) const REVIEW_GATE_COMMAND: &str = "pitroom hook review-gate";
+
+/// The review gate's entry in `hooks.Stop`. The host may wait 15 minutes for it: the review
+/// inside it is limited to 10 (docs/review-gate.md).
+fn review_gate_entry() -> Value {
+    json!({"hooks": [{"type": "command", "command": REVIEW_GATE_COMMAND, "timeout": 900}]})
+}
+
+/// Adds the review gate's Stop hook to `settings`, unless a Stop hook already runs it.
+fn add_review_gate(settings: &mut serde_json::Map<String, Value>) -> Result<(), String> {
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or("its `hooks` is not a JSON object")?;
+    let stop = hooks
+        .entry("Stop")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+        .ok_or("its `hooks.Stop` is not a JSON array")?;
+    let present = stop.iter().any(|entry| {
+        entry["hooks"].as_array().into_iter().flatten().any(|h| {
+            h["command"]
+                .as_str()
+                .is_some_and(|c| c.contains(REVIEW_GATE_COMMAND))
+        })
+    });
+    if !present {
+        stop.push(review_gate_entry());
+    }
+    Ok(())
+}
+
+/// The settings file's text with `want` applied to `original` (`None`: there is no file), or
+/// why it cannot be (the caller names the file).
+pub(super) fn settings_text(
+    original: Option<&[u8]>,
+    want: SettingsWant,
+) -> Result<Vec<u8>, String> {
+    let mut settings: Value = match original {
+        Some(raw) => serde_json::from_slice(raw)
+            .map_err(|e| format!("is not valid JSON ({e}); fix it, then run install again"))?,
+        None => json!({}),
+    };
+    let Some(object) = settings.as_object_mut() else {
+        return Err("does not hold a JSON object".into());
+    };
+    if want.statusline {
+        let line = statusline_setting(object.get("statusLine"));
+        object.insert("statusLine".into(), line);
+    }
+    if want.review_gate {
+        add_review_gate(object)
+            .map_err(|e| format!("cannot take the review gate's Stop hook: {e}"))?;
+    }
+    let mut text = serde_json::to_vec_pretty(&settings).map_err(|e| e.to_string())?;
+    text.push(b'\n');
+    Ok(text)
+}
 
 /// The status-line setting, and the command it runs (the user's own one kept behind `--then`).
 pub(super) fn statusline_setting(existing: Option<&Value>) -> Value {
@@ -28,6 +97,7 @@ fn shell_quote(s: &str) -> String {
 pub(super) fn write_settings(
     layout: &Layout,
     path: &Path,
+    want: SettingsWant,
     manifest: &mut Manifest,
     backup: Option<PathBuf>,
 ) -> Result<(), String> {
@@ -36,22 +106,8 @@ pub(super) fn write_settings(
         Err(e) if e.kind() == ErrorKind::NotFound => None,
         Err(e) => return Err(io_error("read", path, &e)),
     };
-    let mut settings: Value = match &original {
-        Some(raw) => serde_json::from_slice(raw).map_err(|e| {
-            format!(
-                "{} is not valid JSON ({e}); fix it, then run install again",
-                layout.show(path)
-            )
-        })?,
-        None => serde_json::json!({}),
-    };
-    let Some(object) = settings.as_object_mut() else {
-        return Err(format!("{} does not hold a JSON object", layout.show(path)));
-    };
-    let line = statusline_setting(object.get("statusLine"));
-    object.insert("statusLine".into(), line);
-    let mut text = serde_json::to_vec_pretty(&settings).map_err(|e| e.to_string())?;
-    text.push(b'\n');
+    let text = settings_text(original.as_deref(), want)
+        .map_err(|e| format!("{} {e}", layout.show(path)))?;
     let h = hash(&text);
     match (original, backup) {
         (Some(raw), Some(backup)) => {
@@ -104,5 +160,45 @@ mod tests {
             "pitroom statusline"
         );
         assert_eq!(statusline_setting(None)["refreshInterval"], 5);
+    }
+
+    const BOTH: SettingsWant = SettingsWant {
+        statusline: true,
+        review_gate: true,
+    };
+
+    #[test]
+    fn the_review_gate_joins_the_users_own_stop_hooks_once() {
+        let theirs = br#"{"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "~/bin/notify"}]}],
+            "PreToolUse": []}}"#;
+        let gate = SettingsWant {
+            statusline: false,
+            review_gate: true,
+        };
+        let text = settings_text(Some(theirs), gate).expect("settings");
+        let v: Value = serde_json::from_slice(&text).expect("json");
+        assert_eq!(v["model"], "opus");
+        assert!(v.get("statusLine").is_none());
+        let stop = v["hooks"]["Stop"].as_array().expect("Stop");
+        assert_eq!(stop.len(), 2, "{v:#}");
+        assert_eq!(stop[0]["hooks"][0]["command"], "~/bin/notify");
+        assert_eq!(stop[1]["hooks"][0]["command"], "pitroom hook review-gate");
+        assert_eq!(stop[1]["hooks"][0]["timeout"], 900);
+        assert!(v["hooks"]["PreToolUse"].is_array());
+        // Applied again, nothing changes.
+        assert_eq!(settings_text(Some(&text), gate).expect("again"), text);
+        let both = settings_text(None, BOTH).expect("fresh");
+        let v: Value = serde_json::from_slice(&both).expect("json");
+        assert_eq!(v["statusLine"]["command"], "pitroom statusline");
+        assert_eq!(v["hooks"]["Stop"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn settings_whose_hooks_are_not_an_object_are_refused_not_overwritten() {
+        let odd = br#"{"hooks": ["x"]}"#;
+        let err = settings_text(Some(odd), BOTH).expect_err("refused");
+        assert!(err.contains("`hooks` is not a JSON object"), "{err}");
+        let err = settings_text(Some(b"[1]"), BOTH).expect_err("refused");
+        assert!(err.contains("does not hold a JSON object"), "{err}");
     }
 }
