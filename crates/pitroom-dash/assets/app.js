@@ -164,7 +164,9 @@
     });
     es.addEventListener("card", function (ev) {
       var card = JSON.parse(ev.data);
+      var before = state.cards.get(card.id);
       upsert(card);
+      if (before && before.stoppable && !card.stoppable) notifyEnded(card);
       state.pushes.push({ id: card.id, steps: card.steps, tools: card.tools, state: card.state, at: Date.now() });
       if (state.pushes.length > 500) state.pushes.shift();
     });
@@ -256,6 +258,9 @@
 
   function badge(st) { return h("span", { class: "badge st-" + st, text: st }); }
 
+  // A queued run waiting out a rate limit says so, and until when.
+  function cardBadge(card) { return card.held_until ? h("span", { class: "badge st-queued", text: "held" }) : badge(card.state); }
+
   function timer(card) {
     var t = h("span", { class: "timer" });
     if (card.stoppable) {
@@ -286,7 +291,7 @@
     if (card.failed_calls) marks.push(card.failed_calls + " failed");
     if (card.denied_calls) marks.push(card.denied_calls + " denied");
     var line;
-    if (card.stoppable) line = h("p", { class: "last" }, h("span", { class: "muted" }, card.last ? "› " : ""), card.last || (card.state === "queued" ? "waiting for a slot" : "starting…"));
+    if (card.stoppable) line = h("p", { class: "last" }, h("span", { class: "muted" }, card.last ? "› " : ""), card.last || (card.held_until ? "held until " + card.held_until + ": every target is cooling down after a rate limit" : card.state === "queued" ? "waiting for a slot" : "starting…"));
     else if (card.error) line = h("p", { class: "last err" }, card.error);
     else if (card.summary) line = h("p", { class: "last" }, card.summary);
     var foot = [];
@@ -297,7 +302,7 @@
     if (card.discarded) foot.push("discarded");
     if (card.violation) foot.push("READ-ONLY VIOLATION");
     return h("article", { class: "card st-" + card.state, id: "card-" + card.id, "data-id": card.id },
-      h("div", { class: "card-head" }, badge(card.state), h("span", { class: "mode" }, card.mode), timer(card)),
+      h("div", { class: "card-head" }, cardBadge(card), h("span", { class: "mode" }, card.mode), timer(card)),
       h("h3", { class: "task" }, h("a", { href: "#/run/" + card.id, title: card.task }, firstLine(card.task))),
       h("p", { class: "meta" }, card.worker, " · ", card.steps + (card.steps === 1 ? " step" : " steps"), " · ", calls, marks.length ? h("span", { class: "warn" }, " (" + marks.join(", ") + ")") : null),
       line,
@@ -520,7 +525,7 @@
 
   function stepsSection(d, r) {
     var steps = d.steps || [];
-    if (!steps.length) return section("Steps", h("p", { class: "muted" }, r.state === "queued" ? "Waiting for a slot." : "No steps recorded."));
+    if (!steps.length) return section("Steps", h("p", { class: "muted" }, d.card.held_until ? "Held until " + d.card.held_until + ": every target is cooling down after a rate limit." : r.state === "queued" ? "Waiting for a slot." : "No steps recorded."));
     var tools = 0, n = 0;
     // Relative times where the CLI stamped its lines; otherwise the entry's number.
     var timed = steps.some(function (e) { return e.at_ms !== undefined; });
@@ -801,6 +806,35 @@
           h("td", { text: pct(w.success_rate) }), h("td", { text: dur(w.median_ms, true) }), h("td", { text: tokens(w.tokens) }),
           h("td", { text: money(w.cost) + (w.cost_unknown_runs ? " +" + w.cost_unknown_runs + " n/a" : "") }), h("td", { text: money(w.saved) }));
       }))));
+  }
+
+  // ---- notifications -------------------------------------------------------------------------
+
+  // Opt-in, kept in this browser: a run that ends while the page is open raises a notification.
+  var notifyButton = document.getElementById("notify");
+  function notifyOn() {
+    try { return localStorage.getItem("pitroom-notify") === "on"; } catch (e) { return false; }
+  }
+  function showNotify() { notifyButton.setAttribute("aria-pressed", String(notifyOn() && "Notification" in window && Notification.permission === "granted")); }
+  notifyButton.addEventListener("click", function () {
+    if (!("Notification" in window)) { toast("This browser cannot show notifications."); return; }
+    var on = !(notifyOn() && Notification.permission === "granted");
+    try { localStorage.setItem("pitroom-notify", on ? "on" : "off"); } catch (e) { /* storage off */ }
+    if (on && Notification.permission !== "granted") {
+      Notification.requestPermission().then(function (p) {
+        if (p !== "granted") toast("Notifications are blocked for this page in the browser's settings.");
+        showNotify();
+      });
+    }
+    showNotify();
+  });
+  showNotify();
+
+  function notifyEnded(card) {
+    if (!notifyOn() || !("Notification" in window) || Notification.permission !== "granted") return;
+    var title = "pitroom: " + card.state + (card.group ? " · " + card.group : "");
+    var n = new Notification(title, { body: card.task, tag: "pitroom-" + card.id });
+    n.onclick = function () { window.focus(); location.hash = "#/run/" + card.id; };
   }
 
   // ---- theme and start ---------------------------------------------------------------------

@@ -92,6 +92,8 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
         "discarded": record.discarded,
         "violation": record.read_only_violation,
         "stoppable": record.state.is_active(),
+        // Waiting out a rate limit: when the run starts at the latest (`14:05 UTC`).
+        "held_until": record.held_until_short(),
         "discardable": service.can_discard(record).is_ok(),
     });
     redact_value(&mut card, redactor);

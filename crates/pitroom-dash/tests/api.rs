@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pitroom_dash::{Dash, Options, Stopper};
-use pitroom_service::{Home, Mode, RunRecord, RunSpec, RunState, Service};
+use pitroom_service::{Home, Mode, RunPhase, RunRecord, RunSpec, RunState, Service};
 use serde_json::Value;
 
 /// A generous limit that only trips when the mechanism under test is broken.
@@ -569,6 +569,35 @@ fn a_new_run_directory_is_announced_as_a_card() {
     });
     assert_eq!(card["id"], ISOLATED);
     assert_eq!(card["task"], "a new one");
+}
+
+#[test]
+fn a_run_held_by_a_rate_limit_shows_on_its_card_until_when() {
+    let s = Server::start_with(
+        |s| {
+            let mut r = record(DONE, &s.repo, Mode::Read, RunState::Queued, "held one");
+            r.phase = Some(RunPhase::Held);
+            r.held_until = Some("2026-11-30T14:05:00Z".into());
+            write_record(&s.home, &r);
+            let waiting = record(ISOLATED, &s.repo, Mode::Read, RunState::Queued, "waiting");
+            write_record(&s.home, &waiting);
+        },
+        None,
+    );
+    let live = s.get("/api/live").json();
+    let card = |id: &str| {
+        live["cards"]
+            .as_array()
+            .and_then(|cards| cards.iter().find(|c| c["id"] == id).cloned())
+            .unwrap_or_else(|| panic!("no card {id}: {live:#}"))
+    };
+    assert_eq!(card(DONE)["state"], "queued");
+    assert_eq!(card(DONE)["held_until"], "14:05 UTC");
+    assert_eq!(
+        card(ISOLATED)["held_until"],
+        Value::Null,
+        "only waits for a slot"
+    );
 }
 
 #[test]

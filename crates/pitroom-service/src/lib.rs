@@ -55,6 +55,7 @@ pub use process::ProcessMark;
 pub use pitroom_core::config::{Entry as SettingsEntry, Source as SettingsSource};
 pub use pitroom_core::cooldown::{Cooldowns, Cooling};
 pub use pitroom_core::exit::Exit;
+pub use pitroom_core::record::RunPhase;
 pub use pitroom_core::redact::Redactor;
 pub use pitroom_core::target::Target;
 pub use pitroom_core::{

@@ -60,8 +60,22 @@ function check(cond, message) { if (!cond) throw new Error(message); }
 
 async function live() {
   const browser = await launch();
-  const { page, offenders, errors } = await guardedPage(browser);
+  const { context, page, offenders, errors } = await guardedPage(browser);
   lastPage = page;
+  // The browser's own notifications, allowed for the page as a user would allow them; each one
+  // the page raises is noted on its way to the real constructor.
+  await context.grantPermissions(["notifications"], { origin: new URL(URL_BASE).origin });
+  await page.addInitScript(() => {
+    const Real = window.Notification;
+    window.__notes = [];
+    const Noted = function (title, options) {
+      window.__notes.push({ title, body: options && options.body, tag: options && options.tag });
+      return new Real(title, options);
+    };
+    Object.defineProperty(Noted, "permission", { get: () => Real.permission });
+    Noted.requestPermission = (...args) => Real.requestPermission(...args);
+    window.Notification = Noted;
+  });
   await page.goto(URL_BASE);
   await page.waitForSelector("body[data-live-rendered]", { timeout: LIMIT });
   await page.waitForSelector("#conn.ok", { timeout: LIMIT });
@@ -92,10 +106,18 @@ async function live() {
   check(forged === 403, `a forged token got ${forged}`);
   check(await page.$eval(card, (el) => /running/i.test(el.textContent)), "the forged stop stopped the run");
 
+  step("notifications, once turned on, say when a run ends");
+  await page.click("#notify");
+  await page.waitForSelector('#notify[aria-pressed="true"]', { timeout: LIMIT });
+  check((await page.evaluate(() => window.__notes.length)) === 0, "a notification before any run ended");
+
   step("the stop button ends the running worker");
   await page.click(`${card} button[data-action="stop"]`);
   await page.waitForFunction((sel) => /stopped/i.test(document.querySelector(sel)?.querySelector(".badge")?.textContent || ""), card, { timeout: LIMIT });
   console.log(`stopped ${id}`);
+  await page.waitForFunction((runId) => window.__notes.some((n) => n.tag === `pitroom-${runId}`), id, { timeout: LIMIT });
+  const notes = await page.evaluate((runId) => window.__notes.filter((n) => n.tag === `pitroom-${runId}`), id);
+  check(notes.length === 1 && /stopped/.test(notes[0].title) && notes[0].body === "Map the live module", `the run's end raised ${JSON.stringify(notes)}`);
 
   step("a finished run shows its answer and highlighted diff");
   const editId = process.env.EDIT_RUN;
