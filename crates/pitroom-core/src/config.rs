@@ -102,6 +102,7 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
         Some(pitroom_env::PITROOM_MAX_PARALLEL),
         Some("20"),
     ),
+    ("max_parallel_per", Kind::Table, None, None),
 ];
 
 /// A key's effective value and its source.

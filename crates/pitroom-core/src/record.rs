@@ -153,6 +153,10 @@ pub struct RunSpec {
     /// How many workers may run at once across all Pitroom processes (the queue's slot count).
     #[serde(default = "default_max_parallel")]
     pub max_parallel: usize,
+    /// The asked target's own limit (`max_parallel_per`), when it has one: its runs queue for
+    /// that many places, within `max_parallel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<crate::slots::Lane>,
     /// Files attached to the task (`run -f`), absolute; their paths and, within a size cap,
     /// their contents go into the prompt (read when the prompt is written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -210,6 +214,7 @@ impl RunSpec {
             custom_workers: Default::default(),
             sandbox_writable: Vec::new(),
             max_parallel: default_max_parallel(),
+            lane: None,
             attachments: Vec::new(),
             review_of: None,
             plan: None,

@@ -11,6 +11,11 @@
 //! - Deciding who may take a free slot happens under one short lock (`queue/.decide`), so a
 //!   waiter that only probes a slot never hides it from the waiter whose turn it is.
 //!
+//! - A **lane** (`max_parallel_per`: a backend or `backend:model` with its own limit) is a set of
+//!   files `slots/lane-<key>-N`; a run of a lane holds one of them too. Its ticket names its lane,
+//!   so the decision sees which waiters ahead are held back by a full lane: those do not hold
+//!   back the runs behind them, which go ahead on other targets.
+//!
 //! Waiters sleep on inotify: a holder closing its slot file (`IN_CLOSE_WRITE`, also when the
 //! kernel closes it for a dead process) and a ticket leaving the queue (`IN_DELETE`) wake them,
 //! so a queued run starts within milliseconds of a slot freeing. Probing opens nothing in the
@@ -34,12 +39,56 @@ pub const MAX_PARALLEL_CAP: usize = 30;
 /// whose process died (that leaves no event) and the moment to look at the stop flag.
 const RECHECK: Duration = Duration::from_millis(250);
 
+/// A target's own limit (`max_parallel_per`): at most `slots` of its runs at once, within the
+/// overall count.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lane {
+    /// The configured key: a backend (`gemini`) or `backend:model`.
+    pub key: String,
+    pub slots: usize,
+}
+
+impl Lane {
+    /// The lane's files' names in `slots/`: the key's characters a file name may not hold
+    /// (`/`, and anything past plain ASCII) hex-escaped, so two keys never share files.
+    fn file_stem(&self) -> String {
+        let mut stem = String::from("lane-");
+        for b in self.key.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':') {
+                stem.push(b as char);
+            } else {
+                stem.push_str(&format!("%{b:02x}"));
+            }
+        }
+        stem
+    }
+
+    fn file(&self, slots_dir: &Path, index: usize) -> PathBuf {
+        slots_dir.join(format!("{}-{index}", self.file_stem()))
+    }
+
+    /// How a ticket names its lane: `<slots> <key>` (the key last: it may hold spaces).
+    fn to_ticket(&self) -> String {
+        format!("{} {}", self.slots, self.key)
+    }
+
+    fn from_ticket(text: &str) -> Option<Lane> {
+        let (slots, key) = text.trim_end_matches('\n').split_once(' ')?;
+        Some(Lane {
+            key: key.to_string(),
+            slots: slots.parse().ok().filter(|n| *n > 0)?,
+        })
+    }
+}
+
 /// The scheduler's directories under the state dir.
 #[derive(Debug, Clone)]
 pub struct Slots {
     slots_dir: PathBuf,
     queue_dir: PathBuf,
     count: usize,
+    /// The lane of the runs this scheduler queues, if their target has a limit of its own.
+    lane: Option<Lane>,
     /// The safety-net re-check for a dead waiter's ticket (events do the real waking).
     recheck: Duration,
 }
@@ -59,6 +108,8 @@ pub struct Slot {
     index: usize,
     grant: u64,
     _file: File,
+    /// The lane's file, for a run of a lane.
+    _lane: Option<File>,
 }
 
 impl Slot {
@@ -72,6 +123,25 @@ impl Slot {
     pub fn grant(&self) -> u64 {
         self.grant
     }
+}
+
+/// What one decision granted: the slot's index, the lane file's (for a run of a lane), and the
+/// grant number.
+struct Taken {
+    slot: usize,
+    lane: Option<usize>,
+    grant: u64,
+}
+
+/// Locks every free file of `files` (non-blocking) and returns their indexes.
+fn take_free(files: &[File]) -> io::Result<Vec<usize>> {
+    let mut free = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        if lock(f, libc::LOCK_EX | libc::LOCK_NB)? {
+            free.push(i);
+        }
+    }
+    Ok(free)
 }
 
 impl Drop for Ticket {
@@ -127,8 +197,18 @@ impl Slots {
             slots_dir: state_dir.join("slots"),
             queue_dir: state_dir.join("queue"),
             count: clamp_parallel(count),
+            lane: None,
             recheck: RECHECK,
         }
+    }
+
+    /// The same slots for runs of `lane` (a target with a limit of its own), if any.
+    pub fn in_lane(mut self, lane: Option<Lane>) -> Slots {
+        self.lane = lane.map(|l| Lane {
+            slots: clamp_parallel(l.slots),
+            ..l
+        });
+        self
     }
 
     /// The same slots with another safety-net re-check (tests switch it off to prove that the
@@ -149,12 +229,16 @@ impl Slots {
         let staging = self
             .queue_dir
             .join(format!(".new-{run_id}-{}", std::process::id()));
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .create(true)
             .truncate(true)
             .write(true)
             .open(&staging)?;
         lock(&file, libc::LOCK_EX | libc::LOCK_NB)?;
+        if let Some(lane) = &self.lane {
+            use std::io::Write;
+            file.write_all(lane.to_ticket().as_bytes())?;
+        }
         let path = self.queue_dir.join(run_id);
         std::fs::rename(&staging, &path)?;
         Ok(Ticket {
@@ -171,6 +255,7 @@ impl Slots {
         let mut slot_files = (0..self.count)
             .map(|i| self.open_slot(i))
             .collect::<io::Result<Vec<File>>>()?;
+        let mut lane_files = self.open_lane()?;
         // The watch is made only for a run that has to wait: closing an inotify descriptor
         // waits for the kernel's grace period (6–15 ms seen here), which a run granted a slot
         // at once would otherwise pay before its tree is prepared. A slot freed between the
@@ -181,12 +266,12 @@ impl Slots {
             if stop.load(Ordering::SeqCst) {
                 return Ok(None);
             }
-            if let Some((index, grant)) = self.try_take(&ticket, &slot_files)? {
-                let file = slot_files.swap_remove(index);
+            if let Some(taken) = self.try_take(&ticket, &slot_files, &lane_files)? {
                 let slot = Slot {
-                    index,
-                    grant,
-                    _file: file,
+                    index: taken.slot,
+                    grant: taken.grant,
+                    _file: slot_files.swap_remove(taken.slot),
+                    _lane: taken.lane.map(|i| lane_files.swap_remove(i)),
                 };
                 drop(ticket);
                 return Ok(Some(slot));
@@ -216,16 +301,29 @@ impl Slots {
         let mut files = (0..self.count)
             .map(|i| self.open_slot(i))
             .collect::<io::Result<Vec<File>>>()?;
-        Ok(self.try_take(&ticket, &files)?.map(|(index, grant)| Slot {
-            index,
-            grant,
-            _file: files.swap_remove(index),
-        }))
+        let mut lane_files = self.open_lane()?;
+        Ok(self
+            .try_take(&ticket, &files, &lane_files)?
+            .map(|taken| Slot {
+                index: taken.slot,
+                grant: taken.grant,
+                _file: files.swap_remove(taken.slot),
+                _lane: taken.lane.map(|i| lane_files.swap_remove(i)),
+            }))
     }
 
-    /// One decision, under the queue's decision lock: the index of the slot this ticket may
-    /// keep (locked) and its grant number, or `None` when it is not its turn or nothing is free.
-    fn try_take(&self, ticket: &Ticket, slot_files: &[File]) -> io::Result<Option<(usize, u64)>> {
+    /// One decision, under the queue's decision lock: the slot (and lane file) this ticket may
+    /// keep, locked, with its grant number; `None` when it is not its turn or nothing is free.
+    ///
+    /// The waiters ahead are served first, in order, each as far as the slots let it: one whose
+    /// lane is full is passed over (it cannot start, so it holds no one back), and each one that
+    /// could start takes a free slot, and a place in its lane, before this ticket gets any.
+    fn try_take(
+        &self,
+        ticket: &Ticket,
+        slot_files: &[File],
+        lane_files: &[File],
+    ) -> io::Result<Option<Taken>> {
         let mut decide = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -234,28 +332,84 @@ impl Slots {
             .open(self.queue_dir.join(".decide"))?;
         lock(&decide, libc::LOCK_EX)?;
         let ahead = self.live_tickets_ahead(ticket)?;
-        let mut free = Vec::new();
-        for (i, f) in slot_files.iter().enumerate() {
-            if lock(f, libc::LOCK_EX | libc::LOCK_NB)? {
-                free.push(i);
-            }
+        let free = take_free(slot_files)?;
+        let free_in_mine = take_free(lane_files)?;
+        let mut lanes_free: Vec<(String, usize)> = Vec::new();
+        if let Some(mine) = &self.lane {
+            lanes_free.push((mine.key.clone(), free_in_mine.len()));
         }
-        let taken = (free.len() > ahead).then(|| free[0]);
-        for &i in free.iter().filter(|&&i| Some(i) != taken) {
+        let mut slots_left = free.len();
+        for lane in &ahead {
+            if slots_left == 0 {
+                break;
+            }
+            if let Some(lane) = lane {
+                let at = match lanes_free.iter().position(|(k, _)| *k == lane.key) {
+                    Some(at) => at,
+                    None => {
+                        lanes_free.push((lane.key.clone(), self.free_in(lane)?));
+                        lanes_free.len() - 1
+                    }
+                };
+                if lanes_free[at].1 == 0 {
+                    continue;
+                }
+                lanes_free[at].1 -= 1;
+            }
+            slots_left -= 1;
+        }
+        let lane_ok = self.lane.is_none() || lanes_free.first().is_some_and(|(_, n)| *n > 0);
+        let taken = (slots_left > 0 && lane_ok).then(|| Taken {
+            slot: free[0],
+            lane: free_in_mine.first().copied(),
+            grant: 0,
+        });
+        for &i in free
+            .iter()
+            .filter(|&&i| taken.as_ref().map(|t| t.slot) != Some(i))
+        {
             unlock(&slot_files[i]);
         }
+        let kept_lane = taken.as_ref().and_then(|t| t.lane);
+        for &i in free_in_mine.iter().filter(|&&i| kept_lane != Some(i)) {
+            unlock(&lane_files[i]);
+        }
         match taken {
-            Some(index) => Ok(Some((index, next_grant(&mut decide)?))),
+            Some(t) => Ok(Some(Taken {
+                grant: next_grant(&mut decide)?,
+                ..t
+            })),
             None => Ok(None),
         }
     }
 
-    /// How many live tickets were created before this one; removes the tickets of dead waiters.
-    fn live_tickets_ahead(&self, ticket: &Ticket) -> io::Result<usize> {
+    /// How many of `lane`'s files no run holds. Opened read-only, so closing them wakes no
+    /// waiter (only a holder's close, `IN_CLOSE_WRITE`, does); one never created is free.
+    fn free_in(&self, lane: &Lane) -> io::Result<usize> {
+        let mut free = 0;
+        for index in 0..clamp_parallel(lane.slots) {
+            let file = match File::open(lane.file(&self.slots_dir, index)) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    free += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if lock(&file, libc::LOCK_SH | libc::LOCK_NB)? {
+                free += 1;
+            }
+        }
+        Ok(free)
+    }
+
+    /// The live tickets created before this one, oldest first, each with its lane; removes the
+    /// tickets of dead waiters.
+    fn live_tickets_ahead(&self, ticket: &Ticket) -> io::Result<Vec<Option<Lane>>> {
         let Some(mine) = ticket.name() else {
-            return Ok(0);
+            return Ok(Vec::new());
         };
-        let mut ahead = 0;
+        let mut ahead: Vec<(String, Option<Lane>)> = Vec::new();
         for entry in std::fs::read_dir(&self.queue_dir)? {
             let entry = entry?;
             let name = entry.file_name();
@@ -264,10 +418,15 @@ impl Slots {
                 continue;
             }
             if ticket_is_live(&entry.path())? {
-                ahead += 1;
+                // A ticket with no lane, or one written before lanes, reads as none.
+                let lane = std::fs::read_to_string(entry.path())
+                    .ok()
+                    .and_then(|text| Lane::from_ticket(&text));
+                ahead.push((name.to_string(), lane));
             }
         }
-        Ok(ahead)
+        ahead.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(ahead.into_iter().map(|(_, lane)| lane).collect())
     }
 
     /// The queue: the run ids waiting, in order (dead waiters' tickets skipped).
@@ -282,6 +441,24 @@ impl Slots {
             .collect();
         ids.sort();
         ids
+    }
+
+    /// This scheduler's lane files, opened for writing and kept (a holder's close wakes the
+    /// waiters); none without a lane.
+    fn open_lane(&self) -> io::Result<Vec<File>> {
+        let Some(lane) = &self.lane else {
+            return Ok(Vec::new());
+        };
+        std::fs::create_dir_all(&self.slots_dir)?;
+        (0..lane.slots)
+            .map(|i| {
+                OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(lane.file(&self.slots_dir, i))
+            })
+            .collect()
     }
 
     fn open_slot(&self, index: usize) -> io::Result<File> {
@@ -483,11 +660,14 @@ mod tests {
         let second = slots.enqueue("run-2").unwrap();
         std::fs::create_dir_all(&slots.slots_dir).unwrap();
         let files: Vec<File> = vec![slots.open_slot(0).unwrap()];
-        assert_eq!(slots.try_take(&second, &files).unwrap(), None);
+        assert!(slots.try_take(&second, &files, &[]).unwrap().is_none());
         assert_eq!(slots.queued(), ["run-1", "run-2"]);
         drop(first);
         assert_eq!(
-            slots.try_take(&second, &files).unwrap().map(|(i, _)| i),
+            slots
+                .try_take(&second, &files, &[])
+                .unwrap()
+                .map(|t| t.slot),
             Some(0)
         );
     }
@@ -497,5 +677,85 @@ mod tests {
         assert_eq!(clamp_parallel(0), 1);
         assert_eq!(clamp_parallel(20), 20);
         assert_eq!(clamp_parallel(500), MAX_PARALLEL_CAP);
+    }
+
+    fn lane(key: &str, slots: usize) -> Option<Lane> {
+        Some(Lane {
+            key: key.into(),
+            slots,
+        })
+    }
+
+    /// One decision for `ticket`, with files opened as a waiter opens them; what it took is
+    /// kept until the returned slot is dropped.
+    fn decide(slots: &Slots, ticket: &Ticket) -> Option<Slot> {
+        std::fs::create_dir_all(&slots.slots_dir).unwrap();
+        let mut files: Vec<File> = (0..slots.count)
+            .map(|i| slots.open_slot(i))
+            .collect::<io::Result<_>>()
+            .unwrap();
+        let mut lane_files = slots.open_lane().unwrap();
+        slots
+            .try_take(ticket, &files, &lane_files)
+            .unwrap()
+            .map(|t| Slot {
+                index: t.slot,
+                grant: t.grant,
+                _file: files.swap_remove(t.slot),
+                _lane: t.lane.map(|i| lane_files.swap_remove(i)),
+            })
+    }
+
+    #[test]
+    fn a_full_lane_holds_back_its_own_runs_and_lets_the_runs_behind_them_go_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let gemini = Slots::new(dir.path(), 3).in_lane(lane("gemini", 1));
+        let other = Slots::new(dir.path(), 3);
+        let first = gemini.enqueue("run-1").unwrap();
+        let second = gemini.enqueue("run-2").unwrap();
+        let third = other.enqueue("run-3").unwrap();
+        let running = decide(&gemini, &first).expect("the lane's first run starts");
+        drop(first);
+        assert!(decide(&gemini, &second).is_none(), "its lane is full");
+        let ahead = decide(&other, &third).expect("another target's run goes ahead of it");
+        assert_eq!((running.grant(), ahead.grant()), (1, 2));
+        drop(running);
+        let next = decide(&gemini, &second).expect("the lane freed: its next run starts");
+        assert_eq!(next.grant(), 3);
+    }
+
+    #[test]
+    fn a_run_whose_lane_has_room_keeps_its_place_ahead_of_later_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = Slots::new(dir.path(), 1);
+        let gemini = Slots::new(dir.path(), 1).in_lane(lane("gemini", 2));
+        let first = plain.enqueue("run-1").unwrap();
+        let second = gemini.enqueue("run-2").unwrap();
+        let third = plain.enqueue("run-3").unwrap();
+        let running = decide(&plain, &first).expect("the first run starts");
+        drop(first);
+        assert!(decide(&gemini, &second).is_none(), "no slot is free");
+        drop(running);
+        assert!(
+            decide(&plain, &third).is_none(),
+            "the run ahead could start: its turn comes first"
+        );
+        assert!(decide(&gemini, &second).is_some());
+    }
+
+    #[test]
+    fn lanes_are_named_in_tickets_and_files_apart_from_one_another() {
+        let key = lane("opencode:groq/kimi k2", 2).unwrap();
+        assert_eq!(Lane::from_ticket(&key.to_ticket()), Some(key.clone()));
+        assert_eq!(
+            Lane::from_ticket(""),
+            None,
+            "a ticket of a run without a lane"
+        );
+        assert_eq!(Lane::from_ticket("0 gemini"), None, "no lane of no slots");
+        let slash = lane("a/b", 1).unwrap().file_stem();
+        let escaped = lane("a%2fb", 1).unwrap().file_stem();
+        assert!(!slash.contains('/'), "{slash}");
+        assert_ne!(slash, escaped);
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use pitroom_core::config::{Config, FlagValues, Source};
 use pitroom_core::duration::parse_duration;
 use pitroom_core::receipt::WorkerPrices;
+use pitroom_core::slots::Lane;
 use pitroom_core::target::Target;
 use pitroom_core::RunSpec;
 use pitroom_workers::{Mode, WorkerDef};
@@ -147,6 +148,7 @@ impl Service {
         // Every duration and text below has its default in the config's key table (which a
         // test holds usable): a value is always there.
         let secs = |key: &str| config.duration(key).map_or(0.0, |d| d.as_secs_f64());
+        let lane = lane_of(&config, &backend, model.as_deref(), &mut warnings);
         let spec = RunSpec {
             task,
             mode,
@@ -189,6 +191,7 @@ impl Service {
                 .count("max_parallel")
                 .and_then(|n| usize::try_from(n).ok())
                 .unwrap_or(pitroom_core::slots::DEFAULT_MAX_PARALLEL),
+            lane,
             attachments,
             review_of: None,
             plan: plan_ref,
@@ -332,6 +335,37 @@ fn resolve_target(
             .or_else(|| config.map_value("models", &target.backend)),
     };
     Ok(target)
+}
+
+/// The lane of a run asking for `backend[:model]`: the `max_parallel_per` entry for
+/// `backend:model`, else for `backend` (a target of its own wins over its backend's). An entry
+/// that is not a count of at least 1 is left out, with a warning.
+fn lane_of(
+    config: &Config,
+    backend: &str,
+    model: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Option<Lane> {
+    let table = config.table("max_parallel_per");
+    for (key, value) in &table {
+        if value.as_u64().is_none_or(|n| n == 0) {
+            warnings.push(format!(
+                "max_parallel_per.\"{key}\" = {value} is not a count of at least 1; it is ignored"
+            ));
+        }
+    }
+    let exact = model.map(|m| format!("{backend}:{m}"));
+    let lane = [exact.as_deref(), Some(backend)]
+        .into_iter()
+        .flatten()
+        .find_map(|key| {
+            let slots = table.get(key)?.as_u64().filter(|n| *n > 0)?;
+            Some(Lane {
+                key: key.to_string(),
+                slots: usize::try_from(slots).unwrap_or(usize::MAX),
+            })
+        });
+    lane
 }
 
 /// The configured fallback targets, each with its backend's default model from `models`;

@@ -29,6 +29,7 @@ const KNOWN: &[&str] = &[
     "review_gate",
     "review_gate_max_rounds",
     "max_parallel",
+    "max_parallel_per",
 ];
 
 const ENV: &[&str] = &[

@@ -10,9 +10,10 @@ use crate::record::{RunRecord, RunSpec};
 use crate::slots::{Slot, Slots, Ticket};
 
 impl Engine {
-    /// The scheduler's slots, as many as the run's `max_parallel`.
+    /// The scheduler's slots, as many as the run's `max_parallel`, in the run's lane if its
+    /// target has a limit of its own.
     pub fn slots(&self, spec: &RunSpec) -> Slots {
-        Slots::new(&self.home.root, spec.max_parallel)
+        Slots::new(&self.home.root, spec.max_parallel).in_lane(spec.lane.clone())
     }
 
     /// Starts a detached supervisor for a prepared run and returns at once. The writer lock's

@@ -293,6 +293,12 @@ fn stop_on_a_group_ends_running_and_queued_runs() {
     assert!(eventually(Duration::from_secs(10), || {
         show(&env, &dir, &ids[0])["state"] == "running"
     }));
+    // The others' supervisors have put them in the queue (a loaded machine starts them late).
+    assert!(eventually(Duration::from_secs(30), || {
+        ids[1..]
+            .iter()
+            .all(|id| show(&env, &dir, id)["phase"] == "queued")
+    }));
     env.run_expecting(&dir, &["stop", "-g", "halt"], 0);
     for (i, id) in ids.iter().enumerate() {
         let r = show(&env, &dir, id);
@@ -686,4 +692,56 @@ fn models_without_a_worker_lists_every_backend_with_its_models_or_why_not() {
             "{name} missing: {stdout}"
         );
     }
+}
+
+#[test]
+fn a_target_at_its_own_limit_queues_while_another_targets_run_goes_ahead() {
+    let gates = tempfile::tempdir().expect("gates dir");
+    let go = gates.path().join("go");
+    let mut env = fake_env(json!({"by_model": {
+        "fake/capped": [
+            {"wait_file": go.display().to_string()},
+            {"text": "SUMMARY: the capped target answered"},
+            {"step": {"reason": "stop"}}
+        ],
+        "fake/free": [{"text": "SUMMARY: the free target answered"}, {"step": {"reason": "stop"}}]
+    }}));
+    let dir = env.dir("plain");
+    let config = dir.join("pitroom.toml");
+    std::fs::write(
+        &config,
+        "[max_parallel_per]\n\"opencode:fake/capped\" = 1\n",
+    )
+    .expect("config");
+    env.set("PITROOM_CONFIG", config.display().to_string());
+    env.set("PITROOM_MAX_PARALLEL", "3");
+    let start = |model: &str, task: &str| {
+        super::common::bg_id(&env.run(&dir, &["--bg", "-m", model, task]))
+    };
+    let first = start("fake/capped", "one");
+    assert!(
+        eventually(Duration::from_secs(30), || show(&env, &dir, &first)
+            ["state"]
+            == "running"),
+        "the lane's first run starts"
+    );
+    let second = start("fake/capped", "two");
+    let other = start("fake/free", "three");
+    // The other target's run, created after the second, finishes while the second waits.
+    env.run_expecting(&dir, &["wait", &other, "--timeout", "60"], 0);
+    let waiting = show(&env, &dir, &second);
+    assert_eq!(waiting["state"], "queued", "{waiting:#}");
+    assert_eq!(
+        waiting["spec"]["lane"],
+        json!({"key": "opencode:fake/capped", "slots": 1}),
+        "{waiting:#}"
+    );
+    std::fs::write(&go, "go").expect("gate");
+    env.run_expecting(&dir, &["wait", &first, &second, "--timeout", "60"], 0);
+    let grant = |id: &str| show(&env, &dir, id)["slot_grant"].as_u64();
+    assert_eq!(
+        [grant(&first), grant(&other), grant(&second)],
+        [Some(1), Some(2), Some(3)],
+        "the second capped run was let go last"
+    );
 }
