@@ -34,12 +34,13 @@ pub struct RunArgs {
     pub plan: Option<String>,
     pub step: Option<u32>,
     pub web: bool,
-    /// Group name.
     pub group: Option<String>,
+    /// Or 2-5 targets to race.
+    pub race: Vec<String>,
     /// Follow up a run (id or last).
     #[serde(rename = "continue")]
     pub continue_run: Option<String>,
-    /// 90s, 20m (default 30m).
+    /// Default 30m.
     pub timeout: Option<String>,
     /// Default 50, max 540.
     pub wait_seconds: Option<u64>,
@@ -61,7 +62,7 @@ pub struct WaitArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ReviewArgs {
-    /// Run id (default: latest).
+    /// Default: latest.
     pub run: Option<String>,
     /// Or commits A..B.
     pub range: Option<String>,
@@ -81,7 +82,7 @@ pub struct ReviewArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ShowArgs {
-    /// Run id (default: latest).
+    /// Default: latest.
     pub run: Option<String>,
     /// report (default), patch, full (with stderr) or record (JSON).
     pub view: Option<String>,
@@ -90,7 +91,7 @@ pub struct ShowArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ApplyArgs {
-    /// Run id (default: latest).
+    /// Default: latest.
     pub run: Option<String>,
     /// Land a group's runs in start order.
     pub group: Option<String>,
@@ -114,14 +115,14 @@ impl ApplyArgs {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RunRef {
-    /// Run id (default: latest).
+    /// Default: latest.
     pub run: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StopArgs {
-    /// Run id (default: latest).
+    /// Default: latest.
     pub run: Option<String>,
     /// Every run of this group.
     pub group: Option<String>,

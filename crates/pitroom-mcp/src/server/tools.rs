@@ -109,10 +109,21 @@ impl PitroomMcp {
             files: args.files.iter().map(PathBuf::from).collect(),
             plan: args.plan.map(PathBuf::from).zip(args.step),
         };
+        if !args.race.is_empty() && tasks.len() > 1 {
+            return Ok(error_text(
+                "a race runs one `task` on several targets: give `task`",
+            ));
+        }
         let crew = tasks.len() > 1;
         let group = args.group;
+        let race = args.race;
         let start = move |s: &Service| -> Result<Selector, ServiceError> {
-            if crew {
+            if !race.is_empty() {
+                // Isolated contenders in one group; `pitroom_apply` with the group lands the
+                // winner (docs/race.md).
+                let (group, _, _) = s.start_race(&request, &race)?;
+                Ok(Selector::Group(group))
+            } else if crew {
                 let outcome = s.start_crew(&request, &tasks, group.as_deref())?;
                 match outcome.error {
                     Some(e) if outcome.started.is_empty() => Err(e),
@@ -128,7 +139,7 @@ impl PitroomMcp {
             .await
     }
 
-    /// Wait for runs: their reports, or the same handle while they go on.
+    /// Wait for runs: reports, or the handle again.
     #[tool(
         input_schema = schema::for_type::<WaitArgs>(),
         output_schema = schema::runs_output(),
@@ -318,7 +329,7 @@ impl PitroomMcp {
         .await
     }
 
-    /// Ask Pitroom about its runs and set-up (see topic).
+    /// Pitroom's runs and set-up, by topic.
     #[tool(
         input_schema = schema::for_type::<InfoArgs>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)

@@ -190,6 +190,15 @@ async def a_crew_of_five_runs_in_one_call(session):
     check("history_finds_the_crew", len(sc(info)["hits"]) >= 5, text_of(info))
 
 
+async def a_race_runs_its_contenders_as_one_group(session):
+    r = await call(session, "pitroom_run", {"task": "Add a zero check", "race": ["opencode:fake/edit", "opencode:fake/edit2"], "dir": PROJECT, "wait_seconds": 120})
+    s = sc(r)
+    check("race_is_one_group", s["group"].startswith("race-") and len(s["runs"]) == 2, s)
+    check("race_contenders_are_isolated_and_done", all(x["mode"] == "isolate" and x["state"] == "done" for x in s["runs"]), s)
+    r = await call(session, "pitroom_run", {"tasks": ["a", "b"], "race": ["opencode", "codex"], "dir": PROJECT})
+    check("race_takes_one_task", r.isError and "one `task`" in text_of(r), text_of(r))
+
+
 async def bad_input_gets_clear_errors_and_the_server_keeps_serving(session):
     try:
         await call(session, "no_such_tool", {})
@@ -270,6 +279,7 @@ async def main():
             await cancelling_a_run_call_stops_its_run(session)
             await isolate_apply_discard_write_revert(session)
             await a_crew_of_five_runs_in_one_call(session)
+            await a_race_runs_its_contenders_as_one_group(session)
             await bad_input_gets_clear_errors_and_the_server_keeps_serving(session)
             # Closing the session ends waits, never runs: the test runner waits for this one.
             r = await call(session, "pitroom_run", {"task": "outlives the session", "model": "fake/slow", "dir": PROJECT, "wait_seconds": 1})

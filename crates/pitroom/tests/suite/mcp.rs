@@ -97,6 +97,8 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
             "ok review_gives_a_verdict",
             "ok revert_restores_the_file",
             "ok crew_runs_all_done",
+            "ok race_contenders_are_isolated_and_done",
+            "ok race_takes_one_task",
             "ok server_still_serves",
             "ok probe_makes_a_real_round_trip",
             "ok probe_says_what_went_wrong",
