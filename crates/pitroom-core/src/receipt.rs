@@ -234,6 +234,28 @@ pub fn apply_worker_prices(record: &mut RunRecord, prices: &WorkerPrices) -> boo
     true
 }
 
+/// A run held to a budget is charged what its budget counted (`budget::cost_of`) where that is
+/// more than its receipt says — a CLI that reports $0 for a model it cannot price — so the
+/// report, the history and tomorrow's `budget.daily_usd` agree with the cap that stopped it.
+/// Returns whether the receipt changed.
+pub fn charge_budget_spend(record: &mut RunRecord) -> bool {
+    let Some(spent) = record.spend.and_then(|s| s.usd) else {
+        return false;
+    };
+    let (primary, _) = resolve_primary(&record.spec.primary, record.spec.price.as_deref());
+    let usage = record.tally.usage;
+    let Some(receipt) = record
+        .receipt
+        .as_mut()
+        .filter(|r| r.cost.is_none_or(|c| c < spent))
+    else {
+        return false;
+    };
+    receipt.cost = Some(spent);
+    receipt.saved = estimated_saving(&usage, receipt.returned_tokens, Some(spent), &primary);
+    true
+}
+
 /// Whether the receipt's worker cost is an estimate from `worker_prices` (the CLI reported none).
 pub fn cost_is_estimate(record: &RunRecord) -> bool {
     record.tally.cost.is_none() && record.receipt.as_ref().is_some_and(|r| r.cost.is_some())

@@ -20,6 +20,9 @@ pub enum RunState {
     Failed,
     Timeout,
     Stopped,
+    /// Stopped at a budget cap (docs/budgets.md); what the worker did is kept.
+    #[serde(rename = "over_budget")]
+    OverBudget,
 }
 
 impl RunState {
@@ -35,6 +38,7 @@ impl RunState {
             RunState::Failed => "failed",
             RunState::Timeout => "timeout",
             RunState::Stopped => "stopped",
+            RunState::OverBudget => "over_budget",
         }
     }
 }
@@ -172,6 +176,9 @@ pub struct RunSpec {
     /// of the group) ends: config `notify`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notify: bool,
+    /// The caps the run is held to (`--max-usd`, `--max-tokens`, a crew's, the day's).
+    #[serde(default, skip_serializing_if = "crate::budget::Budget::is_unset")]
+    pub budget: crate::budget::Budget,
 }
 
 impl RunSpec {
@@ -215,6 +222,7 @@ impl RunSpec {
             plan: None,
             race: false,
             notify: false,
+            budget: Default::default(),
         }
     }
 }
@@ -496,6 +504,9 @@ pub struct RunRecord {
     /// Which safety layers held around the worker (`None` in records from before layer 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety: Option<Safety>,
+    /// What a run with a budget has spent so far, as its caps count it (`None` without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<crate::budget::Spend>,
 }
 
 /// How a read run's worker saw the project (docs/safety.md, "Read runs in place").
@@ -615,6 +626,7 @@ impl RunRecord {
             supervisor_peak_kb: None,
             safety: None,
             verdict: None,
+            spend: None,
         }
     }
 
@@ -626,7 +638,7 @@ impl RunRecord {
             RunState::Timeout => Exit::Timeout,
             RunState::Failed if self.read_only_violation => Exit::ReadOnlyViolation,
             RunState::Failed if self.verify_failed() => Exit::VerifyFailed,
-            RunState::Failed | RunState::Stopped => Exit::Failed,
+            RunState::Failed | RunState::Stopped | RunState::OverBudget => Exit::Failed,
         }
     }
 

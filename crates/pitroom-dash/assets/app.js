@@ -634,7 +634,7 @@
       h("label", { class: "field grow", for: "f-q" }, h("span", { text: "Search" }), h("input", { id: "f-q", name: "q", type: "search", value: p.get("q") || "", placeholder: "words in tasks, answers, steps", autocomplete: "off" })),
       select("worker", "Worker", fac.workers, p.get("worker") || ""),
       select("model", "Model", fac.models, p.get("model") || ""),
-      select("state", "State", ["done", "failed", "timeout", "stopped"], p.get("state") || ""),
+      select("state", "State", ["done", "failed", "timeout", "stopped", "over_budget"], p.get("state") || ""),
       select("group", "Crew", fac.groups, p.get("group") || ""),
       select("since", "Since", [["24h", "24 hours"], ["7d", "7 days"], ["30d", "30 days"], ["90d", "90 days"]], p.get("since") || ""),
       h("button", { class: "btn primary", type: "submit" }, "Search"));

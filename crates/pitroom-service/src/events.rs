@@ -61,6 +61,9 @@ pub enum WatchEvent {
     Failed(Finished),
     Timeout(Finished),
     Stopped(Finished),
+    /// Stopped at a budget cap: named as the run's state is.
+    #[serde(rename = "over_budget")]
+    OverBudget(Finished),
     AllDone {
         runs: usize,
         ok: usize,
@@ -98,7 +101,8 @@ impl WatchEvent {
             WatchEvent::Done(f)
             | WatchEvent::Failed(f)
             | WatchEvent::Timeout(f)
-            | WatchEvent::Stopped(f) => Some(&f.run),
+            | WatchEvent::Stopped(f)
+            | WatchEvent::OverBudget(f) => Some(&f.run),
             WatchEvent::AllDone { .. } => None,
         }
     }
@@ -111,6 +115,7 @@ impl WatchEvent {
                 | WatchEvent::Failed(_)
                 | WatchEvent::Timeout(_)
                 | WatchEvent::Stopped(_)
+                | WatchEvent::OverBudget(_)
         )
     }
 }
@@ -242,6 +247,7 @@ pub fn terminal_event(record: &RunRecord) -> WatchEvent {
         RunState::Done => WatchEvent::Done(finished),
         RunState::Timeout => WatchEvent::Timeout(finished),
         RunState::Stopped => WatchEvent::Stopped(finished),
+        RunState::OverBudget => WatchEvent::OverBudget(finished),
         _ => WatchEvent::Failed(finished),
     }
 }

@@ -49,6 +49,22 @@ impl Service {
         notes
     }
 
+    /// The worker cost the history records for today (UTC, by the stamping clock), as
+    /// `savings` counts it: what `budget.daily_usd` is held to. Nothing without a history.
+    pub fn spent_today(&self) -> Result<f64, ServiceError> {
+        let home = self.home();
+        if !pitroom_store::db_path(home).exists() && home.run_ids().is_empty() {
+            return Ok(0.0);
+        }
+        let today = pitroom_core::clock::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date()
+            .to_string();
+        let window = since(&today).map_err(ServiceError::refused)?;
+        let (history, _) = self.history()?;
+        Ok(history.savings(&window)?.worker_cost)
+    }
+
     /// The history, with the run directories it lacks imported; the notes say what was
     /// repaired (a damaged database set aside, records that could not be read).
     pub fn history(&self) -> Result<(History, Vec<String>), ServiceError> {

@@ -223,14 +223,14 @@ fn attempt_failure(
 
 /// Whether an attempt failed in a way the next target may fix (model unavailable, rate
 /// limited or out of quota, auth): its kind, its error and the provider's retry-after.
-/// Timeouts, stops, loops and answers never fall back.
+/// Timeouts, stops, budget stops, loops and answers never fall back.
 pub(super) fn fallback_failure(
     evidence: &Evidence,
     adapter: &dyn Adapter,
 ) -> Option<(FailureKind, String, Option<u64>)> {
     if matches!(
         evidence.ending,
-        Ending::Stopped | Ending::TimedOut | Ending::Stalled
+        Ending::Stopped | Ending::TimedOut | Ending::Stalled | Ending::OverBudget
     ) {
         return None;
     }

@@ -136,6 +136,24 @@ fn check_task(spec: &RunSpec) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// Refuses a run with a budget in dollars when a target it may use has no known price: its
+/// spend could not be counted, and unknown cost is never $0.
+fn check_prices(spec: &RunSpec) -> Result<(), EngineError> {
+    if !spec.budget.counts_dollars() {
+        return Ok(());
+    }
+    let prices = spec.worker_prices.clone().unwrap_or_default();
+    let missing = crate::budget::unpriced_targets(&fallback::fallback_chain(spec), &prices);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Refused(format!(
+        "a budget in dollars needs a price for every target the run may use, and {} no price (unknown cost is never $0); add to your config file (pitroom config shows where it is), with your provider's prices:\n  {}",
+        if missing.len() == 1 { "one has" } else { "some have" },
+        missing.join("\n  ")
+    )))
+}
+
 /// The file `pitroom stop` leaves in a run's directory: a stop that races the run's start (before
 /// its supervisor can take a signal) is not lost.
 pub const STOP_REQUESTED: &str = "stop-requested";
@@ -219,6 +237,7 @@ impl Engine {
                 spec.dir.display()
             )));
         }
+        check_prices(spec)?;
         // Fail now, not in the background, when the CLI is missing.
         self.probe_invocation(adapter.as_ref(), spec)?;
         let repo = Repo::discover(&spec.dir)?;
@@ -384,6 +403,12 @@ impl Engine {
         let Some(slot) = self.wait_for_slot(record, ticket, interrupt.stop_flag())? else {
             return Err(EngineError::Interrupted);
         };
+        // A crew's or the day's budget that is spent already: the worker never starts.
+        if let Some(reached) = stream::budget_spent_before_start(self, record) {
+            record.state = RunState::OverBudget;
+            record.error = Some(format!("over budget: {reached}; the worker never started"));
+            return Ok(());
+        }
         // The timeout counts from here: tree, worker, finishing and --verify alike.
         interrupt.start_deadline(Duration::from_secs_f64(record.spec.timeout_secs));
         record.state = RunState::Running;
@@ -465,7 +490,7 @@ impl Engine {
         record.ended_at = Some(crate::clock::stamp());
         if matches!(
             last.ending,
-            stream::Ending::Stopped | stream::Ending::TimedOut
+            stream::Ending::Stopped | stream::Ending::TimedOut | stream::Ending::OverBudget
         ) {
             // What the stopped worker did is still recorded, unless the run is stopped again.
             record.interrupted_in = Some(RunPhase::Worker);
