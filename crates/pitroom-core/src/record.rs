@@ -748,6 +748,25 @@ mod tests {
     }
 
     #[test]
+    fn a_budget_stop_is_its_own_state_and_exits_1() {
+        let spec = RunSpec::new("t", Mode::Isolate, "opencode", "/tmp");
+        let mut r = RunRecord::new("x".into(), spec, "now".into());
+        r.state = RunState::OverBudget;
+        assert_eq!(r.state.as_str(), "over_budget");
+        assert!(!r.state.is_active());
+        assert_eq!(r.exit(), Exit::Failed);
+        let value = serde_json::to_value(&r).expect("serialises");
+        assert_eq!(value["state"], "over_budget");
+        assert!(value["spec"].get("budget").is_none(), "no budget, no field");
+        let back: RunRecord = serde_json::from_value(value).expect("reads");
+        assert_eq!(back.state, RunState::OverBudget);
+        assert_eq!(
+            AttemptState::try_from("over_budget".to_string()),
+            Ok(AttemptState::Ended(RunState::OverBudget))
+        );
+    }
+
+    #[test]
     fn a_spec_without_attempts_has_one_round() {
         let mut value = serde_json::to_value(RunSpec::new("t", Mode::Write, "opencode", "/tmp"))
             .expect("serialises");

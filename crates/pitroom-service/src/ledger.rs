@@ -65,6 +65,19 @@ impl Service {
         Ok(history.savings(&window)?.worker_cost)
     }
 
+    /// The config's `budget.daily_usd` and today's spend against it, for `savings`; `None`
+    /// without a daily cap.
+    pub fn daily_budget(&self) -> Result<Option<DailyBudget>, ServiceError> {
+        let config = self.config(&FlagValues::default())?;
+        let Some(daily_usd) = crate::request::daily_cap(&config)? else {
+            return Ok(None);
+        };
+        Ok(Some(DailyBudget {
+            daily_usd,
+            spent_today_usd: self.spent_today()?,
+        }))
+    }
+
     /// The history, with the run directories it lacks imported; the notes say what was
     /// repaired (a damaged database set aside, records that could not be read).
     pub fn history(&self) -> Result<(History, Vec<String>), ServiceError> {
@@ -185,6 +198,13 @@ pub fn savings_card(savings: &Savings) -> String {
 
 fn refused(e: StoreError) -> ServiceError {
     ServiceError::refused(e.to_string())
+}
+
+/// Today's spend against `budget.daily_usd` (docs/budgets.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DailyBudget {
+    pub daily_usd: f64,
+    pub spent_today_usd: f64,
 }
 
 /// One UTC day of the history.

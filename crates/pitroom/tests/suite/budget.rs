@@ -302,4 +302,26 @@ fn the_daily_cap_stops_the_run_that_reaches_it_and_refuses_the_next() {
         !invocation_file(&env, "opencode").exists(),
         "no worker was started"
     );
+    // `savings` shows the day's spend against its cap.
+    let savings = env.run_expecting(&repo, &["savings"], 0);
+    assert_stdout_has(
+        &savings,
+        "budget: $0.0140 spent today (UTC) of $0.0100 a day (budget.daily_usd)",
+    );
+    let json = env.run_json(&repo, &["savings", "--json"]);
+    assert_eq!(json["budget"]["daily_usd"], 0.01, "{json}");
+    assert!((json["budget"]["spent_today_usd"].as_f64().expect("spent") - 0.014).abs() < 1e-9);
+}
+
+#[test]
+fn savings_without_a_daily_cap_says_nothing_of_budgets() {
+    let env = fake_env(json!([{"text": "SUMMARY: ok"}]));
+    let repo = dirty_repo(&env, "repo");
+    env.run_expecting(&repo, &["look"], 0);
+    let savings = env.run_expecting(&repo, &["savings"], 0);
+    assert!(!stdout(&savings).contains("budget"), "{}", text(&savings));
+    assert_eq!(
+        env.run_json(&repo, &["savings", "--json"])["budget"],
+        Value::Null
+    );
 }
