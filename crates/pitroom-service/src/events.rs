@@ -521,15 +521,33 @@ mod tests {
     }
 
     #[test]
+    fn a_run_stopped_at_its_budget_ends_with_an_event_named_as_its_state() {
+        let mut r = record(RunState::OverBudget);
+        r.error = Some("over budget: used 1400 tokens of its 1000 cap".into());
+        let e = events_between(&r, &Seen::of(&record(RunState::Running)));
+        assert_eq!(
+            json(&e),
+            [
+                r#"{"event":"over_budget","run":"20261130-000000-000a","time":null,"worker":"opencode:fake/m","changes":0,"error":"over budget: used 1400 tokens of its 1000 cap"}"#
+            ]
+        );
+        assert!(e[0].is_terminal());
+        assert_eq!(e[0].run(), Some("20261130-000000-000a"));
+        let back: WatchEvent = serde_json::from_str(&json(&e)[0]).expect("parses");
+        assert_eq!(back, e[0]);
+    }
+
+    #[test]
     fn all_done_counts_the_runs_that_did_not_finish_done_as_failed() {
         let runs = [
             record(RunState::Done),
             record(RunState::Stopped),
             record(RunState::Timeout),
+            record(RunState::OverBudget),
         ];
         assert_eq!(
             serde_json::to_string(&all_done(&runs)).expect("serialises"),
-            r#"{"event":"all-done","runs":3,"ok":1,"failed":2}"#
+            r#"{"event":"all-done","runs":4,"ok":1,"failed":3}"#
         );
     }
 
