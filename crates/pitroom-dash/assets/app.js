@@ -410,7 +410,7 @@
     frag.append(section("Run", kv([
       ["Worker", c.worker], ["Directory", spec.dir], ["Run", r.id], ["Started", r.started_at ? new Date(r.started_at).toLocaleString() + " (" + ago(r.started_at) + ")" : "not yet"],
       ["Time", r.duration_ms !== null && r.duration_ms !== undefined ? dur(r.duration_ms, true) : null], ["Queued", r.queued_ms >= 100 ? dur(r.queued_ms, true) : null],
-      ["Session", r.session], ["Follows up", spec.parent ? h("a", { href: "#/run/" + spec.parent, text: spec.parent }) : null],
+      ["Budget", c.budget], ["Session", r.session], ["Follows up", spec.parent ? h("a", { href: "#/run/" + spec.parent, text: spec.parent }) : null],
       ["Next", d.follow_up.length ? h("div", { class: "cmds" }, d.follow_up.map(function (cmd) { return h("code", { text: cmd }); })) : null]
     ])));
     if (r.answer) {
