@@ -435,7 +435,12 @@ impl Engine {
         self.enter(record, RunPhase::Worker)?;
 
         // Launch, stream and judge one attempt per target, falling back down the chain.
-        let parent_session = parent.as_ref().and_then(|p| p.session.clone());
+        // The session to continue, and what it had used by then (a CLI that reports a resumed
+        // session's total counts that usage again).
+        let parent_session = parent.as_ref().and_then(|p| {
+            let used = p.session_usage.unwrap_or(p.tally.usage);
+            p.session.clone().map(|session| (session, used))
+        });
         let mut last = self.run_chain(
             record,
             run_dir,

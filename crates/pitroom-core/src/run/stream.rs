@@ -77,7 +77,7 @@ impl Engine {
             .map_err(io("creating events.jsonl"))?;
         let mut keeper =
             spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
-        let meter = Meter::new(record_spend(record), stream.tally.clone());
+        let meter = Meter::for_attempt(record, stream);
         let mut follow = Follow {
             engine: self,
             watchdog: Duration::from_secs_f64(record.spec.watchdog_secs),
@@ -178,6 +178,15 @@ impl Meter {
             group: Spend::default(),
             group_read: None,
         }
+    }
+
+    /// The meter of an attempt about to start: what the run spent before it is settled, and
+    /// the attempt's spend is its tally past a baseline — the run's tally so far and, for a CLI
+    /// that reports a resumed session's total, what the session had used already.
+    pub(super) fn for_attempt(record: &RunRecord, stream: &Stream) -> Meter {
+        let mut baseline = stream.tally.clone();
+        baseline.usage.add(&stream.session_usage_before);
+        Meter::new(record_spend(record), baseline)
     }
 
     /// The run's own spend, with `tally` the run's so far (this attempt's included).
@@ -399,6 +408,9 @@ pub(super) struct Stream {
     pub(super) storage_error: Option<String>,
     /// The budget cap the run reached, as its report says it (`budget::reached`).
     pub(super) over_budget: Option<String>,
+    /// What a resumed session had used before this attempt, for a CLI that reports the
+    /// session's total (Codex): usage the budget must not count again (zero otherwise).
+    pub(super) session_usage_before: pitroom_workers::Usage,
 }
 
 impl Stream {

@@ -741,3 +741,22 @@ fn the_meter_settles_earlier_attempts_and_prices_this_one_at_its_own_target() {
         }
     );
 }
+
+#[test]
+fn a_resumed_session_whose_cli_reports_its_total_is_not_charged_its_earlier_usage() {
+    use crate::budget::Spend;
+    let mut r = budgeted(Default::default(), &[]);
+    r.spend = Some(Spend {
+        tokens: 100,
+        usd: Some(0.1),
+    });
+    // The run had used 100 tokens; the session it resumes had used 5000 before this attempt.
+    let mut stream = Stream::default();
+    stream.tally.usage.input = 100;
+    stream.session_usage_before.input = 5000;
+    let meter = super::stream::Meter::for_attempt(&r, &stream);
+    // The CLI now reports the session's total, 6000: this attempt used 1000 of them.
+    let mut now = stream.tally.clone();
+    now.usage.input += 6000;
+    assert_eq!(meter.own(&r, &now).tokens, 1100);
+}
