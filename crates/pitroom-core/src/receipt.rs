@@ -424,4 +424,32 @@ mod tests {
         );
         assert_eq!(unknown.receipt.as_ref().unwrap().cost, None);
     }
+
+    #[test]
+    fn a_run_held_to_a_budget_is_charged_what_its_budget_counted_when_that_is_more() {
+        use crate::budget::Spend;
+        // The CLI said $0 (a model it cannot price); the budget counted $2 at worker_prices.
+        let mut r = priced_record("opencode", Some("foo/bar"), Some(0.0));
+        let before = r.receipt.clone().unwrap();
+        r.spend = Some(Spend {
+            tokens: 2_000_000,
+            usd: Some(2.0),
+        });
+        assert!(charge_budget_spend(&mut r));
+        let after = r.receipt.clone().unwrap();
+        assert_eq!(after.cost, Some(2.0));
+        assert!((before.saved.unwrap() - after.saved.unwrap() - 2.0).abs() < 1e-9);
+        assert!(
+            !charge_budget_spend(&mut r),
+            "a second call changes nothing"
+        );
+        // A receipt that says more, or a run without a budget's count, keeps its figure.
+        let mut dearer = priced_record("opencode", Some("foo/bar"), Some(3.0));
+        dearer.spend = r.spend;
+        assert!(!charge_budget_spend(&mut dearer));
+        assert_eq!(dearer.receipt.unwrap().cost, Some(3.0));
+        let mut unbudgeted = priced_record("opencode", Some("foo/bar"), Some(0.0));
+        assert!(!charge_budget_spend(&mut unbudgeted));
+        assert_eq!(unbudgeted.receipt.unwrap().cost, Some(0.0));
+    }
 }
