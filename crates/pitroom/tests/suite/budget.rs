@@ -155,7 +155,7 @@ fn a_dollar_cap_on_a_model_without_a_price_is_refused_before_any_worker_starts()
 }
 
 #[test]
-fn caps_that_are_not_above_zero_are_usage_errors() {
+fn caps_that_are_not_above_zero_are_refused() {
     let env = fake_env(spends(&[[10, 10]]));
     let repo = dirty_repo(&env, "repo");
     for (args, says) in [
@@ -175,6 +175,13 @@ fn caps_that_are_not_above_zero_are_usage_errors() {
         let out = env.run_expecting(&repo, &args, 2);
         assert_stderr_has(&out, says);
     }
+    // A daily cap that is not one refuses every run, saying what to write.
+    configure(&env, "budget.daily_usd = \"lots\"\n");
+    let out = env.run_expecting(&repo, &["x"], 3);
+    assert_stderr_has(
+        &out,
+        "budget.daily_usd = \"lots\" in the config is not a cap in USD above zero; write e.g. budget.daily_usd = 5.0",
+    );
 }
 
 /// The crew's runs, as their records.
