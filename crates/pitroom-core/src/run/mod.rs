@@ -9,7 +9,8 @@
 //!    allows it, else a read copy; an isolated copy; or the user's tree; and the "before"
 //!    snapshot (none in place).
 //! 5. launch (`launch.rs`): invocation, prompt, environment and sandbox, under the keeper.
-//! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends.
+//! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends (or
+//!    reaches a budget cap: `crate::budget`).
 //! 7. judge / fall back (`judge.rs`, `fallback.rs`): an attempt that failed in a way the next
 //!    target may fix hands over to it; 5 to 7 repeat down the chain.
 //! 8. citations (`paths.rs`), then the "after" snapshot and diff (`changes.rs`).
