@@ -482,6 +482,41 @@ mod tests {
         assert_eq!(expand_home("~/x", None), PathBuf::from("~/x"));
     }
 
+    /// The config of a file holding `toml`, with nothing from the environment or flags.
+    fn config_of(toml: &str) -> Config {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, toml).expect("config written");
+        let path = path.display().to_string();
+        Config::load(
+            &|name| (name == "PITROOM_CONFIG").then(|| path.clone()),
+            &FlagValues::default(),
+        )
+        .expect("loads")
+    }
+
+    #[test]
+    fn the_daily_cap_is_a_number_above_zero_in_the_budget_table() {
+        assert_eq!(daily_cap(&config_of("")).ok(), Some(None));
+        for (toml, cap) in [
+            ("[budget]\ndaily_usd = 5.5\n", 5.5),
+            ("budget.daily_usd = 2\n", 2.0),
+        ] {
+            assert_eq!(daily_cap(&config_of(toml)).ok(), Some(Some(cap)), "{toml}");
+        }
+        for bad in [
+            "budget.daily_usd = 0\n",
+            "budget.daily_usd = -1.0\n",
+            "budget.daily_usd = \"5\"\n",
+        ] {
+            let refused = daily_cap(&config_of(bad)).expect_err(bad).to_string();
+            assert!(
+                refused.contains("write e.g. budget.daily_usd = 5.0"),
+                "{refused}"
+            );
+        }
+    }
+
     #[test]
     fn request_flags_override_the_config_under_the_cli_spelling() {
         let request = RunRequest {
