@@ -235,6 +235,11 @@ impl Service {
             ))),
             _ => Ok(given),
         };
+        // A wrong flag is the request's fault (exit 2) whatever the day's spend.
+        let max_usd = usd("--max-usd", request.max_usd)?;
+        let max_tokens = tokens("--max-tokens", request.max_tokens)?;
+        let group_max_usd = usd("crew --max-usd", request.crew_max_usd)?;
+        let group_max_tokens = tokens("crew --max-tokens", request.crew_max_tokens)?;
         let daily = daily_cap(config)?;
         let spent_today = match daily {
             Some(_) => self.spent_today()?,
@@ -248,10 +253,10 @@ impl Service {
             )));
         }
         Ok(Budget {
-            max_usd: usd("--max-usd", request.max_usd)?,
-            max_tokens: tokens("--max-tokens", request.max_tokens)?,
-            group_max_usd: usd("crew --max-usd", request.crew_max_usd)?,
-            group_max_tokens: tokens("crew --max-tokens", request.crew_max_tokens)?,
+            max_usd,
+            max_tokens,
+            group_max_usd,
+            group_max_tokens,
             daily_usd: daily,
             spent_today_usd: if daily.is_some() { spent_today } else { 0.0 },
         })
