@@ -332,3 +332,45 @@ fn savings_without_a_daily_cap_says_nothing_of_budgets() {
         Value::Null
     );
 }
+
+#[test]
+fn a_race_holds_each_contender_to_the_cap_and_the_one_within_it_wins() {
+    let env = fake_env(json!({"by_model": {
+        "fake/costly": [
+            {"write": {"path": "partial.txt", "content": "half done\n"}},
+            {"step": {"input": 900, "output": 200, "reason": "tool-calls"}},
+            {"sleep_ms": 60000},
+            {"text": "SUMMARY: never reached"}
+        ],
+        "fake/lean": [
+            {"write": {"path": "partial.txt", "content": "all done\n"}},
+            {"step": {"input": 400, "output": 50, "reason": "stop"}},
+            {"text": "SUMMARY: done within the cap\nFILES CHANGED: partial.txt"}
+        ],
+    }}));
+    let repo = dirty_repo(&env, "repo");
+    let race = env.run_json(
+        &repo,
+        &[
+            "run",
+            "--race",
+            "opencode:fake/costly,opencode:fake/lean",
+            "--max-tokens",
+            "1000",
+            "finish it",
+            "--json",
+        ],
+    );
+    let contenders = race["contenders"].as_array().expect("contenders");
+    assert_eq!(contenders.len(), 2, "{race:#}");
+    let winner = show(&env, &repo, race["winner"].as_str().expect("a winner"));
+    assert_eq!(winner["spec"]["model"], "fake/lean", "{race:#}");
+    assert_eq!(winner["spec"]["budget"]["max_tokens"], 1000);
+    let loser = contenders
+        .iter()
+        .map(|c| show(&env, &repo, c["run"].as_str().expect("run")))
+        .find(|r| r["spec"]["model"] == "fake/costly")
+        .expect("the costly contender");
+    assert_eq!(loser["state"], "over_budget", "{loser:#}");
+    assert_eq!(changed(&loser), ["partial.txt"], "its work is kept");
+}
