@@ -10,7 +10,7 @@
 //!    snapshot (none in place).
 //! 5. launch (`launch.rs`): invocation, prompt, environment and sandbox, under the keeper.
 //! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends (or
-//!    reaches a budget cap: `crate::budget`).
+//!    reaches a budget cap: `spend.rs` counts the run's spend and the others' its caps span).
 //! 7. judge / fall back (`judge.rs`, `fallback.rs`): an attempt that failed in a way the next
 //!    target may fix hands over to it; 5 to 7 repeat down the chain.
 //! 8. citations (`paths.rs`), then the "after" snapshot and diff (`changes.rs`).
@@ -32,6 +32,7 @@ mod models;
 mod paths;
 mod queue;
 mod repair;
+mod spend;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -405,7 +406,7 @@ impl Engine {
             return Err(EngineError::Interrupted);
         };
         // A crew's or the day's budget that is spent already: the worker never starts.
-        if let Some(reached) = stream::budget_spent_before_start(self, record) {
+        if let Some(reached) = spend::budget_spent_before_start(self, record) {
             record.state = RunState::OverBudget;
             record.error = Some(format!("over budget: {reached}; the worker never started"));
             return Ok(());

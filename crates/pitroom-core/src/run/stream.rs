@@ -14,9 +14,9 @@ use pitroom_workers::{Adapter, StreamParser, ToolOutcome, WorkerEvent};
 use super::interrupt::{Cause, Interrupt};
 use super::launch::GRACE;
 use super::paths::project_relative;
+use super::spend::Meter;
 use super::tree::TreeSetup;
 use super::{io, Engine, EngineError, Observer, STOP_REQUESTED};
-use crate::budget::{self, Spend};
 use crate::record::RunRecord;
 
 /// How the worker's process ended, from the supervisor's point of view.
@@ -41,8 +41,6 @@ const TOOL_LOG_MAX: usize = 40;
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// The run's event log: every line the worker printed, redacted.
 const EVENTS_LOG: &str = "events.jsonl";
-/// How often a run with a crew's cap reads what the crew's other runs have spent.
-const GROUP_SPEND_EVERY: Duration = Duration::from_millis(500);
 
 /// Appends one line to the event log, flushed so watchers see it at once.
 fn log_line(file: &mut std::fs::File, line: &str) -> std::io::Result<()> {
@@ -98,7 +96,7 @@ impl Engine {
             requested: None,
             meter,
         };
-        follow.meter.refresh_group(self, follow.record);
+        follow.meter.refresh(self, follow.record);
         follow.check_budget();
         let bounds = Bounds {
             exit_wait: GRACE + Duration::from_secs(5),
@@ -154,118 +152,6 @@ struct Follow<'a> {
     meter: Meter,
 }
 
-/// The spend of a run that had one before this attempt (earlier attempts of its chain, earlier
-/// repair rounds).
-fn record_spend(record: &RunRecord) -> Spend {
-    record.spend.unwrap_or_default()
-}
-
-/// A run's spend as its budget counts it, one attempt at a time: what earlier attempts spent
-/// is settled at their targets' prices, and this attempt's tokens are priced at its own.
-pub(super) struct Meter {
-    settled: Spend,
-    settled_tally: crate::record::Tally,
-    /// What the run's crew's other runs had spent when last read.
-    group: Spend,
-    group_read: Option<Instant>,
-}
-
-impl Meter {
-    pub(super) fn new(settled: Spend, settled_tally: crate::record::Tally) -> Meter {
-        Meter {
-            settled,
-            settled_tally,
-            group: Spend::default(),
-            group_read: None,
-        }
-    }
-
-    /// The meter of an attempt about to start: what the run spent before it is settled, and
-    /// the attempt's spend is its tally past a baseline — the run's tally so far and, for a CLI
-    /// that reports a resumed session's total, what the session had used already.
-    pub(super) fn for_attempt(record: &RunRecord, stream: &Stream) -> Meter {
-        let mut baseline = stream.tally.clone();
-        baseline.usage.add(&stream.session_usage_before);
-        Meter::new(record_spend(record), baseline)
-    }
-
-    /// The run's own spend, with `tally` the run's so far (this attempt's included).
-    pub(super) fn own(&self, record: &RunRecord, tally: &crate::record::Tally) -> Spend {
-        let price = record.spec.worker_prices.as_ref().and_then(|prices| {
-            prices
-                .lookup(&record.spec.backend, record.model_ran())
-                .map(|(_, p)| p)
-        });
-        let this_attempt = budget::tally_since(&self.settled_tally, tally);
-        let mut spend = self.settled;
-        spend.add(&Spend {
-            tokens: this_attempt.usage.total(),
-            usd: budget::cost_of(&this_attempt, price.as_ref()),
-        });
-        spend
-    }
-
-    /// Reads what the crew's other runs have spent, at most every `GROUP_SPEND_EVERY`.
-    pub(super) fn refresh_group(&mut self, engine: &Engine, record: &RunRecord) {
-        if !record.spec.budget.spans_group()
-            || self
-                .group_read
-                .is_some_and(|t| t.elapsed() < GROUP_SPEND_EVERY)
-        {
-            return;
-        }
-        self.group_read = Some(Instant::now());
-        if let Some(group) = &record.spec.group {
-            self.group = group_spend(engine, group, &record.id);
-        }
-    }
-}
-
-/// What the runs of `group` other than `own_id` have spent, from their records (each run of a
-/// crew with a cap keeps its spend there as it goes).
-pub(super) fn group_spend(engine: &Engine, group: &str, own_id: &str) -> Spend {
-    let mut total = Spend::default();
-    for id in engine.home.group_ids(group) {
-        if id == own_id {
-            continue;
-        }
-        // A record being replaced is read again on the next refresh.
-        let Ok(other) = engine.home.load(&id) else {
-            continue;
-        };
-        total.add(
-            &other.spend.unwrap_or(Spend {
-                tokens: other.tally.usage.total(),
-                usd: other
-                    .receipt
-                    .as_ref()
-                    .and_then(|r| r.cost)
-                    .or(other.tally.cost),
-            }),
-        );
-    }
-    total
-}
-
-/// The cap a run with a crew's or the day's budget has reached before its worker started,
-/// if it has: its own spend is nothing yet, the others' may be the whole cap.
-pub(super) fn budget_spent_before_start(engine: &Engine, record: &mut RunRecord) -> Option<String> {
-    let budget = &record.spec.budget;
-    if budget.is_unset() {
-        return None;
-    }
-    let group = match (&record.spec.group, budget.spans_group()) {
-        (Some(group), true) => group_spend(engine, group, &record.id),
-        _ => Spend::default(),
-    };
-    let nothing = Spend {
-        tokens: 0,
-        usd: budget.counts_dollars().then_some(0.0),
-    };
-    record.spend = Some(nothing);
-    budget::reached(budget, &nothing, &group)
-}
-
 impl Follow<'_> {
     /// Counts the run's spend into its record and notes the cap it reached, if it did.
     fn check_budget(&mut self) -> bool {
@@ -275,8 +161,7 @@ impl Follow<'_> {
         let own = self.meter.own(self.record, &self.stream.tally);
         self.record.spend = Some(own);
         if self.stream.over_budget.is_none() {
-            self.stream.over_budget =
-                budget::reached(&self.record.spec.budget, &own, &self.meter.group);
+            self.stream.over_budget = self.meter.reached(self.record, &own);
         }
         self.stream.over_budget.is_some()
     }
@@ -360,7 +245,7 @@ impl Watcher for Follow<'_> {
 
     fn poll(&mut self) -> Decision {
         self.poll_stderr();
-        self.meter.refresh_group(self.engine, self.record);
+        self.meter.refresh(self.engine, self.record);
         self.check_budget();
         if let Some(ending) = self.reason_to_end() {
             self.requested = Some(ending);

@@ -724,7 +724,7 @@ fn the_meter_settles_earlier_attempts_and_prices_this_one_at_its_own_target() {
     // An earlier attempt spent $0.5 over 1000 tokens; this one's tally adds 1M input tokens.
     let mut before = crate::record::Tally::default();
     before.usage.input = 1000;
-    let meter = super::stream::Meter::new(
+    let meter = super::spend::Meter::new(
         Spend {
             tokens: 1000,
             usd: Some(0.5),
@@ -754,9 +754,31 @@ fn a_resumed_session_whose_cli_reports_its_total_is_not_charged_its_earlier_usag
     let mut stream = Stream::default();
     stream.tally.usage.input = 100;
     stream.session_usage_before.input = 5000;
-    let meter = super::stream::Meter::for_attempt(&r, &stream);
+    let meter = super::spend::Meter::for_attempt(&r, &stream);
     // The CLI now reports the session's total, 6000: this attempt used 1000 of them.
     let mut now = stream.tally.clone();
     now.usage.input += 6000;
     assert_eq!(meter.own(&r, &now).tokens, 1100);
+}
+
+#[test]
+fn another_runs_spend_is_the_greatest_figure_its_record_has() {
+    use super::spend::spent_usd;
+    let mut r = blank_record();
+    assert_eq!(spent_usd(&r), 0.0, "a run that has spent nothing");
+    r.tally.cost = Some(0.0);
+    r.spend = Some(crate::budget::Spend {
+        tokens: 10,
+        usd: Some(0.25),
+    });
+    assert_eq!(
+        spent_usd(&r),
+        0.25,
+        "a CLI's $0 is not believed over the budget's count"
+    );
+    r.receipt = Some(crate::record::Receipt {
+        cost: Some(0.5),
+        ..Default::default()
+    });
+    assert_eq!(spent_usd(&r), 0.5);
 }

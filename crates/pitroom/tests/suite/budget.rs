@@ -374,3 +374,32 @@ fn a_race_holds_each_contender_to_the_cap_and_the_one_within_it_wins() {
     assert_eq!(loser["state"], "over_budget", "{loser:#}");
     assert_eq!(changed(&loser), ["partial.txt"], "its work is kept");
 }
+
+#[test]
+fn runs_going_on_at_once_under_the_daily_cap_count_each_other() {
+    // Each run alone spends $0.007 of the day's $0.01; the two at once reach it.
+    let mut env = fake_env(spends(&[[5000, 500]]));
+    env.set("PITROOM_MAX_PARALLEL", "2");
+    configure(&env, &format!("{PRICED}\n[budget]\ndaily_usd = 0.01\n"));
+    let repo = dirty_repo(&env, "repo");
+    let out = env.run_expecting(
+        &repo,
+        &["crew", "-i", "-g", "day", "-m", "acme/cheap", "one", "two"],
+        0,
+    );
+    let ids: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    assert_eq!(ids.len(), 2, "{}", text(&out));
+    let waited = env.run(&repo, &["wait", "-g", "day", "--timeout", "120"]);
+    assert_eq!(code(&waited), 1, "{}", text(&waited));
+    for r in crew_records(&env, &repo, &ids) {
+        assert_eq!(r["state"], "over_budget", "{r:#}");
+        assert!(
+            str_has(
+                &r["error"],
+                "today's spend reached $0.0140 of the daily $0.0100 cap"
+            ),
+            "{r:#}"
+        );
+        assert_eq!(changed(&r), ["partial.txt"], "its work is kept: {r:#}");
+    }
+}
