@@ -62,6 +62,7 @@ const KEYS: &[(&str, Kind, Option<&str>, Option<&str>)] = &[
     ("tiers", Kind::TextMap, None, None),
     ("costs", Kind::Table, None, None),
     ("worker_prices", Kind::Table, None, None),
+    ("budget", Kind::Table, None, None),
     ("workers", Kind::Table, None, None),
     (
         "timeout",

@@ -9,7 +9,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Exit {
     Ok,
-    /// The worker failed, was stopped, or an apply/revert conflicted.
+    /// The worker failed or was stopped (a budget stop included), or an apply/revert conflicted.
     Failed,
     Usage,
     /// Refused, or a setup problem (missing CLI, busy repository, bad config).

@@ -5,6 +5,7 @@
 //! judge → receipt), the prompt contract and the report. Knows no particular CLI's flags: those
 //! live in `pitroom-workers`.
 
+pub mod budget;
 pub mod citations;
 pub mod claims;
 pub mod clock;

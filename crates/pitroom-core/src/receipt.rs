@@ -234,6 +234,28 @@ pub fn apply_worker_prices(record: &mut RunRecord, prices: &WorkerPrices) -> boo
     true
 }
 
+/// A run held to a budget is charged what its budget counted (`budget::cost_of`) where that is
+/// more than its receipt says — a CLI that reports $0 for a model it cannot price — so the
+/// report, the history and tomorrow's `budget.daily_usd` agree with the cap that stopped it.
+/// Returns whether the receipt changed.
+pub fn charge_budget_spend(record: &mut RunRecord) -> bool {
+    let Some(spent) = record.spend.and_then(|s| s.usd) else {
+        return false;
+    };
+    let (primary, _) = resolve_primary(&record.spec.primary, record.spec.price.as_deref());
+    let usage = record.tally.usage;
+    let Some(receipt) = record
+        .receipt
+        .as_mut()
+        .filter(|r| r.cost.is_none_or(|c| c < spent))
+    else {
+        return false;
+    };
+    receipt.cost = Some(spent);
+    receipt.saved = estimated_saving(&usage, receipt.returned_tokens, Some(spent), &primary);
+    true
+}
+
 /// Whether the receipt's worker cost is an estimate from `worker_prices` (the CLI reported none).
 pub fn cost_is_estimate(record: &RunRecord) -> bool {
     record.tally.cost.is_none() && record.receipt.as_ref().is_some_and(|r| r.cost.is_some())
@@ -401,5 +423,33 @@ mod tests {
             "no price, stays n/a"
         );
         assert_eq!(unknown.receipt.as_ref().unwrap().cost, None);
+    }
+
+    #[test]
+    fn a_run_held_to_a_budget_is_charged_what_its_budget_counted_when_that_is_more() {
+        use crate::budget::Spend;
+        // The CLI said $0 (a model it cannot price); the budget counted $2 at worker_prices.
+        let mut r = priced_record("opencode", Some("foo/bar"), Some(0.0));
+        let before = r.receipt.clone().unwrap();
+        r.spend = Some(Spend {
+            tokens: 2_000_000,
+            usd: Some(2.0),
+        });
+        assert!(charge_budget_spend(&mut r));
+        let after = r.receipt.clone().unwrap();
+        assert_eq!(after.cost, Some(2.0));
+        assert!((before.saved.unwrap() - after.saved.unwrap() - 2.0).abs() < 1e-9);
+        assert!(
+            !charge_budget_spend(&mut r),
+            "a second call changes nothing"
+        );
+        // A receipt that says more, or a run without a budget's count, keeps its figure.
+        let mut dearer = priced_record("opencode", Some("foo/bar"), Some(3.0));
+        dearer.spend = r.spend;
+        assert!(!charge_budget_spend(&mut dearer));
+        assert_eq!(dearer.receipt.unwrap().cost, Some(3.0));
+        let mut unbudgeted = priced_record("opencode", Some("foo/bar"), Some(0.0));
+        assert!(!charge_budget_spend(&mut unbudgeted));
+        assert_eq!(unbudgeted.receipt.unwrap().cost, Some(0.0));
     }
 }

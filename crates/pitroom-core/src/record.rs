@@ -20,6 +20,9 @@ pub enum RunState {
     Failed,
     Timeout,
     Stopped,
+    /// Stopped at a budget cap (docs/budgets.md); what the worker did is kept.
+    #[serde(rename = "over_budget")]
+    OverBudget,
 }
 
 impl RunState {
@@ -35,6 +38,7 @@ impl RunState {
             RunState::Failed => "failed",
             RunState::Timeout => "timeout",
             RunState::Stopped => "stopped",
+            RunState::OverBudget => "over_budget",
         }
     }
 }
@@ -176,6 +180,9 @@ pub struct RunSpec {
     /// of the group) ends: config `notify`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub notify: bool,
+    /// The caps the run is held to (`--max-usd`, `--max-tokens`, a crew's, the day's).
+    #[serde(default, skip_serializing_if = "crate::budget::Budget::is_unset")]
+    pub budget: crate::budget::Budget,
 }
 
 impl RunSpec {
@@ -220,6 +227,7 @@ impl RunSpec {
             plan: None,
             race: false,
             notify: false,
+            budget: Default::default(),
         }
     }
 }
@@ -535,6 +543,9 @@ pub struct RunRecord {
     /// Which safety layers held around the worker (`None` in records from before layer 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety: Option<Safety>,
+    /// What a run with a budget has spent so far, as its caps count it (`None` without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<crate::budget::Spend>,
 }
 
 /// How a read run's worker saw the project (docs/safety.md, "Read runs in place").
@@ -706,6 +717,7 @@ impl RunRecord {
             supervisor_peak_kb: None,
             safety: None,
             verdict: None,
+            spend: None,
         }
     }
 
@@ -717,7 +729,7 @@ impl RunRecord {
             RunState::Timeout => Exit::Timeout,
             RunState::Failed if self.read_only_violation => Exit::ReadOnlyViolation,
             RunState::Failed if self.verify_failed() => Exit::VerifyFailed,
-            RunState::Failed | RunState::Stopped => Exit::Failed,
+            RunState::Failed | RunState::Stopped | RunState::OverBudget => Exit::Failed,
         }
     }
 
@@ -825,6 +837,25 @@ mod tests {
             r#"{"target":"x","state":"exploded","failure":null,"error":null,"steps":0,"tool_calls":0,"duration_ms":0,"fell_back":false}"#
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_budget_stop_is_its_own_state_and_exits_1() {
+        let spec = RunSpec::new("t", Mode::Isolate, "opencode", "/tmp");
+        let mut r = RunRecord::new("x".into(), spec, "now".into());
+        r.state = RunState::OverBudget;
+        assert_eq!(r.state.as_str(), "over_budget");
+        assert!(!r.state.is_active());
+        assert_eq!(r.exit(), Exit::Failed);
+        let value = serde_json::to_value(&r).expect("serialises");
+        assert_eq!(value["state"], "over_budget");
+        assert!(value["spec"].get("budget").is_none(), "no budget, no field");
+        let back: RunRecord = serde_json::from_value(value).expect("reads");
+        assert_eq!(back.state, RunState::OverBudget);
+        assert_eq!(
+            AttemptState::try_from("over_budget".to_string()),
+            Ok(AttemptState::Ended(RunState::OverBudget))
+        );
     }
 
     #[test]

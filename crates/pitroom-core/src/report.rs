@@ -25,6 +25,9 @@ fn body_of(record: &RunRecord, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", header(record, color));
     let _ = writeln!(out, "{}", worker_line(record));
+    if let Some(line) = budget_line(record) {
+        let _ = writeln!(out, "{line}");
+    }
     for w in &record.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
@@ -39,6 +42,13 @@ fn body_of(record: &RunRecord, color: bool) -> String {
             out,
             "hint: raise the limit with -t, or carry on with: pitroom run --continue {} \"…\"",
             record.id
+        );
+    }
+    if record.state == RunState::OverBudget && record.interrupted_in.is_some() {
+        let _ = writeln!(
+            out,
+            "hint: what the worker did is kept (pitroom show --patch {id}); carry on under a higher cap: pitroom run --continue {id} \"…\"",
+            id = record.id
         );
     }
     out.push('\n');
@@ -282,7 +292,7 @@ fn header(record: &RunRecord, color: bool) -> String {
         RunState::Done => ("✔", green()),
         RunState::Queued | RunState::Running => ("…", yellow()),
         RunState::Timeout => ("⏱", red()),
-        RunState::Failed | RunState::Stopped => ("✘", red()),
+        RunState::Failed | RunState::Stopped | RunState::OverBudget => ("✘", red()),
     };
     let state = if record.read_only_violation {
         "failed · READ-ONLY VIOLATION".to_string()
@@ -370,6 +380,49 @@ fn changes(out: &mut String, record: &RunRecord, color: bool) {
             record.id
         );
     }
+}
+
+/// A run with a budget: what it has spent against each of its caps (docs/budgets.md).
+pub fn budget_line(record: &RunRecord) -> Option<String> {
+    use crate::budget::dollars;
+    let budget = &record.spec.budget;
+    if budget.is_unset() {
+        return None;
+    }
+    let spend = record.spend.unwrap_or_default();
+    let usd = spend.usd.map_or_else(|| "n/a".to_string(), dollars);
+    let mut parts = Vec::new();
+    if let Some(cap) = budget.max_usd {
+        parts.push(format!("{usd} of {} (--max-usd)", dollars(cap)));
+    }
+    if let Some(cap) = budget.max_tokens {
+        parts.push(format!(
+            "{} of {} tokens (--max-tokens)",
+            human_count(spend.tokens),
+            human_count(cap)
+        ));
+    }
+    if let Some(cap) = budget.group_max_usd {
+        parts.push(format!(
+            "{usd} toward the crew's {} (crew --max-usd)",
+            dollars(cap)
+        ));
+    }
+    if let Some(cap) = budget.group_max_tokens {
+        parts.push(format!(
+            "{} tokens toward the crew's {} (crew --max-tokens)",
+            human_count(spend.tokens),
+            human_count(cap)
+        ));
+    }
+    if let Some(cap) = budget.daily_usd {
+        parts.push(format!(
+            "{usd} on top of {} spent today, of {} a day (budget.daily_usd)",
+            dollars(budget.spent_today_usd),
+            dollars(cap)
+        ));
+    }
+    Some(format!("budget: {}", parts.join(" · ")))
 }
 
 fn receipt_line(record: &RunRecord, r: &Receipt) -> String {

@@ -415,7 +415,7 @@
     frag.append(section("Run", kv([
       ["Worker", c.worker], ["Directory", spec.dir], ["Run", r.id], ["Started", r.started_at ? new Date(r.started_at).toLocaleString() + " (" + ago(r.started_at) + ")" : "not yet"],
       ["Time", r.duration_ms !== null && r.duration_ms !== undefined ? dur(r.duration_ms, true) : null], ["Queued", r.queued_ms >= 100 ? dur(r.queued_ms, true) : null],
-      ["Session", r.session], ["Follows up", spec.parent ? h("a", { href: "#/run/" + spec.parent, text: spec.parent }) : null],
+      ["Budget", c.budget], ["Session", r.session], ["Follows up", spec.parent ? h("a", { href: "#/run/" + spec.parent, text: spec.parent }) : null],
       ["Next", d.follow_up.length ? h("div", { class: "cmds" }, d.follow_up.map(function (cmd) { return h("code", { text: cmd }); })) : null]
     ])));
     if (r.answer) {
@@ -650,7 +650,7 @@
       h("label", { class: "field grow", for: "f-q" }, h("span", { text: "Search" }), h("input", { id: "f-q", name: "q", type: "search", value: p.get("q") || "", placeholder: "words in tasks, answers, steps", autocomplete: "off" })),
       select("worker", "Worker", fac.workers, p.get("worker") || ""),
       select("model", "Model", fac.models, p.get("model") || ""),
-      select("state", "State", ["done", "failed", "timeout", "stopped"], p.get("state") || ""),
+      select("state", "State", ["done", "failed", "timeout", "stopped", "over_budget"], p.get("state") || ""),
       select("group", "Crew", fac.groups, p.get("group") || ""),
       select("since", "Since", [["24h", "24 hours"], ["7d", "7 days"], ["30d", "30 days"], ["90d", "90 days"]], p.get("since") || ""),
       h("button", { class: "btn primary", type: "submit" }, "Search"));

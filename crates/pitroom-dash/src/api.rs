@@ -323,6 +323,7 @@ pub fn is_state(s: &str) -> bool {
         RunState::Failed,
         RunState::Timeout,
         RunState::Stopped,
+        RunState::OverBudget,
     ]
     .iter()
     .any(|st| st.as_str() == s)

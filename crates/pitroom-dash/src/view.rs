@@ -88,6 +88,7 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
         "refs": record.refs.as_ref().map(|r| format!("{}/{}", r.verified, r.total)),
         "cost": record.receipt.as_ref().and_then(|r| r.cost).or(tally.cost),
         "saved": record.receipt.as_ref().and_then(|r| r.saved),
+        "budget": budget(record),
         "applied": record.applied,
         "discarded": record.discarded,
         "violation": record.read_only_violation,
@@ -98,6 +99,12 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
     });
     redact_value(&mut card, redactor);
     card
+}
+
+/// What a run held to a budget has spent against each cap, as its report says it; `None`
+/// without a budget.
+fn budget(record: &RunRecord) -> Option<String> {
+    report::budget_line(record).map(|l| l.trim_start_matches("budget: ").to_string())
 }
 
 /// Everything about one run: the record (less what is ours only), the card, the steps and the
@@ -199,6 +206,22 @@ mod tests {
         for bad in ["", "..", "../x", "a/b", "A", "-rf", "x%2f"] {
             assert!(!is_run_id(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_card_shows_the_spend_of_a_run_held_to_a_budget() {
+        let spec = pitroom_service::RunSpec::new("t", Mode::Isolate, "opencode", "/tmp");
+        let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "now".into());
+        assert_eq!(budget(&r), None);
+        r.spec.budget.max_tokens = Some(1000);
+        r.spend = Some(pitroom_service::budget::Spend {
+            tokens: 1400,
+            usd: None,
+        });
+        assert_eq!(
+            budget(&r).as_deref(),
+            Some("1400 of 1000 tokens (--max-tokens)")
+        );
     }
 
     #[test]

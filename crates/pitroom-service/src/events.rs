@@ -61,6 +61,9 @@ pub enum WatchEvent {
     Failed(Finished),
     Timeout(Finished),
     Stopped(Finished),
+    /// Stopped at a budget cap: named as the run's state is.
+    #[serde(rename = "over_budget")]
+    OverBudget(Finished),
     AllDone {
         runs: usize,
         ok: usize,
@@ -98,7 +101,8 @@ impl WatchEvent {
             WatchEvent::Done(f)
             | WatchEvent::Failed(f)
             | WatchEvent::Timeout(f)
-            | WatchEvent::Stopped(f) => Some(&f.run),
+            | WatchEvent::Stopped(f)
+            | WatchEvent::OverBudget(f) => Some(&f.run),
             WatchEvent::AllDone { .. } => None,
         }
     }
@@ -111,6 +115,7 @@ impl WatchEvent {
                 | WatchEvent::Failed(_)
                 | WatchEvent::Timeout(_)
                 | WatchEvent::Stopped(_)
+                | WatchEvent::OverBudget(_)
         )
     }
 }
@@ -238,6 +243,7 @@ pub fn terminal_event(record: &RunRecord) -> WatchEvent {
         RunState::Done => WatchEvent::Done(finished),
         RunState::Timeout => WatchEvent::Timeout(finished),
         RunState::Stopped => WatchEvent::Stopped(finished),
+        RunState::OverBudget => WatchEvent::OverBudget(finished),
         _ => WatchEvent::Failed(finished),
     }
 }
@@ -511,15 +517,33 @@ mod tests {
     }
 
     #[test]
+    fn a_run_stopped_at_its_budget_ends_with_an_event_named_as_its_state() {
+        let mut r = record(RunState::OverBudget);
+        r.error = Some("over budget: used 1400 tokens of its 1000 cap".into());
+        let e = events_between(&r, &Seen::of(&record(RunState::Running)));
+        assert_eq!(
+            json(&e),
+            [
+                r#"{"event":"over_budget","run":"20261130-000000-000a","time":null,"worker":"opencode:fake/m","changes":0,"error":"over budget: used 1400 tokens of its 1000 cap"}"#
+            ]
+        );
+        assert!(e[0].is_terminal());
+        assert_eq!(e[0].run(), Some("20261130-000000-000a"));
+        let back: WatchEvent = serde_json::from_str(&json(&e)[0]).expect("parses");
+        assert_eq!(back, e[0]);
+    }
+
+    #[test]
     fn all_done_counts_the_runs_that_did_not_finish_done_as_failed() {
         let runs = [
             record(RunState::Done),
             record(RunState::Stopped),
             record(RunState::Timeout),
+            record(RunState::OverBudget),
         ];
         assert_eq!(
             serde_json::to_string(&all_done(&runs)).expect("serialises"),
-            r#"{"event":"all-done","runs":3,"ok":1,"failed":2}"#
+            r#"{"event":"all-done","runs":4,"ok":1,"failed":3}"#
         );
     }
 

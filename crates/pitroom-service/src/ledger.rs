@@ -49,6 +49,35 @@ impl Service {
         notes
     }
 
+    /// The worker cost the history records for today (UTC, by the stamping clock), as
+    /// `savings` counts it: what `budget.daily_usd` is held to. Nothing without a history.
+    pub fn spent_today(&self) -> Result<f64, ServiceError> {
+        let home = self.home();
+        if !pitroom_store::db_path(home).exists() && home.run_ids().is_empty() {
+            return Ok(0.0);
+        }
+        let today = pitroom_core::clock::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date()
+            .to_string();
+        let window = since(&today).map_err(ServiceError::refused)?;
+        let (history, _) = self.history()?;
+        Ok(history.savings(&window)?.worker_cost)
+    }
+
+    /// The config's `budget.daily_usd` and today's spend against it, for `savings`; `None`
+    /// without a daily cap.
+    pub fn daily_budget(&self) -> Result<Option<DailyBudget>, ServiceError> {
+        let config = self.config(&FlagValues::default())?;
+        let Some(daily_usd) = crate::request::daily_cap(&config)? else {
+            return Ok(None);
+        };
+        Ok(Some(DailyBudget {
+            daily_usd,
+            spent_today_usd: self.spent_today()?,
+        }))
+    }
+
     /// The history, with the run directories it lacks imported; the notes say what was
     /// repaired (a damaged database set aside, records that could not be read).
     pub fn history(&self) -> Result<(History, Vec<String>), ServiceError> {
@@ -169,6 +198,13 @@ pub fn savings_card(savings: &Savings) -> String {
 
 fn refused(e: StoreError) -> ServiceError {
     ServiceError::refused(e.to_string())
+}
+
+/// Today's spend against `budget.daily_usd` (docs/budgets.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DailyBudget {
+    pub daily_usd: f64,
+    pub spent_today_usd: f64,
 }
 
 /// One UTC day of the history.

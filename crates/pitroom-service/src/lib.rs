@@ -50,7 +50,7 @@ pub use info::{Settings, WorkerModels};
 pub use ledger::{Day, History, Imported};
 pub use process::ProcessMark;
 
-// What front ends name and render: a record, its report, an exit, a worker's mode and events,
+// What front ends name and render: a record, its report and budget, an exit, a worker's mode and events,
 // the redactor and terminal-safe text, the stamping clock, file watching; the history's rows.
 pub use pitroom_core::config::{Entry as SettingsEntry, Source as SettingsSource};
 pub use pitroom_core::cooldown::{Cooldowns, Cooling};
@@ -59,7 +59,7 @@ pub use pitroom_core::record::RunPhase;
 pub use pitroom_core::redact::Redactor;
 pub use pitroom_core::target::Target;
 pub use pitroom_core::{
-    clock, fs_watch, report, terminal, Home, Observer, RunRecord, RunSpec, RunState,
+    budget, clock, fs_watch, report, terminal, Home, Observer, RunRecord, RunSpec, RunState,
 };
 pub use pitroom_store::{Filter, Hit, ImportReport, ModelSavings, Savings, Since, WorkerStats};
 pub use pitroom_workers::{Mode, ModelInfo, ToolOutcome, WorkerEvent};

@@ -80,6 +80,7 @@ fn outcome(state: RunState) -> &'static str {
         RunState::Failed => "failed",
         RunState::Timeout => "timed out",
         RunState::Stopped => "stopped",
+        RunState::OverBudget => "stopped at its budget",
         RunState::Queued | RunState::Running => "running",
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use pitroom_core::budget::{dollars, Budget};
 use pitroom_core::config::{Config, FlagValues, Source};
 use pitroom_core::duration::parse_duration;
 use pitroom_core::receipt::WorkerPrices;
@@ -49,6 +50,14 @@ pub struct RunRequest {
     pub files: Vec<PathBuf>,
     /// The plan step this run carries out: the plan file and the step's number.
     pub plan: Option<(PathBuf, u32)>,
+    /// `--max-usd`: the run's own spending cap in USD.
+    pub max_usd: Option<f64>,
+    /// `--max-tokens`: the run's own cap in worker tokens.
+    pub max_tokens: Option<u64>,
+    /// `crew --max-usd`: the cap of the whole crew (the run's group) in USD.
+    pub crew_max_usd: Option<f64>,
+    /// `crew --max-tokens`: the cap of the whole crew in worker tokens.
+    pub crew_max_tokens: Option<u64>,
 }
 
 /// A resolved request: the spec, and what the caller should show as warnings (bad config
@@ -198,6 +207,7 @@ impl Service {
             race: false,
             // A foreground run's report is the news; a background one tells when it ends.
             notify: request.background && config.flag("notify"),
+            budget: self.budget(&config, request)?,
         };
         Ok(Resolved { spec, warnings })
     }
@@ -213,6 +223,64 @@ impl Service {
             )));
         }
         Ok(parent)
+    }
+}
+
+impl Service {
+    /// The caps a run is held to: its flags', its crew's and the config's `budget.daily_usd`,
+    /// with today's spend so far. A day whose spend has reached its cap refuses the run.
+    fn budget(&self, config: &Config, request: &RunRequest) -> Result<Budget, ServiceError> {
+        let usd = |flag: &str, given: Option<f64>| match given {
+            Some(cap) if !(cap.is_finite() && cap > 0.0) => Err(ServiceError::usage(format!(
+                "{flag} {cap}: give a cap in USD above zero, e.g. {flag} 0.50"
+            ))),
+            _ => Ok(given),
+        };
+        let tokens = |flag: &str, given: Option<u64>| match given {
+            Some(0) => Err(ServiceError::usage(format!(
+                "{flag} 0: give a cap above zero, e.g. {flag} 200000"
+            ))),
+            _ => Ok(given),
+        };
+        // A wrong flag is the request's fault (exit 2) whatever the day's spend.
+        let max_usd = usd("--max-usd", request.max_usd)?;
+        let max_tokens = tokens("--max-tokens", request.max_tokens)?;
+        let group_max_usd = usd("crew --max-usd", request.crew_max_usd)?;
+        let group_max_tokens = tokens("crew --max-tokens", request.crew_max_tokens)?;
+        let daily = daily_cap(config)?;
+        let spent_today = match daily {
+            Some(_) => self.spent_today()?,
+            None => 0.0,
+        };
+        if let Some(cap) = daily.filter(|cap| spent_today >= *cap) {
+            return Err(ServiceError::refused(format!(
+                "today's spend ({} by the history, UTC) has reached budget.daily_usd ({}); no run starts until tomorrow, unless you raise the cap in your config: budget.daily_usd = N (see pitroom savings)",
+                dollars(spent_today),
+                dollars(cap)
+            )));
+        }
+        Ok(Budget {
+            max_usd,
+            max_tokens,
+            group_max_usd,
+            group_max_tokens,
+            daily_usd: daily,
+            spent_today_usd: if daily.is_some() { spent_today } else { 0.0 },
+        })
+    }
+}
+
+/// The config's `budget.daily_usd` (the `[budget]` table's `daily_usd`), checked.
+pub fn daily_cap(config: &Config) -> Result<Option<f64>, ServiceError> {
+    let table = config.table("budget");
+    let Some(value) = table.get("daily_usd") else {
+        return Ok(None);
+    };
+    match value.as_f64() {
+        Some(cap) if cap.is_finite() && cap > 0.0 => Ok(Some(cap)),
+        _ => Err(ServiceError::refused(format!(
+            "budget.daily_usd = {value} in the config is not a cap in USD above zero; write e.g. budget.daily_usd = 5.0 (or remove it)"
+        ))),
     }
 }
 
@@ -455,6 +523,41 @@ mod tests {
             PathBuf::from("/abs")
         );
         assert_eq!(expand_home("~/x", None), PathBuf::from("~/x"));
+    }
+
+    /// The config of a file holding `toml`, with nothing from the environment or flags.
+    fn config_of(toml: &str) -> Config {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, toml).expect("config written");
+        let path = path.display().to_string();
+        Config::load(
+            &|name| (name == "PITROOM_CONFIG").then(|| path.clone()),
+            &FlagValues::default(),
+        )
+        .expect("loads")
+    }
+
+    #[test]
+    fn the_daily_cap_is_a_number_above_zero_in_the_budget_table() {
+        assert_eq!(daily_cap(&config_of("")).ok(), Some(None));
+        for (toml, cap) in [
+            ("[budget]\ndaily_usd = 5.5\n", 5.5),
+            ("budget.daily_usd = 2\n", 2.0),
+        ] {
+            assert_eq!(daily_cap(&config_of(toml)).ok(), Some(Some(cap)), "{toml}");
+        }
+        for bad in [
+            "budget.daily_usd = 0\n",
+            "budget.daily_usd = -1.0\n",
+            "budget.daily_usd = \"5\"\n",
+        ] {
+            let refused = daily_cap(&config_of(bad)).expect_err(bad).to_string();
+            assert!(
+                refused.contains("write e.g. budget.daily_usd = 5.0"),
+                "{refused}"
+            );
+        }
     }
 
     #[test]

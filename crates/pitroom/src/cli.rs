@@ -219,6 +219,15 @@ pub(crate) struct RunArgs {
     /// With --race: have each contender with changes reviewed before the winner is picked.
     #[arg(long, requires = "race")]
     pub review: bool,
+    /// Stop the run once its worker has spent this much (USD, e.g. 0.50), counted from its
+    /// usage at your worker_prices; it ends over_budget (exit 1) with its work kept. A target
+    /// without a price is refused (see docs/budgets.md).
+    #[arg(long, value_name = "USD")]
+    pub max_usd: Option<f64>,
+    /// Stop the run once its worker has used this many tokens (every kind its CLI counts);
+    /// it ends over_budget (exit 1) with its work kept.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Print the run record as JSON instead of the report.
     #[arg(long)]
     pub json: bool,
@@ -239,6 +248,14 @@ pub(crate) struct CrewArgs {
     pub group: Option<String>,
     #[command(flatten)]
     pub worker: WorkerOptions,
+    /// Cap the whole crew's spend (USD, its runs together, at your worker_prices): once
+    /// reached, its running runs stop and its queued ones never start, all over_budget with
+    /// their work kept. A target without a price is refused (see docs/budgets.md).
+    #[arg(long, value_name = "USD")]
+    pub max_usd: Option<f64>,
+    /// Cap the whole crew's worker tokens (its runs together), like --max-usd.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Print the group and its runs as JSON.
     #[arg(long)]
     pub json: bool,

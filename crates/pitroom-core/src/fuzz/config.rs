@@ -14,6 +14,7 @@ const KNOWN: &[&str] = &[
     "tiers",
     "costs",
     "worker_prices",
+    "budget",
     "workers",
     "timeout",
     "watchdog",

@@ -51,7 +51,7 @@ impl Engine {
         run_dir: &Path,
         tree: &TreeSetup,
         chain: &[ChainTarget],
-        parent_session: Option<String>,
+        parent_session: Option<(String, pitroom_workers::Usage)>,
         interrupt: &Interrupt,
         observer: &mut dyn Observer,
     ) -> Result<LastAttempt, EngineError> {
@@ -97,16 +97,23 @@ impl Engine {
                 rotate_stderr(run_dir, launched);
             }
             launched += 1;
-            let session = if index == 0 {
-                parent_session.clone()
-            } else {
-                None
+            let (session, session_usage_before) = match (&parent_session, index) {
+                (Some((session, used)), 0) => (
+                    Some(session.clone()),
+                    if adapter.resumed_usage_is_cumulative() {
+                        *used
+                    } else {
+                        Default::default()
+                    },
+                ),
+                _ => (None, Default::default()),
             };
             let attempt_started = Instant::now();
             let mut stream = Stream {
                 redactor: Some(self.redactor(record, tree)),
                 tally: prior.clone(),
                 roots: display_roots(tree),
+                session_usage_before,
                 ..Stream::default()
             };
             let ending = self.attempt(
@@ -223,14 +230,14 @@ fn attempt_failure(
 
 /// Whether an attempt failed in a way the next target may fix (model unavailable, rate
 /// limited or out of quota, auth): its kind, its error and the provider's retry-after.
-/// Timeouts, stops, loops and answers never fall back.
+/// Timeouts, stops, budget stops, loops and answers never fall back.
 pub(super) fn fallback_failure(
     evidence: &Evidence,
     adapter: &dyn Adapter,
 ) -> Option<(FailureKind, String, Option<u64>)> {
     if matches!(
         evidence.ending,
-        Ending::Stopped | Ending::TimedOut | Ending::Stalled
+        Ending::Stopped | Ending::TimedOut | Ending::Stalled | Ending::OverBudget
     ) {
         return None;
     }

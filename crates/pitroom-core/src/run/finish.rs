@@ -40,6 +40,7 @@ pub(super) fn seal(record: &mut RunRecord, run_dir: &Path, stream: &Stream) {
     if let Some(prices) = record.spec.worker_prices.clone() {
         receipt::apply_worker_prices(record, &prices);
     }
+    receipt::charge_budget_spend(record);
 }
 
 impl Engine {

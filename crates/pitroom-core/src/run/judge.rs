@@ -142,6 +142,19 @@ pub(super) fn judge(e: &Evidence, adapter: &dyn Adapter) -> Judgement {
                 )),
             );
         }
+        Ending::OverBudget => {
+            let reached = e
+                .stream
+                .over_budget
+                .as_deref()
+                .unwrap_or("it reached its budget");
+            return Judgement::new(
+                RunState::OverBudget,
+                Some(format!(
+                    "over budget: {reached}; the worker was stopped and what it did is kept"
+                )),
+            );
+        }
         Ending::Stalled => {
             return Judgement {
                 failure: Some(FailureKind::Other),

@@ -9,7 +9,8 @@
 //!    allows it, else a read copy; an isolated copy; or the user's tree; and the "before"
 //!    snapshot (none in place).
 //! 5. launch (`launch.rs`): invocation, prompt, environment and sandbox, under the keeper.
-//! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends.
+//! 6. stream (`stream.rs`): the worker's events to disk and into a tally, until it ends (or
+//!    reaches a budget cap: `spend.rs` counts the run's spend and the others' its caps span).
 //! 7. judge / fall back (`judge.rs`, `fallback.rs`): an attempt that failed in a way the next
 //!    target may fix hands over to it; 5 to 7 repeat down the chain.
 //! 8. citations (`paths.rs`), then the "after" snapshot and diff (`changes.rs`).
@@ -31,6 +32,7 @@ mod models;
 mod paths;
 mod queue;
 mod repair;
+mod spend;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -136,6 +138,24 @@ fn check_task(spec: &RunSpec) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// Refuses a run with a budget in dollars when a target it may use has no known price: its
+/// spend could not be counted, and unknown cost is never $0.
+fn check_prices(spec: &RunSpec) -> Result<(), EngineError> {
+    if !spec.budget.counts_dollars() {
+        return Ok(());
+    }
+    let prices = spec.worker_prices.clone().unwrap_or_default();
+    let missing = crate::budget::unpriced_targets(&fallback::fallback_chain(spec), &prices);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Refused(format!(
+        "a budget in dollars needs a price for every target the run may use, and {} no price (unknown cost is never $0); add to your config file (pitroom config shows where it is), with your provider's prices:\n  {}",
+        if missing.len() == 1 { "one has" } else { "some have" },
+        missing.join("\n  ")
+    )))
+}
+
 /// The file `pitroom stop` leaves in a run's directory: a stop that races the run's start (before
 /// its supervisor can take a signal) is not lost.
 pub const STOP_REQUESTED: &str = "stop-requested";
@@ -219,6 +239,7 @@ impl Engine {
                 spec.dir.display()
             )));
         }
+        check_prices(spec)?;
         // Fail now, not in the background, when the CLI is missing.
         self.probe_invocation(adapter.as_ref(), spec)?;
         let repo = Repo::discover(&spec.dir)?;
@@ -381,6 +402,12 @@ impl Engine {
         let Some(slot) = self.wait_for_slot(record, ticket, interrupt.stop_flag())? else {
             return Err(EngineError::Interrupted);
         };
+        // A crew's or the day's budget that is spent already: the worker never starts.
+        if let Some(reached) = spend::budget_spent_before_start(self, record) {
+            record.state = RunState::OverBudget;
+            record.error = Some(format!("over budget: {reached}; the worker never started"));
+            return Ok(());
+        }
         // The timeout counts from here: tree, worker, finishing and --verify alike.
         interrupt.start_deadline(Duration::from_secs_f64(record.spec.timeout_secs));
         record.state = RunState::Running;
@@ -407,7 +434,12 @@ impl Engine {
         self.enter(record, RunPhase::Worker)?;
 
         // Launch, stream and judge one attempt per target, falling back down the chain.
-        let parent_session = parent.as_ref().and_then(|p| p.session.clone());
+        // The session to continue, and what it had used by then (a CLI that reports a resumed
+        // session's total counts that usage again).
+        let parent_session = parent.as_ref().and_then(|p| {
+            let used = p.session_usage.unwrap_or(p.tally.usage);
+            p.session.clone().map(|session| (session, used))
+        });
         let mut last = self.run_chain(
             record,
             run_dir,
@@ -462,7 +494,7 @@ impl Engine {
         record.ended_at = Some(crate::clock::stamp());
         if matches!(
             last.ending,
-            stream::Ending::Stopped | stream::Ending::TimedOut
+            stream::Ending::Stopped | stream::Ending::TimedOut | stream::Ending::OverBudget
         ) {
             // What the stopped worker did is still recorded, unless the run is stopped again.
             record.interrupted_in = Some(RunPhase::Worker);

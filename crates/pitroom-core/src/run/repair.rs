@@ -77,6 +77,12 @@ impl Engine {
             // it cites and reports its work as a whole.
             calls: last.stream.calls.clone(),
             edited: last.stream.edited.clone(),
+            session_usage_before: if session.is_some() && last.adapter.resumed_usage_is_cumulative()
+            {
+                session_before
+            } else {
+                Usage::default()
+            },
             ..Stream::default()
         };
         let started = Instant::now();

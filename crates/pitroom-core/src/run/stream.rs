@@ -14,6 +14,7 @@ use pitroom_workers::{Adapter, StreamParser, ToolOutcome, WorkerEvent};
 use super::interrupt::{Cause, Interrupt};
 use super::launch::GRACE;
 use super::paths::project_relative;
+use super::spend::Meter;
 use super::tree::TreeSetup;
 use super::{io, Engine, EngineError, Observer, STOP_REQUESTED};
 use crate::record::RunRecord;
@@ -28,6 +29,8 @@ pub(super) enum Ending {
     Stalled,
     /// The CLI kept retrying a failing model call; the last error it reported.
     RetriesExhausted,
+    /// The run reached a budget cap (`Stream::over_budget` says which).
+    OverBudget,
 }
 
 /// Consecutive empty steps before the watchdog considers the worker looping.
@@ -72,6 +75,7 @@ impl Engine {
             .map_err(io("creating events.jsonl"))?;
         let mut keeper =
             spawn_keeper(&self.exe, spec).map_err(|e| EngineError::Refused(e.to_string()))?;
+        let meter = Meter::for_attempt(record, stream);
         let mut follow = Follow {
             engine: self,
             watchdog: Duration::from_secs_f64(record.spec.watchdog_secs),
@@ -90,7 +94,10 @@ impl Engine {
             last_saved: Instant::now(),
             dirty: false,
             requested: None,
+            meter,
         };
+        follow.meter.refresh(self, follow.record);
+        follow.check_budget();
         let bounds = Bounds {
             exit_wait: GRACE + Duration::from_secs(5),
             drain: Duration::from_secs(2),
@@ -141,9 +148,24 @@ struct Follow<'a> {
     dirty: bool,
     /// Why the supervisor ended the worker, when it did.
     requested: Option<Ending>,
+    /// The run's spend against its budget.
+    meter: Meter,
 }
 
 impl Follow<'_> {
+    /// Counts the run's spend into its record and notes the cap it reached, if it did.
+    fn check_budget(&mut self) -> bool {
+        if self.record.spec.budget.is_unset() {
+            return false;
+        }
+        let own = self.meter.own(self.record, &self.stream.tally);
+        self.record.spend = Some(own);
+        if self.stream.over_budget.is_none() {
+            self.stream.over_budget = self.meter.reached(self.record, &own);
+        }
+        self.stream.over_budget.is_some()
+    }
+
     /// Logs (redacted) and parses one line.
     fn take(&mut self, text: &str) {
         let logged = log_line(&mut self.events_file, &self.stream.redact(text));
@@ -172,6 +194,8 @@ impl Follow<'_> {
             })
         } else if self.stop_file.exists() {
             Some(Ending::Stopped)
+        } else if self.stream.over_budget.is_some() {
+            Some(Ending::OverBudget)
         } else if self.stream.stalled(self.watchdog) {
             Some(Ending::Stalled)
         } else if self.stream.retry_errors >= self.adapter.retry_cut() {
@@ -190,6 +214,7 @@ impl Watcher for Follow<'_> {
     fn line(&mut self, line: Vec<u8>) -> AfterLine {
         let text = String::from_utf8_lossy(&line);
         self.take(&text);
+        let over_budget = self.check_budget();
         // Some CLIs report their silent retries on stdout (Codex's "Reconnecting…").
         if let Some(error) = self.adapter.retry_signal(&text) {
             self.stream.retry_errors += 1;
@@ -205,7 +230,7 @@ impl Watcher for Follow<'_> {
             (self.published, self.dirty, self.last_saved) = (counters, false, Instant::now());
         }
         // A worker that prints without pause is stopped all the same.
-        if self.interrupt.cause().is_none() {
+        if self.interrupt.cause().is_none() && !over_budget {
             AfterLine::ReadOn
         } else {
             AfterLine::Check
@@ -214,10 +239,14 @@ impl Watcher for Follow<'_> {
 
     fn drained(&mut self, line: Vec<u8>) {
         self.take(&String::from_utf8_lossy(&line));
+        // Counted, too late to stop anything: the spend on record is what the worker used.
+        self.check_budget();
     }
 
     fn poll(&mut self) -> Decision {
         self.poll_stderr();
+        self.meter.refresh(self.engine, self.record);
+        self.check_budget();
         if let Some(ending) = self.reason_to_end() {
             self.requested = Some(ending);
             return Decision::Stop;
@@ -262,6 +291,11 @@ pub(super) struct Stream {
     /// The first write of the run's state that failed (the event log, a progress record):
     /// the run cannot keep what the worker does, so it ends.
     pub(super) storage_error: Option<String>,
+    /// The budget cap the run reached, as its report says it (`budget::reached`).
+    pub(super) over_budget: Option<String>,
+    /// What a resumed session had used before this attempt, for a CLI that reports the
+    /// session's total (Codex): usage the budget must not count again (zero otherwise).
+    pub(super) session_usage_before: pitroom_workers::Usage,
 }
 
 impl Stream {

@@ -435,7 +435,7 @@ fn judge_says_why_a_run_without_an_answer_failed() {
 }
 
 #[test]
-fn judge_ends_stops_timeouts_and_stalls_whatever_the_worker_said() {
+fn judge_ends_stops_budget_stops_timeouts_and_stalls_whatever_the_worker_said() {
     let r = blank_record();
     let s = Stream::default();
     let answer = Some("SUMMARY: ok");
@@ -445,6 +445,19 @@ fn judge_ends_stops_timeouts_and_stalls_whatever_the_worker_said() {
         (
             RunState::Stopped,
             Some("stopped before the worker finished; what it did is kept"),
+            None
+        )
+    );
+    let over = Stream {
+        over_budget: Some("used 1400 tokens of its 1000 cap".into()),
+        ..Stream::default()
+    };
+    let j = judged(&r.spec, Ending::OverBudget, &over, answer);
+    assert_eq!(
+        (j.state, j.error.as_deref(), j.worker_exit),
+        (
+            RunState::OverBudget,
+            Some("over budget: used 1400 tokens of its 1000 cap; the worker was stopped and what it did is kept"),
             None
         )
     );
@@ -543,11 +556,16 @@ fn a_rate_limited_attempt_falls_back_with_the_providers_wait() {
 }
 
 #[test]
-fn answers_stops_timeouts_stalls_and_unclassified_failures_never_fall_back() {
+fn answers_stops_budget_stops_timeouts_stalls_and_unclassified_failures_never_fall_back() {
     let r = blank_record();
     let adapter = opencode();
     let limited = rate_limited();
-    for ending in [Ending::Stopped, Ending::TimedOut, Ending::Stalled] {
+    for ending in [
+        Ending::Stopped,
+        Ending::TimedOut,
+        Ending::Stalled,
+        Ending::OverBudget,
+    ] {
         let e = evidence(&r.spec, ending, &limited, None);
         assert_eq!(fallback_failure(&e, adapter.as_ref()), None, "{ending:?}");
     }
@@ -651,4 +669,114 @@ fn verify_failures_say_whether_it_timed_out_failed_or_could_not_run() {
         "{timed_out}"
     );
     assert!(timed_out.ends_with(": make test"), "{timed_out}");
+}
+
+/// A record held to `budget`, pinned to `opencode:acme/cheap`, with `acme/cheap` priced at $1
+/// and $4 a million tokens and `codex` left unpriced.
+fn budgeted(budget: crate::budget::Budget, fallback: &[&str]) -> RunRecord {
+    let (prices, _) = crate::receipt::WorkerPrices::from_value(&serde_json::json!({
+        "opencode:acme/cheap": {"input": 1.0, "output": 4.0},
+    }));
+    let mut r = blank_record();
+    r.spec.model = Some("acme/cheap".into());
+    r.spec.worker_prices = Some(prices);
+    r.spec.fallback = fallback.iter().map(|t| t.to_string()).collect();
+    r.spec.budget = budget;
+    r
+}
+
+#[test]
+fn a_dollar_budget_is_refused_when_any_target_of_the_chain_has_no_price() {
+    let usd = crate::budget::Budget {
+        max_usd: Some(1.0),
+        ..Default::default()
+    };
+    assert!(super::check_prices(&budgeted(usd.clone(), &[]).spec).is_ok());
+    let refused = super::check_prices(&budgeted(usd, &["codex:gpt-x"]).spec)
+        .expect_err("the fallback target has no price")
+        .to_string();
+    assert!(refused.contains("unknown cost is never $0"), "{refused}");
+    assert!(
+        refused.ends_with(
+            "\n  worker_prices.\"codex:gpt-x\" = { input = IN, output = OUT }   # USD per million tokens"
+        ),
+        "{refused}"
+    );
+    // The day's cap counts dollars too; a token cap alone needs no price.
+    let daily = crate::budget::Budget {
+        daily_usd: Some(5.0),
+        ..Default::default()
+    };
+    assert!(super::check_prices(&budgeted(daily, &["codex"]).spec).is_err());
+    let tokens = crate::budget::Budget {
+        max_tokens: Some(10),
+        ..Default::default()
+    };
+    assert!(super::check_prices(&budgeted(tokens, &["codex"]).spec).is_ok());
+}
+
+#[test]
+fn the_meter_settles_earlier_attempts_and_prices_this_one_at_its_own_target() {
+    use crate::budget::Spend;
+    let r = budgeted(Default::default(), &[]);
+    // An earlier attempt spent $0.5 over 1000 tokens; this one's tally adds 1M input tokens.
+    let mut before = crate::record::Tally::default();
+    before.usage.input = 1000;
+    let meter = super::spend::Meter::new(
+        Spend {
+            tokens: 1000,
+            usd: Some(0.5),
+        },
+        before.clone(),
+    );
+    let mut now = before;
+    now.usage.input += 1_000_000;
+    assert_eq!(
+        meter.own(&r, &now),
+        Spend {
+            tokens: 1_001_000,
+            usd: Some(1.5)
+        }
+    );
+}
+
+#[test]
+fn a_resumed_session_whose_cli_reports_its_total_is_not_charged_its_earlier_usage() {
+    use crate::budget::Spend;
+    let mut r = budgeted(Default::default(), &[]);
+    r.spend = Some(Spend {
+        tokens: 100,
+        usd: Some(0.1),
+    });
+    // The run had used 100 tokens; the session it resumes had used 5000 before this attempt.
+    let mut stream = Stream::default();
+    stream.tally.usage.input = 100;
+    stream.session_usage_before.input = 5000;
+    let meter = super::spend::Meter::for_attempt(&r, &stream);
+    // The CLI now reports the session's total, 6000: this attempt used 1000 of them.
+    let mut now = stream.tally.clone();
+    now.usage.input += 6000;
+    assert_eq!(meter.own(&r, &now).tokens, 1100);
+}
+
+#[test]
+fn another_runs_spend_is_the_greatest_figure_its_record_has() {
+    use super::spend::spent_usd;
+    let mut r = blank_record();
+    assert_eq!(spent_usd(&r), 0.0, "a run that has spent nothing");
+    r.tally.cost = Some(0.0);
+    r.spend = Some(crate::budget::Spend {
+        tokens: 10,
+        usd: Some(0.25),
+    });
+    assert_eq!(
+        spent_usd(&r),
+        0.25,
+        "a CLI's $0 is not believed over the budget's count"
+    );
+    r.receipt = Some(crate::record::Receipt {
+        cost: Some(0.5),
+        ..Default::default()
+    });
+    assert_eq!(spent_usd(&r), 0.5);
 }

@@ -108,6 +108,8 @@ impl PitroomMcp {
             no_hold: false,
             files: args.files.iter().map(PathBuf::from).collect(),
             plan: args.plan.map(PathBuf::from).zip(args.step),
+            // Budgets are the CLI's for now (docs/budgets.md); the config's daily cap holds.
+            ..RunRequest::default()
         };
         if !args.race.is_empty() && tasks.len() > 1 {
             return Ok(error_text(

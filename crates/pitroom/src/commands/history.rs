@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use pitroom_core::budget::dollars;
 use pitroom_core::duration::format_duration;
 use pitroom_service::ledger::{last_days, savings_card};
 use pitroom_service::report::human_count;
@@ -277,6 +278,12 @@ pub(crate) fn savings(args: SavingsArgs) -> Outcome {
         None => vec![last_days(7), last_days(30), Since::all()],
     };
     let store = open()?;
+    // Today's spend against the daily cap, when there is one; a bad cap is the config's
+    // warning, not a reason to fail the report.
+    let daily = super::service()?.daily_budget().unwrap_or_else(|e| {
+        output::warning(e.to_string());
+        None
+    });
     let totals = periods
         .iter()
         .map(|p| store.savings(p))
@@ -303,10 +310,18 @@ pub(crate) fn savings(args: SavingsArgs) -> Outcome {
             "periods": periods,
             "estimate": "saved = the primary's list price for the worker's tokens − the worker's cost − reading the report; unknown worker costs count as $0",
             "card": args.card,
+            "budget": daily,
         }));
         return Ok(Exit::Ok);
     }
     print_savings(&totals, args.models.then_some(main));
+    if let Some(d) = daily {
+        say!(
+            "budget: {} spent today (UTC) of {} a day (budget.daily_usd)",
+            dollars(d.spent_today_usd),
+            dollars(d.daily_usd)
+        );
+    }
     if let Some(file) = &args.card {
         say!("card written to {}", file.display());
     }

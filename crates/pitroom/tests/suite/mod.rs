@@ -1,5 +1,6 @@
 mod adversary;
 mod apply_edges;
+mod budget;
 mod claims;
 mod cli;
 mod common;

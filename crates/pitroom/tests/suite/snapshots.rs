@@ -1,4 +1,5 @@
-//! Snapshot tests of what Pitroom prints: the text report of a read, a write and a failed run,
+//! Snapshot tests of what Pitroom prints: the text report of a read, a write, a failed run and
+//! one stopped at its budget,
 //! `run --json`, `watch --json`, `show --json` and `history --json`, all on
 //! the fake worker.
 //!
@@ -175,6 +176,26 @@ fn the_text_report_of_a_write_run() {
         &["-w", "Make divide refuse zero"],
         "write_run_report",
     );
+}
+
+#[test]
+fn the_text_report_of_a_run_stopped_at_its_budget() {
+    let env = snapshot_env(json!([
+        {"write": {"path": "calc.py", "content": "def add(a, b):\n    return a + b  # half done\n"}},
+        {"step": {"input": 5000, "output": 500, "cost": 0.0}},
+        {"step": {"input": 5000, "output": 500, "cost": 0.0}},
+        {"sleep_ms": 60000},
+        {"text": "SUMMARY: never reached"}
+    ]));
+    std::fs::write(
+        env.root.join("pitroom.toml"),
+        "[worker_prices]\n\"opencode:acme/cheap\" = { input = 1.0, output = 4.0 }\n",
+    )
+    .expect("config written");
+    let repo = dirty_repo(&env, "repo");
+    let args = ["-i", "-m", "acme/cheap", "--max-usd", "0.01", "Finish add"];
+    let out = env.run_expecting(&repo, &args, 1);
+    settings(&env).bind(|| insta::assert_snapshot!("over_budget_run_report", printed(&out)));
 }
 
 #[test]
