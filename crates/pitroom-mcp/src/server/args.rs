@@ -10,7 +10,7 @@ use serde::Deserialize;
 pub struct RunArgs {
     /// The task (or give `tasks`).
     pub task: Option<String>,
-    /// Or up to 30 parallel tasks.
+    /// Or up to 30 tasks.
     pub tasks: Vec<String>,
     /// read (default), isolate (a copy) or write (in place).
     pub mode: Option<String>,
@@ -22,11 +22,11 @@ pub struct RunArgs {
     pub effort: Option<String>,
     /// Default: the project.
     pub dir: Option<String>,
-    /// Command that checks the result.
+    /// A check command.
     pub verify: Option<String>,
     /// Verify rounds.
     pub attempts: Option<u32>,
-    /// Ignored paths to copy (isolate).
+    /// Ignored paths to copy.
     pub link: Vec<String>,
     /// Files to attach.
     pub files: Vec<String>,
@@ -42,6 +42,8 @@ pub struct RunArgs {
     pub continue_run: Option<String>,
     /// Default 30m.
     pub timeout: Option<String>,
+    /// USD cap (tasks: shared).
+    pub max_usd: Option<f64>,
     /// Default 50, max 540.
     pub wait_seconds: Option<u64>,
 }

@@ -45,8 +45,8 @@ fn parse_mode(given: Option<&str>) -> Result<Option<Mode>, String> {
 
 #[tool_router(vis = "pub(super)")]
 impl PitroomMcp {
-    /// Delegate one `task`, or `tasks` as a crew. Returns the verified report, or a handle
-    /// (next) for pitroom_wait.
+    /// Delegate one `task`, or `tasks` as a crew: the verified report, or a handle (next)
+    /// for pitroom_wait.
     #[tool(
         meta = always_load(),
         input_schema = schema::for_type::<RunArgs>(),
@@ -108,7 +108,9 @@ impl PitroomMcp {
             no_hold: false,
             files: args.files.iter().map(PathBuf::from).collect(),
             plan: args.plan.map(PathBuf::from).zip(args.step),
-            // Budgets are the CLI's for now (docs/budgets.md); the config's daily cap holds.
+            // A crew's cap is the crew's, as `crew --max-usd` has it.
+            max_usd: args.max_usd.filter(|_| tasks.len() == 1),
+            crew_max_usd: args.max_usd.filter(|_| tasks.len() > 1),
             ..RunRequest::default()
         };
         if !args.race.is_empty() && tasks.len() > 1 {

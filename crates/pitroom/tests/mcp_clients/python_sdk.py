@@ -215,6 +215,8 @@ async def bad_input_gets_clear_errors_and_the_server_keeps_serving(session):
     check("oversized_task_is_an_error", r.isError and "over the limit" in text_of(r), text_of(r))
     r = await call(session, "pitroom_run", {"task": "t", "mode": "sideways", "dir": PROJECT})
     check("unknown_mode_is_an_error", r.isError and "read, isolate, write" in text_of(r), text_of(r))
+    r = await call(session, "pitroom_run", {"task": "t", "max_usd": 0.5, "dir": PROJECT})
+    check("a_spend_cap_on_an_unpriced_model_is_refused_with_the_line_that_prices_it", r.isError and "worker_prices." in text_of(r), text_of(r))
     r = await call(session, "pitroom_info", {"topic": "runs"})
     check("server_still_serves", not r.isError and len(sc(r)["runs"]) > 0, text_of(r))
     r = await call(session, "pitroom_info", {"topic": "doctor"})

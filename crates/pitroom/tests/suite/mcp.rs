@@ -100,6 +100,7 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
             "ok race_contenders_are_isolated_and_done",
             "ok race_takes_one_task",
             "ok server_still_serves",
+            "ok a_spend_cap_on_an_unpriced_model_is_refused_with_the_line_that_prices_it",
             "ok probe_makes_a_real_round_trip",
             "ok probe_says_what_went_wrong",
         ],
