@@ -41,6 +41,9 @@ pub struct RunView {
     /// A review's verdict line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    /// A queued run waiting out a rate limit: when it starts at the latest (`14:05 UTC`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_until: Option<String>,
 }
 
 impl RunView {
@@ -66,6 +69,7 @@ impl RunView {
             steps: record.tally.steps,
             tools: record.tally.tool_calls,
             verdict: record.verdict.as_ref().map(|v| v.line()),
+            held_until: record.held_until_short(),
         }
     }
 }
@@ -177,6 +181,26 @@ mod tests {
         let cut = cap(text, "pitroom://run/x/patch");
         assert!(cut.len() < TEXT_CAP + 200);
         assert!(cut.contains("the whole text is the resource pitroom://run/x/patch"));
+    }
+
+    #[test]
+    fn a_held_run_says_until_when_and_a_queued_one_does_not() {
+        let spec =
+            pitroom_service::RunSpec::new("t", pitroom_service::Mode::Read, "opencode", "/tmp");
+        let mut record = RunRecord::new(
+            "20260101-000000-0000".into(),
+            spec,
+            "2026-01-01T00:00:00Z".into(),
+        );
+        assert_eq!(RunView::of(&record).held_until, None);
+        record.phase = Some(pitroom_service::RunPhase::Held);
+        record.held_until = Some("2026-01-01T14:05:00Z".into());
+        assert_eq!(
+            RunView::of(&record).held_until.as_deref(),
+            Some("14:05 UTC")
+        );
+        let (_, text, _) = runs_result(&[record], &Selector::Runs(Vec::new()), 50);
+        assert!(text.contains("held"), "{text}");
     }
 
     #[test]
