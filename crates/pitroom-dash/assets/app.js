@@ -164,9 +164,7 @@
     });
     es.addEventListener("card", function (ev) {
       var card = JSON.parse(ev.data);
-      var before = state.cards.get(card.id);
       upsert(card);
-      if (before && before.stoppable && !card.stoppable) notifyEnded(card);
       state.pushes.push({ id: card.id, steps: card.steps, tools: card.tools, state: card.state, at: Date.now() });
       if (state.pushes.length > 500) state.pushes.shift();
     });
@@ -181,7 +179,10 @@
 
   function loadLive() {
     return api("/api/live").then(function (snap) {
+      var before = state.cards;
       state.cards = new Map(snap.cards.map(function (c) { return [c.id, c]; }));
+      // A run that ended while the stream was away is news too.
+      if (before) state.cards.forEach(function (c) { noteEnd(before.get(c.id), c); });
       state.total = snap.total;
       state.feed = snap.feed;
       state.epoch = snap.feed.split(".")[0];
@@ -194,6 +195,8 @@
   }
 
   function upsert(card) {
+    // Whichever way the change came (the stream, or the answer to the page's own Stop).
+    noteEnd(state.cards.get(card.id), card);
     state.cards.set(card.id, card);
     if (!state.route) return;
     if (state.route.name === "live") scheduleLive();
@@ -829,6 +832,10 @@
     showNotify();
   });
   showNotify();
+
+  function noteEnd(before, card) {
+    if (before && before.stoppable && !card.stoppable) notifyEnded(card);
+  }
 
   function notifyEnded(card) {
     if (!notifyOn() || !("Notification" in window) || Notification.permission !== "granted") return;
