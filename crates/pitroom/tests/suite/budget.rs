@@ -189,15 +189,11 @@ fn crew_records(env: &TestEnv, dir: &Path, ids: &[String]) -> Vec<Value> {
     ids.iter().map(|id| show(env, dir, id)).collect()
 }
 
-#[test]
-fn a_crew_cap_stops_its_running_runs_once_their_spend_together_reaches_it() {
-    // Each run alone spends $0.007 and is under the crew's $0.01; together they are over it.
-    let mut env = fake_env(spends(&[[5000, 500]]));
-    env.set("PITROOM_MAX_PARALLEL", "2");
-    configure(&env, PRICED);
-    let repo = dirty_repo(&env, "repo");
+/// Starts the isolated crew `capped` of two runs on `acme/cheap` under `crew --max-usd 0.01`,
+/// waits for it to end not ok (exit 1) and returns its run ids.
+fn capped_crew(env: &TestEnv, repo: &std::path::Path) -> Vec<String> {
     let out = env.run_expecting(
-        &repo,
+        repo,
         &[
             "crew",
             "-i",
@@ -214,8 +210,19 @@ fn a_crew_cap_stops_its_running_runs_once_their_spend_together_reaches_it() {
     );
     let ids: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
     assert_eq!(ids.len(), 2, "{}", text(&out));
-    let waited = env.run(&repo, &["wait", "-g", "capped", "--timeout", "120"]);
+    let waited = env.run(repo, &["wait", "-g", "capped", "--timeout", "120"]);
     assert_eq!(code(&waited), 1, "{}", text(&waited));
+    ids
+}
+
+#[test]
+fn a_crew_cap_stops_its_running_runs_once_their_spend_together_reaches_it() {
+    // Each run alone spends $0.007 and is under the crew's $0.01; together they are over it.
+    let mut env = fake_env(spends(&[[5000, 500]]));
+    env.set("PITROOM_MAX_PARALLEL", "2");
+    configure(&env, PRICED);
+    let repo = dirty_repo(&env, "repo");
+    let ids = capped_crew(&env, &repo);
     for r in crew_records(&env, &repo, &ids) {
         assert_eq!(r["state"], "over_budget", "{r:#}");
         assert!(
@@ -236,25 +243,7 @@ fn a_crew_cap_already_reached_keeps_its_queued_runs_from_starting() {
     env.set("PITROOM_MAX_PARALLEL", "1");
     configure(&env, PRICED);
     let repo = dirty_repo(&env, "repo");
-    let out = env.run_expecting(
-        &repo,
-        &[
-            "crew",
-            "-i",
-            "-g",
-            "capped",
-            "-m",
-            "acme/cheap",
-            "--max-usd",
-            "0.01",
-            "one",
-            "two",
-        ],
-        0,
-    );
-    let ids: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
-    let waited = env.run(&repo, &["wait", "-g", "capped", "--timeout", "120"]);
-    assert_eq!(code(&waited), 1, "{}", text(&waited));
+    let ids = capped_crew(&env, &repo);
     let records = crew_records(&env, &repo, &ids);
     assert!(
         records.iter().all(|r| r["state"] == "over_budget"),
