@@ -133,6 +133,18 @@ struct Taken {
     grant: u64,
 }
 
+impl Taken {
+    /// The held slot: the granted files taken out of the waiter's open ones (still locked).
+    fn into_slot(self, slot_files: &mut Vec<File>, lane_files: &mut Vec<File>) -> Slot {
+        Slot {
+            index: self.slot,
+            grant: self.grant,
+            _file: slot_files.swap_remove(self.slot),
+            _lane: self.lane.map(|i| lane_files.swap_remove(i)),
+        }
+    }
+}
+
 /// Locks every free file of `files` (non-blocking) and returns their indexes.
 fn take_free(files: &[File]) -> io::Result<Vec<usize>> {
     let mut free = Vec::new();
@@ -267,12 +279,7 @@ impl Slots {
                 return Ok(None);
             }
             if let Some(taken) = self.try_take(&ticket, &slot_files, &lane_files)? {
-                let slot = Slot {
-                    index: taken.slot,
-                    grant: taken.grant,
-                    _file: slot_files.swap_remove(taken.slot),
-                    _lane: taken.lane.map(|i| lane_files.swap_remove(i)),
-                };
+                let slot = taken.into_slot(&mut slot_files, &mut lane_files);
                 drop(ticket);
                 return Ok(Some(slot));
             }
@@ -304,12 +311,7 @@ impl Slots {
         let mut lane_files = self.open_lane()?;
         Ok(self
             .try_take(&ticket, &files, &lane_files)?
-            .map(|taken| Slot {
-                index: taken.slot,
-                grant: taken.grant,
-                _file: files.swap_remove(taken.slot),
-                _lane: taken.lane.map(|i| lane_files.swap_remove(i)),
-            }))
+            .map(|taken| taken.into_slot(&mut files, &mut lane_files)))
     }
 
     /// One decision, under the queue's decision lock: the slot (and lane file) this ticket may
@@ -698,12 +700,7 @@ mod tests {
         slots
             .try_take(ticket, &files, &lane_files)
             .unwrap()
-            .map(|t| Slot {
-                index: t.slot,
-                grant: t.grant,
-                _file: files.swap_remove(t.slot),
-                _lane: t.lane.map(|i| lane_files.swap_remove(i)),
-            })
+            .map(|t| t.into_slot(&mut files, &mut lane_files))
     }
 
     #[test]
