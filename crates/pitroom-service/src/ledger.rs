@@ -275,12 +275,12 @@ mod tests {
         record.ended_at = Some("2026-11-20T10:00:05Z".into());
         record.duration_ms = Some(5000);
         record.receipt = Some(pitroom_core::record::Receipt {
-            worker_tokens: 1100,
-            returned_tokens: 50,
-            compression: 22.0,
-            cost: Some(0.01),
-            primary: "Claude Sonnet".into(),
-            saved: Some(0.5),
+            worker_tokens: 2400,
+            returned_tokens: 60,
+            compression: 40.0,
+            cost: Some(0.02),
+            primary: "Claude Opus".into(),
+            saved: Some(1.25),
         });
         std::fs::create_dir_all(home.run_dir(ID)).expect("run dir");
         record.write(&home.record_path(ID)).expect("record");
@@ -308,7 +308,7 @@ mod tests {
             [("opencode", 1)]
         );
         let savings = history.savings(&Since::all()).expect("savings");
-        assert_eq!((savings.runs, savings.saved), (1, 0.5));
+        assert_eq!((savings.runs, savings.saved), (1, 1.25));
         let days = history.days(&Since::all()).expect("days");
         assert_eq!(
             days,
@@ -316,9 +316,9 @@ mod tests {
                 day: "2026-11-20".into(),
                 runs: 1,
                 done: 1,
-                tokens: 1100,
-                cost: 0.01,
-                saved: 0.5,
+                tokens: 2400,
+                cost: 0.02,
+                saved: 1.25,
                 median_ms: Some(5000),
                 ..Day::default()
             }]

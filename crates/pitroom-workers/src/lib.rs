@@ -58,6 +58,19 @@ mod testing {
         }
     }
 
+    /// Feeds `parser` the `pending` lines, each of which must yield nothing yet (a delta, a
+    /// started call: the parser only accumulates), then `last`, and returns what `last` yields.
+    pub(crate) fn events_after(
+        parser: &mut dyn StreamParser,
+        pending: &[&str],
+        last: &str,
+    ) -> Vec<crate::WorkerEvent> {
+        for line in pending {
+            assert!(parser.parse_line(line).is_empty(), "yielded early: {line}");
+        }
+        parser.parse_line(last)
+    }
+
     /// Writes `content` to `path`, creating its directories first (a user's config file under a
     /// temporary home).
     pub(crate) fn write_file(path: &std::path::Path, content: &str) {

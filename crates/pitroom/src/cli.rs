@@ -181,6 +181,23 @@ pub(crate) struct WorkerOptions {
     pub no_hold: bool,
 }
 
+/// What a crew's `--max-usd` is, as `crew --help` says it.
+const CREW_CAP: &str = "Cap the whole crew's spend (USD, its runs together, at your worker_prices): once reached, its running runs stop and its queued ones never start, all over_budget (exit 1) with their work kept. A target without a price is refused (see docs/budgets.md)";
+
+/// The spend caps of `run` (the run's) and `crew` (its runs' together).
+#[derive(Debug, Args)]
+pub(crate) struct SpendCaps {
+    /// Stop the run once its worker has spent this much (USD, e.g. 0.50), counted from its
+    /// usage at your worker_prices; it ends over_budget (exit 1) with its work kept. A target
+    /// without a price is refused (see docs/budgets.md).
+    #[arg(long, value_name = "USD")]
+    pub max_usd: Option<f64>,
+    /// Stop once the worker has used this many tokens, every kind its CLI counts (for a crew,
+    /// its runs together), as --max-usd stops.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// The task. `-` reads it from stdin (stdin is read only then).
@@ -219,21 +236,15 @@ pub(crate) struct RunArgs {
     /// With --race: have each contender with changes reviewed before the winner is picked.
     #[arg(long, requires = "race")]
     pub review: bool,
-    /// Stop the run once its worker has spent this much (USD, e.g. 0.50), counted from its
-    /// usage at your worker_prices; it ends over_budget (exit 1) with its work kept. A target
-    /// without a price is refused (see docs/budgets.md).
-    #[arg(long, value_name = "USD")]
-    pub max_usd: Option<f64>,
-    /// Stop the run once its worker has used this many tokens (every kind its CLI counts);
-    /// it ends over_budget (exit 1) with its work kept.
-    #[arg(long, value_name = "N")]
-    pub max_tokens: Option<u64>,
+    #[command(flatten)]
+    pub caps: SpendCaps,
     /// Print the run record as JSON instead of the report.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("max_usd", |a| a.help(CREW_CAP)))]
 pub(crate) struct CrewArgs {
     /// The tasks, one per argument.
     pub tasks: Vec<String>,
@@ -248,14 +259,8 @@ pub(crate) struct CrewArgs {
     pub group: Option<String>,
     #[command(flatten)]
     pub worker: WorkerOptions,
-    /// Cap the whole crew's spend (USD, its runs together, at your worker_prices): once
-    /// reached, its running runs stop and its queued ones never start, all over_budget with
-    /// their work kept. A target without a price is refused (see docs/budgets.md).
-    #[arg(long, value_name = "USD")]
-    pub max_usd: Option<f64>,
-    /// Cap the whole crew's worker tokens (its runs together), like --max-usd.
-    #[arg(long, value_name = "N")]
-    pub max_tokens: Option<u64>,
+    #[command(flatten)]
+    pub caps: SpendCaps,
     /// Print the group and its runs as JSON.
     #[arg(long)]
     pub json: bool,

@@ -205,15 +205,17 @@ fn status_in(message: &str) -> Option<u16> {
 mod tests {
     use super::*;
     use crate::adapter::StreamParser;
-    use crate::testing::assert_no_events;
+    use crate::testing::{assert_no_events, events_after};
 
     #[test]
     fn response_deltas_become_one_text_when_the_step_is_done() {
-        let mut s = AntigravityStream::default();
-        assert!(s
-            .parse_line(r#"{"event":"step_update","step_update":{"step_index":2,"state":"ACTIVE","step_type":"agent_response","text_delta":"The fun"}}"#)
-            .is_empty());
-        let e = s.parse_line(r#"{"event":"step_update","step_update":{"step_index":2,"state":"DONE","step_type":"agent_response","text_delta":"ction."}}"#);
+        let e = events_after(
+            &mut AntigravityStream::default(),
+            &[
+                r#"{"event":"step_update","step_update":{"step_index":2,"state":"ACTIVE","step_type":"agent_response","text_delta":"The fun"}}"#,
+            ],
+            r#"{"event":"step_update","step_update":{"step_index":2,"state":"DONE","step_type":"agent_response","text_delta":"ction."}}"#,
+        );
         assert_eq!(
             e,
             vec![WorkerEvent::Text {
@@ -225,11 +227,13 @@ mod tests {
 
     #[test]
     fn a_tool_step_is_reported_once_when_done_and_a_permission_error_is_a_denial() {
-        let mut s = AntigravityStream::default();
-        assert!(s
-            .parse_line(r#"{"event":"step_update","step_update":{"step_index":3,"state":"ACTIVE","step_type":"tool","tool_name":"view_file","tool_info":{"name":"view_file","parameters":{"AbsolutePath":"/w/a.rs"}}}}"#)
-            .is_empty());
-        let e = s.parse_line(r#"{"event":"step_update","step_update":{"step_index":3,"state":"DONE","step_type":"tool","tool_name":"run_command","tool_info":{"name":"run_command","parameters":{"CommandLine":"touch x"},"error":"permission check failed for command \"touch x\": user denied permission"}}}"#);
+        let e = events_after(
+            &mut AntigravityStream::default(),
+            &[
+                r#"{"event":"step_update","step_update":{"step_index":3,"state":"ACTIVE","step_type":"tool","tool_name":"view_file","tool_info":{"name":"view_file","parameters":{"AbsolutePath":"/w/a.rs"}}}}"#,
+            ],
+            r#"{"event":"step_update","step_update":{"step_index":3,"state":"DONE","step_type":"tool","tool_name":"run_command","tool_info":{"name":"run_command","parameters":{"CommandLine":"touch x"},"error":"permission check failed for command \"touch x\": user denied permission"}}}"#,
+        );
         assert!(
             matches!(&e[0], WorkerEvent::ToolCall { name, outcome: ToolOutcome::Denied, .. } if name == "run_command"),
             "{e:?}"

@@ -173,7 +173,7 @@ fn result(value: &Value) -> Vec<WorkerEvent> {
 mod tests {
     use super::*;
     use crate::adapter::StreamParser;
-    use crate::testing::assert_no_events;
+    use crate::testing::{assert_no_events, events_after};
 
     #[test]
     fn init_gives_the_session_the_model_and_a_started_step() {
@@ -202,11 +202,13 @@ mod tests {
 
     #[test]
     fn a_completed_call_is_named_by_its_started_args_and_a_write_names_its_file() {
-        let mut s = CursorStream::default();
-        assert!(s
-            .parse_line(r#"{"type":"tool_call","subtype":"started","call_id":"t1","tool_call":{"writeToolCall":{"args":{"path":"a.txt","fileText":"x"}}}}"#)
-            .is_empty());
-        let e = s.parse_line(r#"{"type":"tool_call","subtype":"completed","call_id":"t1","tool_call":{"writeToolCall":{"args":{"path":"a.txt"},"result":{"success":{"path":"/w/a.txt","linesCreated":1,"fileSize":1}}}}}"#);
+        let e = events_after(
+            &mut CursorStream::default(),
+            &[
+                r#"{"type":"tool_call","subtype":"started","call_id":"t1","tool_call":{"writeToolCall":{"args":{"path":"a.txt","fileText":"x"}}}}"#,
+            ],
+            r#"{"type":"tool_call","subtype":"completed","call_id":"t1","tool_call":{"writeToolCall":{"args":{"path":"a.txt"},"result":{"success":{"path":"/w/a.txt","linesCreated":1,"fileSize":1}}}}}"#,
+        );
         assert!(
             matches!(&e[0], WorkerEvent::ToolCall { name, outcome: ToolOutcome::Ok, edited: Some(p), .. } if name == "write" && p == "/w/a.txt"),
             "{e:?}"

@@ -177,18 +177,18 @@ fn retry_after(message: &str) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::adapter::StreamParser;
-    use crate::testing::assert_no_events;
+    use crate::testing::{assert_no_events, events_after};
 
     #[test]
     fn assistant_chunks_become_one_text_when_the_message_ends() {
-        let mut s = GeminiStream::default();
-        assert!(s
-            .parse_line(r#"{"type":"message","role":"assistant","content":"The fun","delta":true}"#)
-            .is_empty());
-        s.parse_line(
-            r#"{"type":"message","role":"assistant","content":"ction is at a.rs:1.","delta":true}"#,
+        let events = events_after(
+            &mut GeminiStream::default(),
+            &[
+                r#"{"type":"message","role":"assistant","content":"The fun","delta":true}"#,
+                r#"{"type":"message","role":"assistant","content":"ction is at a.rs:1.","delta":true}"#,
+            ],
+            r#"{"type":"result","status":"success","stats":{"total_tokens":381,"input_tokens":360,"output_tokens":21,"cached":150,"input":210}}"#,
         );
-        let events = s.parse_line(r#"{"type":"result","status":"success","stats":{"total_tokens":381,"input_tokens":360,"output_tokens":21,"cached":150,"input":210}}"#);
         assert_eq!(
             events,
             vec![

@@ -52,8 +52,8 @@ fn read_tasks(args: &CrewArgs) -> Result<Vec<String>, CliError> {
 fn template(args: &CrewArgs) -> RunRequest {
     RunRequest {
         background: true,
-        crew_max_usd: args.max_usd,
-        crew_max_tokens: args.max_tokens,
+        crew_max_usd: args.caps.max_usd,
+        crew_max_tokens: args.caps.max_tokens,
         ..super::run::options(&args.mode, &args.worker)
     }
 }

@@ -90,8 +90,8 @@ pub(super) fn request(args: &RunArgs) -> Result<RunRequest, CliError> {
             })
             .collect(),
         plan: args.plan.clone().zip(args.step),
-        max_usd: args.max_usd,
-        max_tokens: args.max_tokens,
+        max_usd: args.caps.max_usd,
+        max_tokens: args.caps.max_tokens,
         ..options(&args.mode, &args.worker)
     })
 }

@@ -17,7 +17,7 @@ use pitroom_testkit::{real_cli, FakeAnthropic, FakeGemini, FakeOpenAi, FakeRespo
 use serde_json::{json, Value};
 
 pub use super::common::changed;
-use super::common::{record, PITROOM};
+use super::common::{assert_exit, json_stdout, record, PITROOM};
 use super::failfast;
 use super::recorder::{Recorder, Recording};
 
@@ -566,6 +566,13 @@ impl World {
     /// `pitroom ARGS` in the repository, as given.
     pub fn run(&self, args: &[&str]) -> Output {
         self.env.run(&self.repo, args)
+    }
+
+    /// `pitroom ARGS` in the repository, which must exit 0: its `--json` output.
+    pub fn run_json(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        assert_exit(&out, 0);
+        json_stdout(&out)
     }
 
     /// `pitroom run -W <cli> ARGS`: a task, or `--continue …`.

@@ -10,7 +10,7 @@ use pitroom_testkit::repo::fingerprint;
 use serde_json::{json, Value};
 
 use super::super::common::assert_str_has;
-use super::super::common::{assert_exit, assert_stdout_has, code, json_stdout, text};
+use super::super::common::{assert_exit, assert_stdout_has, code, text};
 use super::script::{edit_steps, git_commit_steps, READ_ANSWER, ZERO_CHECK};
 use super::{
     with_openai_shapes, Api, Checks, ConfigFile, Fixtures, GitCommit, ListedModel, ModelError,
@@ -279,7 +279,7 @@ fn the_git_guard_holds_under_opencodes_bash_tool_in_write_mode() {
 fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finishes_it() {
     let mut w = World::new(&CLI);
     w.env.set("PITROOM_FALLBACK", "opencode:fake/good-model");
-    let out = w.run(&[
+    let r = w.run_json(&[
         "run",
         "-w",
         "-W",
@@ -289,8 +289,6 @@ fn a_rate_limit_after_a_tool_call_hands_the_task_to_the_next_target_which_finish
         "600s",
         "--json",
     ]);
-    assert_exit(&out, 0);
-    let r = json_stdout(&out);
     let attempts = r["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 2, "{r:#}");
     assert_eq!(attempts[0]["target"], "opencode:fake/limited-model");

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::super::common::entries_under;
 use super::super::common::{
-    assert_exit, assert_stdout_has, bg_id, code, eventually, json_stdout, processes_with_env, text,
+    assert_exit, assert_stdout_has, bg_id, code, eventually, processes_with_env, text,
 };
 use super::super::failfast;
 use super::{changed, ModelError, RealCli, World, TABLE};
@@ -241,9 +241,16 @@ pub fn secret_files_stay_unreadable_in_a_write_run(cli: &'static RealCli) {
         "API_TOKEN=put-yours-here\n",
     )
     .expect(".env.example");
-    let out = w.task(&["-w", read.task, "-t", cli.timing.timeout, "--json"]);
-    assert_exit(&out, 0);
-    let r = json_stdout(&out);
+    let r = w.run_json(&[
+        "run",
+        "-W",
+        cli.worker,
+        "-w",
+        read.task,
+        "-t",
+        cli.timing.timeout,
+        "--json",
+    ]);
     let sent: String = w
         .server
         .model_requests()
@@ -462,9 +469,7 @@ pub fn an_isolated_edit_stays_in_its_copy_until_applied(cli: &'static RealCli) {
 pub fn models_are_listed_through_the_real_cli(cli: &'static RealCli) {
     let listed = cli.listed_model.as_ref().expect("the entry's listed_model");
     let w = World::new(cli);
-    let out = w.run(&["models", cli.worker, "--json"]);
-    assert_exit(&out, 0);
-    let v = json_stdout(&out);
+    let v = w.run_json(&["models", cli.worker, "--json"]);
     assert_eq!(v["worker"], cli.worker);
     let model = v["models"]
         .as_array()
