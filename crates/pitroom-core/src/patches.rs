@@ -9,7 +9,7 @@ use pitroom_workers::Mode;
 use crate::home::Home;
 use crate::landing;
 pub use crate::patch::PatchError;
-use crate::record::RunRecord;
+use crate::record::{PatchFate, RunRecord};
 use crate::redact::MASK;
 
 fn require_isolated(record: &RunRecord) -> Result<(), PatchError> {
@@ -41,7 +41,7 @@ pub struct Allow {
 pub fn apply(home: &Home, record: &mut RunRecord, allow: Allow) -> Result<usize, PatchError> {
     require_isolated(record)?;
     let id = record.id.clone();
-    if record.applied {
+    if record.patch.is_applied() {
         return Err(PatchError::Refused(format!("run {id} was already applied")));
     }
     let patch = home.run_dir(&id).join("changes.patch");
@@ -99,7 +99,7 @@ pub fn apply(home: &Home, record: &mut RunRecord, allow: Allow) -> Result<usize,
             )));
         }
     }
-    record.applied = true;
+    record.patch = PatchFate::Applied;
     record.write(&home.record_path(&id))?;
     remove_copy(home, record);
     Ok(record.changes.len())
@@ -195,7 +195,7 @@ pub fn discard_refusal(home: &Home, record: &RunRecord) -> Option<String> {
             record.state.as_str()
         ));
     }
-    if record.applied {
+    if record.patch.is_applied() {
         return Some(format!(
             "run {id}'s patch was applied and its copy already removed"
         ));
@@ -204,7 +204,7 @@ pub fn discard_refusal(home: &Home, record: &RunRecord) -> Option<String> {
         .copy
         .as_deref()
         .is_some_and(|c| c.is_dir() && is_inside(c, &home.copies()));
-    if record.discarded || !copy_left {
+    if record.patch.is_discarded() || !copy_left {
         return Some(format!(
             "run {id}'s copy is already gone (its patch is kept)"
         ));
@@ -218,7 +218,7 @@ pub fn discard(home: &Home, record: &mut RunRecord) -> Result<(), PatchError> {
         return Err(PatchError::Refused(why));
     }
     remove_copy(home, record);
-    record.discarded = true;
+    record.patch = PatchFate::Discarded;
     record.write(&home.record_path(&record.id))?;
     Ok(())
 }
@@ -290,13 +290,12 @@ mod tests {
             "run r1 is still running; stop it first"
         );
         record.state = crate::RunState::Done;
-        record.applied = true;
+        record.patch = PatchFate::Applied;
         assert_eq!(
             discard_refusal(&home, &record).unwrap(),
             "run r1's patch was applied and its copy already removed"
         );
-        record.applied = false;
-        record.discarded = true;
+        record.patch = PatchFate::Discarded;
         assert_eq!(
             discard_refusal(&home, &record).unwrap(),
             "run r1's copy is already gone (its patch is kept)"
@@ -333,7 +332,7 @@ mod tests {
                 "{}",
                 copy.display()
             );
-            assert!(!record.discarded, "{}", copy.display());
+            assert!(!record.patch.is_discarded(), "{}", copy.display());
             assert!(copy.is_dir(), "{} was removed", copy.display());
         }
     }

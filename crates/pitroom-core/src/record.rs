@@ -393,6 +393,76 @@ pub struct Receipt {
     pub saved: Option<f64>,
 }
 
+/// What became of a run's changes after it ended. Each is final but one: a discarded copy
+/// keeps its patch, which may still be applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PatchFate {
+    /// Nothing yet: an isolated run's patch waits in its copy, a write run's changes stand.
+    #[default]
+    Pending,
+    /// Isolate: the patch landed in the user's tree and the copy was removed.
+    Applied,
+    /// Isolate: the copy was removed; the patch is kept and may still be applied.
+    Discarded,
+    /// Write: the changes were taken back out of the user's tree.
+    Reverted,
+}
+
+impl PatchFate {
+    pub fn is_applied(self) -> bool {
+        self == PatchFate::Applied
+    }
+
+    pub fn is_discarded(self) -> bool {
+        self == PatchFate::Discarded
+    }
+
+    pub fn is_reverted(self) -> bool {
+        self == PatchFate::Reverted
+    }
+}
+
+/// [`PatchFate`] as the record stores it: three flags, in the order records have always had
+/// them. An older record may carry both `discarded` and `applied` (a discarded copy's patch
+/// applied later); the patch landed, so it reads as applied.
+mod patch_flags {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::PatchFate;
+
+    #[derive(Serialize, Deserialize)]
+    struct Flags {
+        #[serde(default)]
+        reverted: bool,
+        #[serde(default)]
+        applied: bool,
+        #[serde(default)]
+        discarded: bool,
+    }
+
+    pub fn serialize<S: Serializer>(fate: &PatchFate, serializer: S) -> Result<S::Ok, S::Error> {
+        Flags {
+            reverted: *fate == PatchFate::Reverted,
+            applied: *fate == PatchFate::Applied,
+            discarded: *fate == PatchFate::Discarded,
+        }
+        .serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<PatchFate, D::Error> {
+        let flags = Flags::deserialize(deserializer)?;
+        Ok(if flags.applied {
+            PatchFate::Applied
+        } else if flags.reverted {
+            PatchFate::Reverted
+        } else if flags.discarded {
+            PatchFate::Discarded
+        } else {
+            PatchFate::Pending
+        })
+    }
+}
+
 /// One target of a run's fallback chain: a backend and the model pinned for it, if any
 /// (`backend[:model]` when shown).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -519,14 +589,10 @@ pub struct RunRecord {
     /// older records.
     #[serde(default, skip_serializing_if = "crate::claims::Claims::is_clear")]
     pub claims: crate::claims::Claims,
-    #[serde(default)]
-    pub reverted: bool,
-    /// Isolate: the patch was applied to the user's tree.
-    #[serde(default)]
-    pub applied: bool,
-    /// Isolate: the copy was discarded (the patch is kept).
-    #[serde(default)]
-    pub discarded: bool,
+    /// What became of the run's changes since it ended. Stored as the three flags `reverted`,
+    /// `applied` and `discarded` that records have always carried.
+    #[serde(flatten, with = "patch_flags")]
+    pub patch: PatchFate,
     pub verify: Option<VerifyOutcome>,
     /// For a CLI that reports a session's total usage (Codex): the total after this run, so a
     /// follow-up can tell its own share.
@@ -710,9 +776,7 @@ impl RunRecord {
             receipt: None,
             refs: None,
             claims: Default::default(),
-            reverted: false,
-            applied: false,
-            discarded: false,
+            patch: PatchFate::Pending,
             verify: None,
             supervisor_peak_kb: None,
             safety: None,
@@ -898,6 +962,53 @@ mod tests {
         assert_eq!(record.worker_target(), "opencode:fake/limited");
         let json = serde_json::to_value(&record).expect("serialises");
         assert!(json.get("fell_back_to").is_none(), "{json:#}");
+    }
+
+    #[test]
+    fn a_patchs_fate_is_stored_as_the_three_flags_records_always_had() {
+        let mut record = a_record();
+        for (fate, [reverted, applied, discarded]) in [
+            (PatchFate::Pending, [false, false, false]),
+            (PatchFate::Reverted, [true, false, false]),
+            (PatchFate::Applied, [false, true, false]),
+            (PatchFate::Discarded, [false, false, true]),
+        ] {
+            record.patch = fate;
+            let json = serde_json::to_value(&record).expect("serialises");
+            assert_eq!(
+                (&json["reverted"], &json["applied"], &json["discarded"]),
+                (&reverted.into(), &applied.into(), &discarded.into()),
+                "{fate:?}"
+            );
+            let back: RunRecord = serde_json::from_value(json).expect("reads");
+            assert_eq!(back.patch, fate);
+        }
+        // In the same place of the text as ever: between the citations and the verify outcome.
+        let text = serde_json::to_string(&a_record()).expect("serialises");
+        assert!(
+            text.contains(
+                r#""refs":null,"reverted":false,"applied":false,"discarded":false,"verify":null"#
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn older_patch_flags_read_as_the_last_thing_done_with_the_patch() {
+        let mut old = serde_json::to_value(a_record()).expect("serialises");
+        // A discarded copy whose kept patch was applied later carried both flags: it landed.
+        old["discarded"] = true.into();
+        old["applied"] = true.into();
+        let record: RunRecord = serde_json::from_value(old.clone()).expect("reads");
+        assert_eq!(record.patch, PatchFate::Applied);
+        // The oldest records may carry none of them.
+        if let Some(fields) = old.as_object_mut() {
+            for flag in ["reverted", "applied", "discarded"] {
+                fields.remove(flag);
+            }
+        }
+        let record: RunRecord = serde_json::from_value(old).expect("reads");
+        assert_eq!(record.patch, PatchFate::Pending);
     }
 
     #[test]

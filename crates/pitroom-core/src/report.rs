@@ -340,7 +340,7 @@ fn changes(out: &mut String, record: &RunRecord, color: bool) {
     let place = if record.read_only_violation {
         "made in a read-only run — discarded, your tree is untouched"
     } else if record.spec.mode == pitroom_workers::Mode::Isolate {
-        if record.applied {
+        if record.patch.is_applied() {
             "applied to your working tree"
         } else {
             "in the isolated copy, NOT applied yet"
@@ -473,10 +473,10 @@ fn hints(out: &mut String, record: &RunRecord) {
     if !record.changes.is_empty() && !record.read_only_violation {
         let _ = writeln!(out, "── review: pitroom show --patch {id}");
         match record.spec.mode {
-            pitroom_workers::Mode::Write if !record.reverted => {
+            pitroom_workers::Mode::Write if !record.patch.is_reverted() => {
                 let _ = writeln!(out, "── undo: pitroom revert {id}");
             }
-            pitroom_workers::Mode::Isolate if !record.applied => {
+            pitroom_workers::Mode::Isolate if !record.patch.is_applied() => {
                 let deletes = record.changes.iter().filter(|c| c.status == 'D').count();
                 let flag = if deletes > 0 { " --allow-delete" } else { "" };
                 let note = if deletes > 0 {

@@ -5,7 +5,7 @@ use pitroom_workers::Mode;
 
 use crate::home::Home;
 pub use crate::patch::PatchError;
-use crate::record::RunRecord;
+use crate::record::{PatchFate, RunRecord};
 
 /// Reverse-applies run `record`'s patch to its repository and marks the run reverted.
 pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, PatchError> {
@@ -17,7 +17,7 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, PatchError> 
         )));
     }
     record.ensure_finished().map_err(PatchError::Refused)?;
-    if record.reverted {
+    if record.patch.is_reverted() {
         return Err(PatchError::Refused(format!(
             "run {id} was already reverted"
         )));
@@ -73,7 +73,7 @@ pub fn revert(home: &Home, record: &mut RunRecord) -> Result<usize, PatchError> 
             )))
         }
     }
-    record.reverted = true;
+    record.patch = PatchFate::Reverted;
     record.write(&home.record_path(&id))?;
     Ok(record.changes.len())
 }

@@ -89,8 +89,8 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
         "cost": record.receipt.as_ref().and_then(|r| r.cost).or(tally.cost),
         "saved": record.receipt.as_ref().and_then(|r| r.saved),
         "budget": budget(record),
-        "applied": record.applied,
-        "discarded": record.discarded,
+        "applied": record.patch.is_applied(),
+        "discarded": record.patch.is_discarded(),
         "violation": record.read_only_violation,
         "stoppable": record.state.is_active(),
         // Waiting out a rate limit: when the run starts at the latest (`14:05 UTC`).
@@ -161,10 +161,12 @@ fn follow_up(record: &RunRecord) -> Vec<String> {
     if record.session.is_some() {
         out.push(format!("pitroom run --continue {id} \"…\""));
     }
-    if record.spec.mode == Mode::Isolate && !record.applied && !record.changes.is_empty() {
+    if record.spec.mode == Mode::Isolate && !record.patch.is_applied() && !record.changes.is_empty()
+    {
         out.push(format!("pitroom apply {id}"));
     }
-    if record.spec.mode == Mode::Write && !record.reverted && !record.changes.is_empty() {
+    if record.spec.mode == Mode::Write && !record.patch.is_reverted() && !record.changes.is_empty()
+    {
         out.push(format!("pitroom revert {id}"));
     }
     out

@@ -394,7 +394,7 @@ fn discard_removes_an_isolated_copy_and_a_second_discard_is_a_409() {
     assert_eq!(first.json()["card"]["discarded"], true);
     assert!(!s.home.copies().join(ISOLATED).exists(), "the copy is gone");
     let record = s.home.load(ISOLATED).expect("record");
-    assert!(record.discarded);
+    assert!(record.patch.is_discarded());
     let again = s.act(ISOLATED, "discard");
     assert_eq!(again.status, 409, "{}", again.body);
 }

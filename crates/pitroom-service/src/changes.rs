@@ -61,7 +61,7 @@ impl Service {
     /// with the flag `apply` needs for each. `None` when there are none, or nothing is left to
     /// apply (not an isolated run, or applied already: the flags would mean nothing).
     pub fn landing_note(&self, record: &RunRecord) -> Option<String> {
-        if record.spec.mode != Mode::Isolate || record.applied {
+        if record.spec.mode != Mode::Isolate || record.patch.is_applied() {
             return None;
         }
         let bytes = self.run_file(record, RunFile::Patch).ok().flatten()?;
@@ -133,7 +133,7 @@ impl Service {
             .iter()
             .filter_map(|id| home.load_settled(id).ok())
             .filter(|r| r.spec.group.as_deref() == Some(group) && r.spec.mode == Mode::Isolate)
-            .filter(|r| !r.applied && !r.changes.is_empty())
+            .filter(|r| !r.patch.is_applied() && !r.changes.is_empty())
             .collect();
         if pending.iter().any(|r| r.spec.race) {
             // A race's contenders are rival answers to one task: only the winner lands.

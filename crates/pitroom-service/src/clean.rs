@@ -25,7 +25,8 @@ pub fn clean_decision(record: &RunRecord, cutoff_ms: i64) -> CleanDecision {
     if record.state.is_active() {
         return CleanDecision::KeepActive;
     }
-    if record.spec.mode == Mode::Isolate && !record.applied && !record.changes.is_empty() {
+    if record.spec.mode == Mode::Isolate && !record.patch.is_applied() && !record.changes.is_empty()
+    {
         return CleanDecision::KeepUnappliedPatch;
     }
     let ended = record
@@ -111,6 +112,7 @@ fn mark_pruned(home: &Home, ids: &[String]) -> Result<(), pitroom_store::StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pitroom_core::record::PatchFate;
     use serde_json::json;
 
     fn record(mode: &str, state: &str, ended: &str) -> RunRecord {
@@ -168,13 +170,13 @@ mod tests {
             clean_decision(&r, cutoff()),
             CleanDecision::KeepUnappliedPatch
         );
-        r.discarded = true;
+        r.patch = PatchFate::Discarded;
         assert_eq!(
             clean_decision(&r, cutoff()),
             CleanDecision::KeepUnappliedPatch,
             "discard keeps the patch, so clean does too"
         );
-        r.applied = true;
+        r.patch = PatchFate::Applied;
         assert_eq!(clean_decision(&r, cutoff()), CleanDecision::Remove);
         // An isolated run that changed nothing has no patch to lose.
         assert_eq!(

@@ -225,11 +225,11 @@ fn step_status(step: &plan::Step, records: &[RunRecord], notes: &[Note]) -> Step
         .next_back()
         .map(|v| v.line());
     let applied = runs.iter().any(|r| {
-        (r.spec.mode == Mode::Isolate && r.applied)
+        (r.spec.mode == Mode::Isolate && r.patch.is_applied())
             || (r.spec.mode == Mode::Write
                 && r.state == RunState::Done
                 && !r.changes.is_empty()
-                && !r.reverted)
+                && !r.patch.is_reverted())
     });
     StepStatus {
         number: step.number,

@@ -1,6 +1,6 @@
 //! Unit tests: schema, upsert, search, stats, import, damage.
 
-use pitroom_core::record::{ChangedFile, Receipt, Tally};
+use pitroom_core::record::{ChangedFile, PatchFate, Receipt, Tally};
 use pitroom_core::{Home, RunRecord, RunSpec, RunState};
 use pitroom_workers::{FailureKind, Usage};
 
@@ -140,7 +140,7 @@ fn upserting_the_same_run_twice_leaves_one_row_with_the_latest_values() {
     assert_eq!(s.count().unwrap(), 1);
     r.spec.task = "list the lexers".into();
     r.answer = Some("two lexers".into());
-    r.applied = true;
+    r.patch = PatchFate::Applied;
     s.upsert(&row(&r)).unwrap();
     assert_eq!(s.count().unwrap(), 1);
     // The search index follows the update: the old words are gone, the new ones found.

@@ -37,7 +37,7 @@ pub(crate) enum Phase {
 
 impl Phase {
     fn of(record: &RunRecord) -> Phase {
-        if record.applied {
+        if record.patch.is_applied() {
             Phase::Applied
         } else if record.state.is_active() {
             Phase::Started
@@ -299,10 +299,10 @@ fn next_after_end(record: &RunRecord) -> String {
         return format!("next: pitroom show --full {id} (the report and the worker's stderr)");
     }
     match record.spec.mode {
-        Mode::Isolate if !record.changes.is_empty() && !record.discarded => format!(
+        Mode::Isolate if !record.changes.is_empty() && !record.patch.is_discarded() => format!(
             "next: pitroom show --patch {id}, then pitroom apply {id} or pitroom discard {id}"
         ),
-        Mode::Write if !record.changes.is_empty() && !record.reverted => {
+        Mode::Write if !record.changes.is_empty() && !record.patch.is_reverted() => {
             format!("next: pitroom show --patch {id}; pitroom revert {id} undoes exactly these edits")
         }
         _ => format!("next: pitroom show {id} for the report; pitroom run --continue {id} \"…\" to follow up"),
