@@ -12,13 +12,12 @@ use pitroom_proc::terminate_descendants;
 use pitroom_workers::{Adapter, FailureKind};
 
 use super::changes::snapshot_after;
-use super::interrupt::Interrupt;
 use super::judge::{judge, stderr_tail, Evidence};
-use super::launch::Brief;
+use super::launch::{AttemptCtx, Brief};
 use super::paths::display_roots;
 use super::stream::{Ending, Stream};
 use super::tree::TreeSetup;
-use super::{Engine, EngineError, Observer};
+use super::{Engine, EngineError};
 use crate::cooldown::Cooldowns;
 use crate::record::{Attempt, AttemptState, ChainTarget, RunRecord, RunSpec, RunState, Tally};
 
@@ -41,20 +40,14 @@ pub(super) struct LastAttempt {
 impl Engine {
     /// Launches and streams one attempt per target of `chain` until one ends in a way no other
     /// target could improve on (or the chain runs out), recording every earlier attempt.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "an attempt's context travels as arguments until it has a type of its own"
-    )]
     pub(super) fn run_chain(
         &self,
         record: &mut RunRecord,
-        run_dir: &Path,
-        tree: &TreeSetup,
+        ctx: &mut AttemptCtx<'_>,
         chain: &[ChainTarget],
         parent_session: Option<(String, pitroom_workers::Usage)>,
-        interrupt: &Interrupt,
-        observer: &mut dyn Observer,
     ) -> Result<LastAttempt, EngineError> {
+        let (run_dir, tree) = (ctx.run_dir, ctx.tree);
         let cooldowns = Cooldowns::load(&self.home);
         let mut handoff: Option<String> = None;
         let mut prior = Tally::default();
@@ -116,20 +109,12 @@ impl Engine {
                 session_usage_before,
                 ..Stream::default()
             };
-            let ending = self.attempt(
-                record,
-                run_dir,
-                tree,
-                adapter.as_ref(),
-                session,
-                match handoff.as_deref() {
-                    Some(account) => Brief::HandOff(account),
-                    None => Brief::Task,
-                },
-                interrupt,
-                &mut stream,
-                observer,
-            )?;
+            let brief = match handoff.as_deref() {
+                Some(account) => Brief::HandOff(account),
+                None => Brief::Task,
+            };
+            let ending =
+                self.attempt(record, ctx, adapter.as_ref(), session, brief, &mut stream)?;
             // Anything the worker left behind that escaped the keeper is ours to end.
             terminate_descendants(Duration::from_millis(500));
             // The last target's failure is judged only while its one rerun is still to come:

@@ -33,6 +33,15 @@ pub(super) enum Brief<'a> {
     Repair(&'a prompt::RepairBrief),
 }
 
+/// What every worker attempt of a run works in, whichever target or round it is: the run's
+/// directory and tree, the interrupt that stops it, and who hears of its progress.
+pub(super) struct AttemptCtx<'a> {
+    pub(super) run_dir: &'a Path,
+    pub(super) tree: &'a TreeSetup,
+    pub(super) interrupt: &'a Interrupt,
+    pub(super) observer: &'a mut dyn Observer,
+}
+
 /// How long descendants get between TERM and KILL.
 pub(super) const GRACE: Duration = Duration::from_secs(3);
 
@@ -102,22 +111,16 @@ impl Engine {
     /// One worker attempt: its invocation, its prompt (the task, a follow-up, the task with a
     /// hand-off account of what a previous worker did, or a failed check sent back), then the
     /// worker under the keeper.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "an attempt's context travels as arguments until it has a type of its own"
-    )]
     pub(super) fn attempt(
         &self,
         record: &mut RunRecord,
-        run_dir: &Path,
-        tree: &TreeSetup,
+        ctx: &mut AttemptCtx<'_>,
         adapter: &dyn Adapter,
         session: Option<String>,
         brief: Brief<'_>,
-        interrupt: &Interrupt,
         stream: &mut Stream,
-        observer: &mut dyn Observer,
     ) -> Result<Ending, EngineError> {
+        let (run_dir, tree) = (ctx.run_dir, ctx.tree);
         let scratch = run_dir.join("scratch");
         let resumed = session.is_some();
         let target = record.attempt_target();
@@ -172,8 +175,7 @@ impl Engine {
             )));
         }
         let state_before = tree_bytes(&req.dirs.shared);
-        let ending =
-            self.stream_attempt(record, run_dir, &spec, adapter, interrupt, stream, observer);
+        let ending = self.stream_attempt(record, ctx, &spec, adapter, stream);
         note_sandbox(record, run_dir, spec.sandbox.is_some());
         note_state_growth(record, &req.dirs.shared, state_before);
         if record.reported_model.is_none() {

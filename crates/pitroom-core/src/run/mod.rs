@@ -50,6 +50,7 @@ use crate::home::{Home, HomeError, WriterLock};
 use crate::record::{RunPhase, RunRecord, RunSpec, RunState};
 use crate::slots::Ticket;
 use interrupt::Interrupt;
+use launch::AttemptCtx;
 
 /// Why a run could not start. Each maps to an exit code and says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -440,15 +441,13 @@ impl Engine {
             let used = p.session_usage.unwrap_or(p.tally.usage);
             p.session.clone().map(|session| (session, used))
         });
-        let mut last = self.run_chain(
-            record,
+        let mut ctx = AttemptCtx {
             run_dir,
-            &tree,
-            &chain,
-            parent_session,
+            tree: &tree,
             interrupt,
-            observer,
-        )?;
+            observer: &mut *observer,
+        };
+        let mut last = self.run_chain(record, &mut ctx, &chain, parent_session)?;
         // Worker time ends before the slot is freed: a queued run that starts now must never
         // seem to overlap this one.
         self.end_worker_time(record, started, &last, interrupt);
@@ -468,7 +467,13 @@ impl Engine {
         let finished = self.finish_and_verify(record, run_dir, &tree, &last, interrupt);
         interrupt::unless_interrupted(record, interrupt, finished)?;
         while repair::repair_due(record, &last) {
-            last = self.repair_round(record, run_dir, &tree, last, interrupt, observer)?;
+            let mut ctx = AttemptCtx {
+                run_dir,
+                tree: &tree,
+                interrupt,
+                observer: &mut *observer,
+            };
+            last = self.repair_round(record, &mut ctx, last)?;
             self.end_worker_time(record, started, &last, interrupt);
             record.tally = last.stream.tally.clone();
             let finished = self.finish_and_verify(record, run_dir, &tree, &last, interrupt);

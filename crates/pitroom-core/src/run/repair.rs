@@ -11,12 +11,10 @@ use pitroom_proc::terminate_descendants;
 use pitroom_workers::Usage;
 
 use super::fallback::{rotate_stderr, LastAttempt};
-use super::interrupt::Interrupt;
-use super::launch::Brief;
+use super::launch::{AttemptCtx, Brief};
 use super::paths::display_roots;
 use super::stream::{usage_minus, Stream};
-use super::tree::TreeSetup;
-use super::{Engine, EngineError, Observer};
+use super::{Engine, EngineError};
 use crate::prompt::RepairBrief;
 use crate::record::{AttemptState, RunPhase, RunRecord, RunState, VerifyOutcome};
 
@@ -36,12 +34,10 @@ impl Engine {
     pub(super) fn repair_round(
         &self,
         record: &mut RunRecord,
-        run_dir: &Path,
-        tree: &TreeSetup,
+        ctx: &mut AttemptCtx<'_>,
         last: LastAttempt,
-        interrupt: &Interrupt,
-        observer: &mut dyn Observer,
     ) -> Result<LastAttempt, EngineError> {
+        let (run_dir, tree) = (ctx.run_dir, ctx.tree);
         let round = last.round + 1;
         let brief = match &record.verify {
             Some(check) => repair_brief(check, round, record.spec.attempts, &last.stream),
@@ -88,14 +84,11 @@ impl Engine {
         let started = Instant::now();
         let ending = self.attempt(
             record,
-            run_dir,
-            tree,
+            ctx,
             last.adapter.as_ref(),
             session.clone(),
             Brief::Repair(&brief),
-            interrupt,
             &mut stream,
-            observer,
         )?;
         // Anything the worker left behind that escaped the keeper is ours to end.
         terminate_descendants(Duration::from_millis(500));

@@ -12,7 +12,7 @@ use pitroom_proc::{spawn_keeper, AfterLine, Bounds, Decision, KeeperSpec, Watche
 use pitroom_workers::{Adapter, StreamParser, ToolOutcome, WorkerEvent};
 
 use super::interrupt::{Cause, Interrupt};
-use super::launch::GRACE;
+use super::launch::{AttemptCtx, GRACE};
 use super::paths::project_relative;
 use super::spend::Meter;
 use super::tree::TreeSetup;
@@ -52,20 +52,15 @@ fn log_line(file: &mut std::fs::File, line: &str) -> std::io::Result<()> {
 impl Engine {
     /// Runs the keeper and streams the worker's events until it ends, is stopped, times out or
     /// stalls.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "an attempt's context travels as arguments until it has a type of its own"
-    )]
     pub(super) fn stream_attempt(
         &self,
         record: &mut RunRecord,
-        run_dir: &Path,
+        ctx: &mut AttemptCtx<'_>,
         spec: &KeeperSpec,
         adapter: &dyn Adapter,
-        interrupt: &Interrupt,
         stream: &mut Stream,
-        observer: &mut dyn Observer,
     ) -> Result<Ending, EngineError> {
+        let run_dir = ctx.run_dir;
         let events_path = run_dir.join(EVENTS_LOG);
         // Appended to: a run that falls back keeps every attempt's events.
         let events_file = std::fs::OpenOptions::new()
@@ -83,9 +78,9 @@ impl Engine {
             record,
             stop_file: run_dir.join(STOP_REQUESTED),
             adapter,
-            interrupt,
+            interrupt: ctx.interrupt,
             stream,
-            observer,
+            observer: &mut *ctx.observer,
             // One parser per attempt: each attempt is a fresh stream of the CLI.
             parser: adapter.parser(),
             events_file,
