@@ -1,6 +1,7 @@
 //! The run record: one versioned JSON document per run, written atomically.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use pitroom_workers::{FailureKind, Mode, Usage};
 use serde::{Deserialize, Serialize};
@@ -110,8 +111,12 @@ pub struct RunSpec {
     pub web: bool,
     /// The directory the user asked to work in (canonical).
     pub dir: PathBuf,
-    pub timeout_secs: f64,
-    pub watchdog_secs: f64,
+    /// The run's time limit, from the start of its tree to the end of `--verify`.
+    #[serde(rename = "timeout_secs", with = "secs")]
+    pub timeout: Duration,
+    /// How long the worker may go without progress before it is judged stalled.
+    #[serde(rename = "watchdog_secs", with = "secs")]
+    pub watchdog: Duration,
     pub background: bool,
     pub allow_non_git: bool,
     /// `--continue`: the run this one follows up.
@@ -131,12 +136,21 @@ pub struct RunSpec {
     /// A command run after the worker (`--verify`); its failure fails the run (exit 6).
     #[serde(default)]
     pub verify: Option<String>,
-    #[serde(default = "default_verify_timeout")]
-    pub verify_timeout_secs: f64,
+    #[serde(
+        rename = "verify_timeout_secs",
+        with = "secs",
+        default = "default_verify_timeout"
+    )]
+    pub verify_timeout: Duration,
     /// The longest a run waits, held, for its chain's rate limits to reset before it starts
     /// (config `max_hold`; 0 with `--no-hold`, and in older records).
-    #[serde(default, skip_serializing_if = "is_zero_secs")]
-    pub max_hold_secs: f64,
+    #[serde(
+        rename = "max_hold_secs",
+        with = "secs",
+        default,
+        skip_serializing_if = "Duration::is_zero"
+    )]
+    pub max_hold: Duration,
     /// How many rounds the worker gets to make `--verify` pass (`--attempts`): a failed check
     /// goes back to the worker with its output until it passes or the rounds run out. 1 (the
     /// default, and in older records) sends nothing back.
@@ -203,8 +217,8 @@ impl RunSpec {
             effort: None,
             web: false,
             dir: dir.into(),
-            timeout_secs: 1800.0,
-            watchdog_secs: 60.0,
+            timeout: Duration::from_secs(1800),
+            watchdog: Duration::from_secs(60),
             background: false,
             allow_non_git: false,
             parent: None,
@@ -214,9 +228,9 @@ impl RunSpec {
             group: None,
             link: Vec::new(),
             verify: None,
-            verify_timeout_secs: default_verify_timeout(),
+            verify_timeout: default_verify_timeout(),
             attempts: 1,
-            max_hold_secs: 0.0,
+            max_hold: Duration::ZERO,
             fallback: Vec::new(),
             custom_workers: Default::default(),
             sandbox_writable: Vec::new(),
@@ -236,12 +250,26 @@ fn default_max_parallel() -> usize {
     crate::slots::DEFAULT_MAX_PARALLEL
 }
 
-fn default_verify_timeout() -> f64 {
-    900.0
+fn default_verify_timeout() -> Duration {
+    Duration::from_secs(900)
 }
 
-fn is_zero_secs(secs: &f64) -> bool {
-    *secs == 0.0
+/// A spec's time limits as records have always stored them: seconds, as a number (`60.0`).
+/// Reading never fails on a number: a negative one is no time, and one too large for a
+/// `Duration` is the longest there is (no record Pitroom wrote holds either).
+mod secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(limit: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(limit.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(deserializer)?;
+        Ok(Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX))
+    }
 }
 
 fn one_round() -> u32 {
@@ -932,6 +960,44 @@ mod tests {
         }
         let spec: RunSpec = serde_json::from_value(value).expect("reads");
         assert_eq!(spec.attempts, 1);
+    }
+
+    #[test]
+    fn a_specs_time_limits_are_durations_stored_as_the_seconds_records_always_had() {
+        let mut spec = RunSpec::new("t", Mode::Write, "opencode", "/tmp");
+        spec.timeout = Duration::from_millis(90_500);
+        spec.max_hold = Duration::from_secs(600);
+        let json = serde_json::to_value(&spec).expect("serialises");
+        assert_eq!(json["timeout_secs"], 90.5);
+        assert_eq!(json["watchdog_secs"], 60.0);
+        assert_eq!(json["verify_timeout_secs"], 900.0);
+        assert_eq!(json["max_hold_secs"], 600.0);
+        let text = serde_json::to_string(&spec).expect("serialises");
+        assert!(
+            text.contains(r#""timeout_secs":90.5,"watchdog_secs":60.0,"#),
+            "{text}"
+        );
+        let back: RunSpec = serde_json::from_value(json.clone()).expect("reads");
+        assert_eq!((back.timeout, back.max_hold), (spec.timeout, spec.max_hold));
+        // Older records: no verify limit (900 s) and no hold (none), written as integers too;
+        // a number no Pitroom wrote still reads.
+        let mut old = json;
+        if let Some(fields) = old.as_object_mut() {
+            fields.remove("verify_timeout_secs");
+            fields.remove("max_hold_secs");
+        }
+        old["timeout_secs"] = 1800.into();
+        old["watchdog_secs"] = (-1.0).into();
+        let spec: RunSpec = serde_json::from_value(old).expect("reads");
+        assert_eq!(spec.timeout, Duration::from_secs(1800));
+        assert_eq!(spec.watchdog, Duration::ZERO);
+        assert_eq!(spec.verify_timeout, Duration::from_secs(900));
+        assert_eq!(spec.max_hold, Duration::ZERO);
+        let text = serde_json::to_string(&spec).expect("serialises");
+        assert!(
+            !text.contains("max_hold_secs"),
+            "no hold is left out: {text}"
+        );
     }
 
     fn a_record() -> RunRecord {

@@ -585,8 +585,8 @@ mod tests {
     fn record(state: RunState) -> RunRecord {
         let spec = RunSpec {
             model: Some("fake/fake-model".into()),
-            timeout_secs: 60.0,
-            verify_timeout_secs: 60.0,
+            timeout: Duration::from_secs(60),
+            verify_timeout: Duration::from_secs(60),
             ..RunSpec::new("Which files read the cookie?", Mode::Read, "opencode", "/p")
         };
         let mut r = RunRecord::new(

@@ -405,10 +405,10 @@ mod tests {
     fn record(state: RunState) -> RunRecord {
         let spec = RunSpec {
             model: Some("fake/m".into()),
-            timeout_secs: 60.0,
+            timeout: Duration::from_secs(60),
             background: true,
             group: Some("g".into()),
-            verify_timeout_secs: 60.0,
+            verify_timeout: Duration::from_secs(60),
             ..RunSpec::new("find the cookie reader", Mode::Read, "opencode", "/tmp")
         };
         let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "t".into());

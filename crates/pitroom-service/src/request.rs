@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use pitroom_core::budget::{dollars, Budget};
 use pitroom_core::config::{Config, FlagValues, Source};
@@ -156,7 +157,7 @@ impl Service {
         };
         // Every duration and text below has its default in the config's key table (which a
         // test holds usable): a value is always there.
-        let secs = |key: &str| config.duration(key).map_or(0.0, |d| d.as_secs_f64());
+        let limit = |key: &str| config.duration(key).unwrap_or_default();
         let lane = lane_of(&config, &backend, model.as_deref(), &mut warnings);
         let spec = RunSpec {
             task,
@@ -166,8 +167,8 @@ impl Service {
             effort,
             web: config.flag("web"),
             dir,
-            timeout_secs: secs("timeout"),
-            watchdog_secs: secs("watchdog"),
+            timeout: limit("timeout"),
+            watchdog: limit("watchdog"),
             background: request.background,
             allow_non_git: request.allow_non_git,
             parent: parent_id,
@@ -182,12 +183,12 @@ impl Service {
                 Vec::new()
             },
             verify: request.verify.clone(),
-            verify_timeout_secs: secs("verify_timeout"),
+            verify_timeout: limit("verify_timeout"),
             attempts: repair_rounds(&config, request, mode)?,
-            max_hold_secs: if request.no_hold {
-                0.0
+            max_hold: if request.no_hold {
+                Duration::ZERO
             } else {
-                secs("max_hold")
+                limit("max_hold")
             },
             fallback,
             custom_workers: custom,

@@ -199,7 +199,7 @@ impl Service {
         let mut spec = resolved.spec;
         // A reviewer cooling down after a rate limit is a failed review here, not a wait: the
         // host is waiting on this hook.
-        spec.max_hold_secs = 0.0;
+        spec.max_hold = Duration::ZERO;
         let (record, _notes) = match self.run_foreground(spec, &mut Silent) {
             Ok(done) => done,
             Err(e) => {

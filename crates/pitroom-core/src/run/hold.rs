@@ -24,7 +24,7 @@ impl Engine {
         stop: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<(), EngineError> {
-        let limit = Duration::from_secs_f64(record.spec.max_hold_secs.max(0.0));
+        let limit = record.spec.max_hold;
         let mut held = false;
         loop {
             // Cooldowns last real time: the wall clock, as `Cooldowns` keeps it.

@@ -148,7 +148,7 @@ pub(super) fn end_interrupted(record: &mut RunRecord, cause: Cause) {
             RunState::Timeout,
             format!(
                 "timed out after {} {}; {consequence}",
-                format_duration(Duration::from_secs_f64(record.spec.timeout_secs)),
+                format_duration(record.spec.timeout),
                 phase.described()
             ),
         ),

@@ -5,7 +5,6 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::time::Duration;
 
 use pitroom_workers::{Adapter, FailureEvidence, FailureKind, WorkerEvent};
 
@@ -138,7 +137,7 @@ pub(super) fn judge(e: &Evidence, adapter: &dyn Adapter) -> Judgement {
                 RunState::Timeout,
                 Some(format!(
                     "timed out after {}; the worker was stopped and what it did is kept",
-                    format_duration(Duration::from_secs_f64(e.spec.timeout_secs))
+                    format_duration(e.spec.timeout)
                 )),
             );
         }
@@ -162,7 +161,7 @@ pub(super) fn judge(e: &Evidence, adapter: &dyn Adapter) -> Judgement {
                     RunState::Failed,
                     Some(format!(
                         "the worker made no progress for {} and kept calling the model ({} empty steps); the model's replies probably carry no finish reason. Pitroom stopped it",
-                        format_duration(Duration::from_secs_f64(e.spec.watchdog_secs)),
+                        format_duration(e.spec.watchdog),
                         e.stream.empty_steps_total
                     )),
                 )

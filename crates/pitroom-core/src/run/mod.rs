@@ -40,7 +40,7 @@ mod tree;
 mod verify;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pitroom_git::Repo;
 use pitroom_workers::{adapter_for, Adapter, Mode};
@@ -410,7 +410,7 @@ impl Engine {
             return Ok(());
         }
         // The timeout counts from here: tree, worker, finishing and --verify alike.
-        interrupt.start_deadline(Duration::from_secs_f64(record.spec.timeout_secs));
+        interrupt.start_deadline(record.spec.timeout);
         record.state = RunState::Running;
         record.started_at = Some(crate::clock::stamp());
         self.enter(record, RunPhase::Tree)?;

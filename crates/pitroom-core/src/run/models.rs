@@ -25,10 +25,10 @@ impl Engine {
             .join(format!("models-{}", std::process::id()));
         let cwd = std::env::current_dir().map_err(io("reading the current directory"))?;
         let spec = RunSpec {
-            timeout_secs: 60.0,
+            timeout: Duration::from_secs(60),
             allow_non_git: true,
             primary: String::new(),
-            verify_timeout_secs: 60.0,
+            verify_timeout: Duration::from_secs(60),
             ..RunSpec::new(String::new(), Mode::Read, backend.to_string(), cwd.clone())
         };
         let req = self.invocation_request(&spec, &spec.asked(), &cwd, &scratch, None);

@@ -73,7 +73,7 @@ impl Engine {
         let meter = Meter::for_attempt(record, stream);
         let mut follow = Follow {
             engine: self,
-            watchdog: Duration::from_secs_f64(record.spec.watchdog_secs),
+            watchdog: record.spec.watchdog,
             published: (record.tally.steps, record.tally.tool_calls),
             record,
             stop_file: run_dir.join(STOP_REQUESTED),

@@ -50,9 +50,9 @@ fn text(m: &str, t: &str) -> WorkerEvent {
 
 fn blank_record() -> RunRecord {
     let spec = RunSpec {
-        timeout_secs: 1.0,
-        watchdog_secs: 1.0,
-        verify_timeout_secs: 60.0,
+        timeout: Duration::from_secs(1),
+        watchdog: Duration::from_secs(1),
+        verify_timeout: Duration::from_secs(60),
         ..RunSpec::new("t", Mode::Read, "opencode", "/")
     };
     RunRecord::new("x".into(), spec, "now".into())

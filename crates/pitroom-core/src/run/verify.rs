@@ -46,7 +46,7 @@ impl Engine {
             sandbox: self.verify_sandbox(record, tree, run_dir),
             containment_report: None,
         };
-        let limit = Duration::from_secs_f64(record.spec.verify_timeout_secs);
+        let limit = record.spec.verify_timeout;
         let started = Instant::now();
         let mut check = Check {
             log: None,
