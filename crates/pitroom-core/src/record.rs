@@ -157,9 +157,10 @@ pub struct RunSpec {
     #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
     pub attempts: u32,
     /// The targets to move to, in order, when a worker is unavailable (rate limited, out of
-    /// quota, unknown model, auth), as `backend[:model]`. Empty with `--no-fallback`.
-    #[serde(default)]
-    pub fallback: Vec<String>,
+    /// quota, unknown model, auth), resolved when the run was asked for; stored as
+    /// `backend[:model]`. Empty with `--no-fallback`.
+    #[serde(default, with = "targets_as_text")]
+    pub fallback: Vec<ChainTarget>,
     /// The CLIs described in the config (`[workers.<name>]`), so the supervisor and the
     /// fallback chain can drive them.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -507,6 +508,46 @@ impl RunSpec {
             backend: self.backend.clone(),
             model: self.model.clone(),
         }
+    }
+}
+
+impl ChainTarget {
+    /// A target from its text as records store it, `backend[:model]`: what comes before the
+    /// first `:` is the backend (a resolved target always names one; a model may hold `:`).
+    /// An `#effort` that older records kept is dropped: a target's effort was never used.
+    pub fn from_stored(text: &str) -> ChainTarget {
+        let body = text.rsplit_once('#').map_or(text, |(body, _)| body);
+        match body.split_once(':') {
+            Some((backend, model)) => ChainTarget {
+                backend: backend.to_string(),
+                model: Some(model.to_string()).filter(|m| !m.is_empty()),
+            },
+            None => ChainTarget {
+                backend: body.to_string(),
+                model: None,
+            },
+        }
+    }
+}
+
+/// The fallback targets as records have always stored them: a list of `backend[:model]`.
+mod targets_as_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::ChainTarget;
+
+    pub fn serialize<S: Serializer>(
+        targets: &[ChainTarget],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(targets.iter().map(ToString::to_string))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<ChainTarget>, D::Error> {
+        let texts = Vec::<String>::deserialize(deserializer)?;
+        Ok(texts.iter().map(|t| ChainTarget::from_stored(t)).collect())
     }
 }
 
@@ -998,6 +1039,38 @@ mod tests {
             !text.contains("max_hold_secs"),
             "no hold is left out: {text}"
         );
+    }
+
+    #[test]
+    fn fallback_targets_are_stored_as_the_text_records_always_had() {
+        let mut spec = RunSpec::new("t", Mode::Read, "opencode", "/tmp");
+        spec.fallback = vec![
+            ChainTarget {
+                backend: "opencode".into(),
+                model: Some("ollama/qwen3:8b".into()),
+            },
+            ChainTarget {
+                backend: "codex".into(),
+                model: None,
+            },
+        ];
+        let json = serde_json::to_value(&spec).expect("serialises");
+        assert_eq!(
+            json["fallback"],
+            serde_json::json!(["opencode:ollama/qwen3:8b", "codex"])
+        );
+        let back: RunSpec = serde_json::from_value(json.clone()).expect("reads");
+        assert_eq!(back.fallback, spec.fallback);
+        // Older records kept a target's `#effort`, which no attempt ever used.
+        let mut old = json;
+        old["fallback"] = serde_json::json!(["claude:sonnet#high", "gemini#low", "x:"]);
+        let shown: Vec<String> = serde_json::from_value::<RunSpec>(old)
+            .expect("reads")
+            .fallback
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["claude:sonnet", "gemini", "x"]);
     }
 
     fn a_record() -> RunRecord {

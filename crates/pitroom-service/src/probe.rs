@@ -164,7 +164,8 @@ fn configured_targets(
         ..request(None, dir)
     };
     let resolved = service.resolve(&chain)?;
-    Ok((target_of(&resolved.spec), resolved.spec.fallback))
+    let fallback = resolved.spec.fallback.iter().map(ToString::to_string);
+    Ok((target_of(&resolved.spec), fallback.collect()))
 }
 
 fn request(worker: Option<&str>, dir: &Path) -> RunRequest {

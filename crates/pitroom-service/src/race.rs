@@ -224,7 +224,7 @@ impl Service {
         }
         .display();
         let chain: Vec<String> = std::iter::once(first)
-            .chain(spec.fallback)
+            .chain(spec.fallback.iter().map(ToString::to_string))
             .take(count)
             .collect();
         if chain.len() < count {

@@ -9,6 +9,7 @@ use pitroom_core::budget::{dollars, Budget};
 use pitroom_core::config::{Config, FlagValues, Source};
 use pitroom_core::duration::parse_duration;
 use pitroom_core::receipt::WorkerPrices;
+use pitroom_core::record::ChainTarget;
 use pitroom_core::slots::Lane;
 use pitroom_core::target::Target;
 use pitroom_core::RunSpec;
@@ -443,7 +444,7 @@ fn fallback_targets(
     config: &Config,
     custom: &BTreeMap<String, WorkerDef>,
     warnings: &mut Vec<String>,
-) -> Vec<String> {
+) -> Vec<ChainTarget> {
     let names: Vec<&str> = custom.keys().map(String::as_str).collect();
     let mut targets = Vec::new();
     for given in config.list("fallback") {
@@ -452,7 +453,10 @@ fn fallback_targets(
                 if t.model.is_none() {
                     t.model = config.map_value("models", &t.backend);
                 }
-                targets.push(t.display());
+                targets.push(ChainTarget {
+                    backend: t.backend,
+                    model: t.model,
+                });
             }
             Err(why) => warnings.push(format!("fallback target `{given}` skipped: {why}")),
         }
@@ -559,6 +563,25 @@ mod tests {
                 "{refused}"
             );
         }
+    }
+
+    #[test]
+    fn fallback_targets_are_resolved_once_with_their_models_and_a_typo_is_skipped_with_why() {
+        let config = config_of(
+            "fallback = [\"codex\", \"ollama/qwen3:8b\", \"cladue\", \"claude:sonnet#high\"]\n[models]\ncodex = \"gpt-5\"\n",
+        );
+        let mut warnings = Vec::new();
+        let targets = fallback_targets(&config, &BTreeMap::new(), &mut warnings);
+        let shown: Vec<String> = targets.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            ["codex:gpt-5", "opencode:ollama/qwen3:8b", "claude:sonnet"]
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("fallback target `cladue` skipped: "),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -290,20 +290,10 @@ fn changes_so_far(record: &RunRecord, run_dir: &Path, tree: &TreeSetup) -> Optio
 /// The run's chain of targets: the chosen one, then its fallbacks, without repeats. Each is
 /// named `backend[:model]` in attempts and cooldowns (its `Display`).
 pub(super) fn fallback_chain(spec: &RunSpec) -> Vec<ChainTarget> {
-    let mut chain = vec![ChainTarget {
-        backend: spec.backend.clone(),
-        model: spec.model.clone(),
-    }];
-    let custom: Vec<&str> = spec.custom_workers.keys().map(String::as_str).collect();
-    for given in &spec.fallback {
-        if let Ok(t) = crate::target::Target::parse_known(given, &spec.backend, &custom) {
-            let entry = ChainTarget {
-                backend: t.backend,
-                model: t.model,
-            };
-            if !chain.contains(&entry) {
-                chain.push(entry);
-            }
+    let mut chain = vec![spec.asked()];
+    for target in &spec.fallback {
+        if !chain.contains(target) {
+            chain.push(target.clone());
         }
     }
     chain

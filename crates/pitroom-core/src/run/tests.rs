@@ -18,7 +18,7 @@ use super::launch::{place_prompt, sandbox_notes, worker_env, write_settings};
 use super::paths::{project_relative, rewrite_paths};
 use super::stream::{own_usage_of_follow_up, Ending, FileTail, Stream};
 use super::verify::verify_failure;
-use crate::record::{ChangedFile, RunRecord, RunSpec, RunState};
+use crate::record::{ChainTarget, ChangedFile, RunRecord, RunSpec, RunState};
 
 #[test]
 fn a_step_in_a_read_copy_names_the_project_path() {
@@ -597,12 +597,9 @@ fn answers_stops_budget_stops_timeouts_stalls_and_unclassified_failures_never_fa
 fn the_fallback_chain_starts_with_the_chosen_target_and_never_repeats() {
     let mut spec = blank_record().spec;
     spec.model = Some("m1".into());
-    spec.fallback = vec![
-        "opencode:m1".into(),
-        "codex".into(),
-        "no-such-worker".into(),
-        "codex".into(),
-    ];
+    spec.fallback = ["opencode:m1", "codex", "codex"]
+        .map(ChainTarget::from_stored)
+        .to_vec();
     let chain: Vec<String> = fallback_chain(&spec)
         .iter()
         .map(ToString::to_string)
@@ -680,7 +677,10 @@ fn budgeted(budget: crate::budget::Budget, fallback: &[&str]) -> RunRecord {
     let mut r = blank_record();
     r.spec.model = Some("acme/cheap".into());
     r.spec.worker_prices = Some(prices);
-    r.spec.fallback = fallback.iter().map(|t| t.to_string()).collect();
+    r.spec.fallback = fallback
+        .iter()
+        .map(|t| ChainTarget::from_stored(t))
+        .collect();
     r.spec.budget = budget;
     r
 }
