@@ -509,6 +509,16 @@ impl RunSpec {
             model: self.model.clone(),
         }
     }
+
+    /// The worker this run asked for with its effort, as people name it
+    /// (`backend[:model][#effort]`).
+    pub fn worker(&self) -> crate::target::Target {
+        crate::target::Target {
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+            effort: self.effort.clone(),
+        }
+    }
 }
 
 impl ChainTarget {
@@ -873,11 +883,7 @@ impl RunRecord {
 
     /// The worker that did (or is doing) the run: `backend[:model]`.
     pub fn worker_target(&self) -> String {
-        ChainTarget {
-            backend: self.backend().to_string(),
-            model: self.model().map(str::to_string),
-        }
-        .to_string()
+        self.attempt_target().to_string()
     }
 
     /// Whether `--verify` ran and failed.

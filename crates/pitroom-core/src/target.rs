@@ -51,17 +51,19 @@ impl Target {
             effort,
         })
     }
+}
 
-    /// `backend[:model][#effort]`.
-    pub fn display(&self) -> String {
-        let mut s = self.backend.clone();
-        for (mark, part) in [(':', &self.model), ('#', &self.effort)] {
-            if let Some(part) = part {
-                s.push(mark);
-                s.push_str(part);
-            }
+/// `backend[:model][#effort]`: a chain target's text, and its effort.
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let chain = crate::record::ChainTarget {
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+        };
+        match &self.effort {
+            Some(effort) => write!(f, "{chain}#{effort}"),
+            None => write!(f, "{chain}"),
         }
-        s
     }
 }
 
@@ -185,7 +187,7 @@ mod tests {
     fn provider_model_for_opencode() {
         let x = t("opencode:fake/fake-model");
         assert_eq!(x.model.as_deref(), Some("fake/fake-model"));
-        assert_eq!(x.display(), "opencode:fake/fake-model");
+        assert_eq!(x.to_string(), "opencode:fake/fake-model");
     }
 
     #[test]

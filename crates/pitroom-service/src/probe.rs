@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use pitroom_core::target::Target;
 use pitroom_core::{Observer, RunRecord, RunSpec, RunState};
 use pitroom_git::Git;
 use pitroom_workers::Mode;
@@ -270,12 +269,7 @@ fn model_used(record: &RunRecord) -> (String, &'static str) {
 
 /// `backend[:model][#effort]` of a resolved run.
 fn target_of(spec: &RunSpec) -> String {
-    Target {
-        backend: spec.backend.clone(),
-        model: spec.model.clone(),
-        effort: spec.effort.clone(),
-    }
-    .display()
+    spec.worker().to_string()
 }
 
 fn first_line(text: &str) -> String {

@@ -217,13 +217,7 @@ impl Service {
         count: usize,
     ) -> Result<Vec<String>, ServiceError> {
         let spec = self.resolve(template)?.spec;
-        let first = pitroom_core::target::Target {
-            backend: spec.backend.clone(),
-            model: spec.model.clone(),
-            effort: spec.effort.clone(),
-        }
-        .display();
-        let chain: Vec<String> = std::iter::once(first)
+        let chain: Vec<String> = std::iter::once(spec.worker().to_string())
             .chain(spec.fallback.iter().map(ToString::to_string))
             .take(count)
             .collect();

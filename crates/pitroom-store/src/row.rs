@@ -1,5 +1,6 @@
 //! One run as a database row.
 
+use pitroom_core::record::ChainTarget;
 use pitroom_core::RunRecord;
 use pitroom_workers::FailureKind;
 use rusqlite::{named_params, Connection};
@@ -94,11 +95,13 @@ impl RunRow {
     }
 }
 
+/// A row's worker as a run's target is named everywhere (`backend[:model]`).
 pub(crate) fn worker_label(backend: &str, model: Option<&str>) -> String {
-    match model {
-        Some(m) => format!("{backend}:{m}"),
-        None => backend.to_string(),
+    ChainTarget {
+        backend: backend.to_string(),
+        model: model.map(str::to_string),
     }
+    .to_string()
 }
 
 fn failure_name(kind: FailureKind) -> String {
