@@ -652,7 +652,8 @@ pub struct RunRecord {
     pub failure: Option<FailureKind>,
     pub worker_exit: Option<i32>,
     /// The last thing the worker did, for progress displays.
-    pub last: Option<String>,
+    #[serde(rename = "last")]
+    pub last_step: Option<String>,
     #[serde(default)]
     pub warnings: Vec<String>,
     /// Set (never stored) when the final record could not be written: nothing on disk will
@@ -850,7 +851,7 @@ impl RunRecord {
             error: None,
             failure: None,
             worker_exit: None,
-            last: None,
+            last_step: None,
             warnings: Vec::new(),
             receipt: None,
             refs: None,

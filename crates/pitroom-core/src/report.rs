@@ -500,7 +500,7 @@ fn hints(out: &mut String, record: &RunRecord) {
 fn last_suffix(record: &RunRecord) -> String {
     let t = &record.tally;
     let mut s = format!(": {} steps, {} tool calls", t.steps, t.tool_calls);
-    if let Some(last) = &record.last {
+    if let Some(last) = &record.last_step {
         s.push_str(&format!(", last: {last}"));
     }
     s

@@ -81,7 +81,7 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
         "tools": tally.tool_calls,
         "failed_calls": tally.failed_calls,
         "denied_calls": tally.denied_calls,
-        "last": record.last.as_deref().map(|l| clip(l, 200)),
+        "last": record.last_step.as_deref().map(|l| clip(l, 200)),
         "summary": record.answer.as_deref().and_then(report::summary_line).map(|s| clip(s, 300)),
         "error": record.error.as_deref().map(|e| clip(e, 300)),
         "changes": record.changes.len(),

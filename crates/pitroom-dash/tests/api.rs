@@ -432,7 +432,7 @@ fn secrets_are_redacted_in_every_json_answer() {
             r.answer = Some(format!(
                 "SUMMARY: the password is {ENV_VALUE} and the key {KEY}"
             ));
-            r.last = Some(format!("read {ENV_VALUE}"));
+            r.last_step = Some(format!("read {ENV_VALUE}"));
             write_record(&s.home, &r);
         },
         None,

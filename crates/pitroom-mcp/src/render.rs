@@ -65,7 +65,10 @@ impl RunView {
                 .map(|r| format!("{}/{}", r.verified, r.total)),
             changes: record.changes.len(),
             error: record.error.clone(),
-            last: record.last.clone().filter(|_| record.state.is_active()),
+            last: record
+                .last_step
+                .clone()
+                .filter(|_| record.state.is_active()),
             steps: record.tally.steps,
             tools: record.tally.tool_calls,
             verdict: record.verdict.as_ref().map(|v| v.line()),

@@ -210,7 +210,7 @@ pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
             run,
             steps: record.tally.steps,
             tools: record.tally.tool_calls,
-            last: record.last.clone().unwrap_or_default(),
+            last: record.last_step.clone().unwrap_or_default(),
         });
     }
     if !record.state.is_active() && before.state.is_none_or(RunState::is_active) {
@@ -445,7 +445,7 @@ mod tests {
         assert!(events_between(&r, &seen).is_empty(), "nothing changed");
         r.tally.steps = 2;
         r.tally.tool_calls = 3;
-        r.last = Some("read calc.py".into());
+        r.last_step = Some("read calc.py".into());
         assert_eq!(
             json(&events_between(&r, &seen)),
             [

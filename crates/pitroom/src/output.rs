@@ -154,7 +154,7 @@ impl Observer for Progress {
             t.tool_calls,
             human_count(t.usage.total())
         );
-        if let Some(last) = &record.last {
+        if let Some(last) = &record.last_step {
             line.push_str(" · ");
             line.push_str(last);
         }

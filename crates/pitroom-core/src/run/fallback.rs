@@ -70,7 +70,7 @@ impl Engine {
                 index += 1;
                 continue;
             }
-            let adapter = match self.adapter_in(&record.spec, &next.backend) {
+            let adapter = match self.adapter_for_spec(&record.spec, &next.backend) {
                 Ok(a) => a,
                 Err(e) if !last => {
                     record

@@ -189,7 +189,11 @@ impl Engine {
     }
 
     /// The adapter for `backend` as the run knows it ([`RunSpec::adapter_of`]), or why none.
-    fn adapter_in(&self, spec: &RunSpec, backend: &str) -> Result<Box<dyn Adapter>, EngineError> {
+    fn adapter_for_spec(
+        &self,
+        spec: &RunSpec,
+        backend: &str,
+    ) -> Result<Box<dyn Adapter>, EngineError> {
         spec.adapter_of(backend)
             .map_or_else(|| self.adapter(backend), Ok)
     }
@@ -227,7 +231,7 @@ impl Engine {
         if let Some(group) = &spec.group {
             crate::home::check_group_name(group).map_err(EngineError::Usage)?;
         }
-        let adapter = self.adapter_in(spec, &spec.backend)?;
+        let adapter = self.adapter_for_spec(spec, &spec.backend)?;
         if spec.parent.is_some() && !adapter.can_resume() {
             return Err(EngineError::Refused(format!(
                 "{} cannot resume a session, so --continue is unavailable",

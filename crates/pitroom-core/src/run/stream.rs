@@ -371,7 +371,7 @@ impl Stream {
                         self.tool_log.remove(0);
                     }
                     self.tool_log.push(line.clone());
-                    record.last = Some(line);
+                    record.last_step = Some(line);
                 }
                 WorkerEvent::Text { message, text } => {
                     self.texts.push((message, text));

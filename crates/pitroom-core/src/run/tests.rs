@@ -156,7 +156,7 @@ fn tally_counts_steps_tools_denials_and_cost() {
         (1, 2, 1)
     );
     assert_eq!(s.tally.cost, Some(0.5));
-    assert_eq!(r.last.as_deref(), Some("read b"));
+    assert_eq!(r.last_step.as_deref(), Some("read b"));
 }
 
 #[test]

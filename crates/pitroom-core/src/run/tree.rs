@@ -281,7 +281,7 @@ impl Engine {
             .into_iter()
             .map(|target| target.backend)
             .find(|backend| {
-                self.adapter_in(&record.spec, backend)
+                self.adapter_for_spec(&record.spec, backend)
                     .is_ok_and(|a| a.has_own_sandbox())
             });
         ViewFacts {

@@ -112,7 +112,7 @@ fn progress_message(records: &[RunRecord], finished: usize, total: usize) -> Str
             r.tally.steps,
             r.tally.tool_calls
         ));
-        if let Some(last) = &r.last {
+        if let Some(last) = &r.last_step {
             let last: String = last.chars().take(80).collect();
             message.push_str(&format!(", last: {last}"));
         }
