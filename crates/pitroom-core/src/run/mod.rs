@@ -283,7 +283,7 @@ impl Engine {
             tracing::warn!("could not keep the task in {}: {e}", task_file.display());
         }
         // A stamp on the record: the stamping clock (the deadline and durations use `Instant`).
-        let mut record = RunRecord::new(id, spec, crate::clock::now().to_string());
+        let mut record = RunRecord::new(id, spec, crate::clock::now());
         record.repo = checked.repo.as_ref().map(|r| r.toplevel.clone());
         if record.repo.is_none() {
             record.warnings.push(match record.spec.mode {
@@ -411,7 +411,7 @@ impl Engine {
         // The timeout counts from here: tree, worker, finishing and --verify alike.
         interrupt.start_deadline(Duration::from_secs_f64(record.spec.timeout_secs));
         record.state = RunState::Running;
-        record.started_at = Some(crate::clock::stamp());
+        record.started_at = Some(crate::clock::now());
         self.enter(record, RunPhase::Tree)?;
         let started = Instant::now();
 
@@ -491,7 +491,7 @@ impl Engine {
         interrupt: &mut Interrupt,
     ) {
         record.duration_ms = Some(started.elapsed().as_millis() as u64);
-        record.ended_at = Some(crate::clock::stamp());
+        record.ended_at = Some(crate::clock::now());
         if matches!(
             last.ending,
             stream::Ending::Stopped | stream::Ending::TimedOut | stream::Ending::OverBudget
