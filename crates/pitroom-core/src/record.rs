@@ -1,6 +1,7 @@
 //! The run record: one versioned JSON document per run, written atomically.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use pitroom_workers::{FailureKind, Mode, Usage};
@@ -467,10 +468,14 @@ pub struct RunRecord {
     /// When the run ended (`None` while active).
     #[serde(default, deserialize_with = "stamps::optional")]
     pub ended_at: Option<Timestamp>,
-    pub duration_ms: Option<u64>,
-    /// Time spent queued for a slot before the worker started (not counted in `duration_ms`).
-    #[serde(default)]
-    pub queued_ms: Option<u64>,
+    /// How long the worker's time lasted (every attempt), in whole milliseconds as the JSON's
+    /// `duration_ms` keeps it; `None` until it ended.
+    #[serde(rename = "duration_ms", default, with = "millis")]
+    pub duration: Option<Duration>,
+    /// Time spent queued for a slot before the worker started (not counted in `duration`), in
+    /// whole milliseconds as the JSON's `queued_ms` keeps it.
+    #[serde(rename = "queued_ms", default, with = "millis")]
+    pub queued: Option<Duration>,
     /// The scheduler's grant number for the run's slot (1, 2, 3, … per state directory): the
     /// order runs were let go in, exact even when two start within the same millisecond.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -621,6 +626,12 @@ impl RunRecord {
         Some(until.strftime("%H:%M UTC").to_string())
     }
 
+    /// [`duration`](Self::duration) in whole milliseconds: what the record's JSON says, and the
+    /// views and rows built from it.
+    pub fn duration_ms(&self) -> Option<u64> {
+        self.duration.map(millis_of)
+    }
+
     /// [`created_at`](Self::created_at), unless it is [`UNKNOWN_CREATED`] (a stamp that did
     /// not read): what ages a run, so an unreadable stamp never makes a run look ancient.
     pub fn created_known(&self) -> Option<Timestamp> {
@@ -695,8 +706,8 @@ impl RunRecord {
             created_at,
             started_at: None,
             ended_at: None,
-            duration_ms: None,
-            queued_ms: None,
+            duration: None,
+            queued: None,
             slot_grant: None,
             session_usage: None,
             attempts: Vec::new(),
@@ -861,6 +872,38 @@ mod stamps {
     }
 }
 
+/// A span in whole milliseconds: how a record's `duration_ms` and `queued_ms` are written (one
+/// too long for a `u64` of milliseconds, half a billion years, is written as the longest).
+pub fn millis_of(span: Duration) -> u64 {
+    u64::try_from(span.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A span as the record keeps it: cut to whole milliseconds, so what a record says in memory is
+/// what it says once written and read back.
+pub fn whole_millis(span: Duration) -> Duration {
+    Duration::from_millis(millis_of(span))
+}
+
+/// How a record's spans are written: a number of milliseconds, or `null`.
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        span: &Option<Duration>,
+        ser: S,
+    ) -> Result<S::Ok, S::Error> {
+        span.map(super::millis_of).serialize(ser)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        de: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(de)?.map(Duration::from_millis))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -979,6 +1022,38 @@ mod tests {
     }
 
     #[test]
+    fn spans_are_whole_milliseconds_written_as_numbers_of_them() {
+        let record: RunRecord = serde_json::from_str(OLD_SHAPE).expect("an old record reads");
+        assert_eq!(record.duration, Some(Duration::from_millis(8377)));
+        assert_eq!(record.duration_ms(), Some(8377));
+        assert_eq!(record.queued, None, "older records have no queued_ms");
+        let mut record = a_record();
+        record.duration = Some(whole_millis(Duration::from_nanos(1_234_567_891)));
+        record.queued = Some(whole_millis(Duration::from_micros(999)));
+        assert_eq!(record.duration, Some(Duration::from_millis(1234)));
+        let written = serde_json::to_value(&record).expect("serialises");
+        assert_eq!(written["duration_ms"], 1234);
+        assert_eq!(written["queued_ms"], 0);
+        assert!(written.get("duration").is_none() && written.get("queued").is_none());
+        let back: RunRecord = serde_json::from_value(written).expect("reads");
+        assert_eq!(
+            (back.duration, back.queued),
+            (record.duration, record.queued)
+        );
+        assert_eq!(
+            millis_of(Duration::MAX),
+            u64::MAX,
+            "the longest span is written whole"
+        );
+        let mut negative: serde_json::Value = serde_json::from_str(OLD_SHAPE).expect("json");
+        negative["duration_ms"] = (-1).into();
+        assert!(
+            serde_json::from_value::<RunRecord>(negative).is_err(),
+            "a span is a number of milliseconds, as before"
+        );
+    }
+
+    #[test]
     fn a_stamp_that_does_not_read_leaves_the_record_readable() {
         let mut bad: serde_json::Value = serde_json::from_str(OLD_SHAPE).expect("json");
         bad["created_at"] = "t".into();
@@ -993,8 +1068,8 @@ mod tests {
             (None, None, None)
         );
         assert_eq!(
-            record.duration_ms,
-            Some(8377),
+            record.duration,
+            Some(Duration::from_millis(8377)),
             "the rest of the record reads"
         );
         // Absent and null optional stamps are none, as before.
@@ -1031,6 +1106,8 @@ mod tests {
         old["created_at"] = "2026-11-30T10:00:00.000000001Z".into();
         old["started_at"] = "2026-11-30T10:00:01.123456789Z".into();
         old["ended_at"] = "2026-11-30T10:00:09.12Z".into();
+        old["duration_ms"] = 8377.into();
+        old["queued_ms"] = 0.into();
         let mut fields = old.as_object().cloned().expect("an object");
         // `held_until` sits where the struct writes it, not at the end.
         let held = fields.shift_remove("held_until").expect("set above");

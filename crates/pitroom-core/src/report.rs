@@ -507,8 +507,8 @@ fn last_suffix(record: &RunRecord) -> String {
 }
 
 fn duration(record: &RunRecord) -> Option<Duration> {
-    if let Some(ms) = record.duration_ms {
-        return Some(Duration::from_millis(ms));
+    if let Some(took) = record.duration {
+        return Some(took);
     }
     let start = record.started_at?;
     // Time since a stamp: the stamping clock, so a fixed clock shows no time passed, not months.
@@ -595,7 +595,7 @@ mod tests {
             "2026-09-30T00:39:02Z".parse().expect("a stamp"),
         );
         r.state = state;
-        r.duration_ms = Some(30_000);
+        r.duration = Some(Duration::from_secs(30));
         r
     }
 

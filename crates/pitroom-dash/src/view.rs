@@ -76,7 +76,7 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
         "created_at": record.created_at,
         "started_at": record.started_at,
         "ended_at": record.ended_at,
-        "duration_ms": record.duration_ms,
+        "duration_ms": record.duration_ms(),
         "steps": tally.steps,
         "tools": tally.tool_calls,
         "failed_calls": tally.failed_calls,

@@ -194,7 +194,7 @@ fn record(id: &str, repo: &Path, mode: Mode, state: RunState, task: &str) -> Run
     r.started_at = Some("2026-11-30T10:00:01Z".parse().expect("a stamp"));
     if !state.is_active() {
         r.ended_at = Some("2026-11-30T10:00:09Z".parse().expect("a stamp"));
-        r.duration_ms = Some(8000);
+        r.duration = Some(Duration::from_secs(8));
     }
     r
 }

@@ -224,7 +224,7 @@ pub fn terminal_event(record: &RunRecord) -> WatchEvent {
     let finished = Finished {
         run: record.id.clone(),
         time: record
-            .duration_ms
+            .duration_ms()
             .map(|ms| (ms as f64 / 100.0).round() / 10.0),
         worker: record.worker_target(),
         changes: record.changes.len(),
@@ -466,7 +466,7 @@ mod tests {
     fn a_run_already_finished_yields_only_its_terminal_line() {
         let mut r = record(RunState::Done);
         r.started_at = Some(stamp("2026-11-29T23:00:00Z"));
-        r.duration_ms = Some(12_340);
+        r.duration = Some(std::time::Duration::from_millis(12_340));
         r.answer = Some("SUMMARY: found it\nDETAILS: a.rs:3".into());
         let e = events_between(&r, &Seen::default());
         assert_eq!(

@@ -274,7 +274,7 @@ mod tests {
         record.state = RunState::Done;
         record.started_at = Some(start);
         record.ended_at = Some("2026-11-20T10:00:05Z".parse().expect("a stamp"));
-        record.duration_ms = Some(5000);
+        record.duration = Some(std::time::Duration::from_secs(5));
         record.receipt = Some(pitroom_core::record::Receipt {
             worker_tokens: 1100,
             returned_tokens: 50,

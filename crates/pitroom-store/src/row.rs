@@ -67,7 +67,7 @@ impl RunRow {
             group: record.spec.group.clone(),
             dir: record.spec.dir.display().to_string(),
             task: record.spec.task.clone(),
-            duration_ms: record.duration_ms.map(clamp),
+            duration_ms: record.duration_ms().map(clamp),
             steps: i64::from(record.tally.steps),
             tool_calls: i64::from(record.tally.tool_calls),
             tokens: clamp(

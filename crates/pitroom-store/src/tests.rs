@@ -31,7 +31,7 @@ fn record(
     r.state = state;
     r.started_at = Some(at);
     r.ended_at = Some(at);
-    r.duration_ms = Some(ms);
+    r.duration = Some(std::time::Duration::from_millis(ms));
     r.tally = Tally {
         usage: Usage {
             input: 1000,

@@ -490,7 +490,7 @@ impl Engine {
         last: &fallback::LastAttempt,
         interrupt: &mut Interrupt,
     ) {
-        record.duration_ms = Some(started.elapsed().as_millis() as u64);
+        record.duration = Some(crate::record::whole_millis(started.elapsed()));
         record.ended_at = Some(crate::clock::now());
         if matches!(
             last.ending,
