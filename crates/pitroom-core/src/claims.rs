@@ -486,7 +486,11 @@ mod tests {
 
     fn record(mode: Mode, answer: &str, tool_calls: u32) -> RunRecord {
         let spec = crate::record::RunSpec::new("t", mode, "opencode", "/w");
-        let mut r = RunRecord::new("r1".into(), spec, "2026-01-01T00:00:00Z".into());
+        let mut r = RunRecord::new(
+            "r1".into(),
+            spec,
+            "2026-01-01T00:00:00Z".parse().expect("a stamp"),
+        );
         r.state = RunState::Done;
         r.answer = Some(answer.into());
         r.tally.tool_calls = tool_calls;

@@ -29,9 +29,9 @@ pub fn now() -> Timestamp {
     fixed_time().unwrap_or_else(Timestamp::now)
 }
 
-/// The stamp to write on a record or a note, as the record stores it: [`now`] in RFC 3339
-/// (`2026-01-02T03:04:05Z`). A stamp always comes from this clock, so a fixed clock fixes
-/// every stamp.
+/// The stamp to write on a note, or anywhere a stamp is kept as text: [`now`] in RFC 3339
+/// (`2026-01-02T03:04:05Z`). A run record keeps [`now`] itself, and writes it as this same
+/// text. A stamp always comes from this clock, so a fixed clock fixes every stamp.
 pub fn stamp() -> String {
     now().to_string()
 }

@@ -260,7 +260,7 @@ impl Home {
                 ));
             }
             record.error = Some(error);
-            record.ended_at = Some(crate::clock::stamp());
+            record.ended_at = Some(crate::clock::now());
             let path = self.record_path(id);
             record.write(&path).map_err(self.io(&path))?;
         }
@@ -500,7 +500,7 @@ mod tests {
         let record = RunRecord::new(
             "20260101-000000-0001".into(),
             spec,
-            "2020-01-01T00:00:00Z".into(),
+            "2020-01-01T00:00:00Z".parse().expect("a stamp"),
         );
         assert_eq!(record.state, RunState::Queued);
         assert!(supervisor_alive(&h, &record), "just written: still fresh");

@@ -260,7 +260,11 @@ mod tests {
     /// A finished isolated run of `home` whose copy is recorded at `copy`.
     fn isolated_run(home: &Home, copy: &Path) -> RunRecord {
         let spec = crate::RunSpec::new("task", Mode::Isolate, "opencode", home.root.clone());
-        let mut record = RunRecord::new("r1".into(), spec, "2026-01-01T00:00:00Z".into());
+        let mut record = RunRecord::new(
+            "r1".into(),
+            spec,
+            "2026-01-01T00:00:00Z".parse().expect("a stamp"),
+        );
         record.state = crate::RunState::Done;
         record.copy = Some(copy.to_path_buf());
         record

@@ -353,7 +353,11 @@ mod tests {
             "price": null,
         }))
         .unwrap();
-        let mut r = RunRecord::new("id".into(), spec, "2026-11-30T00:00:00Z".into());
+        let mut r = RunRecord::new(
+            "id".into(),
+            spec,
+            "2026-11-30T00:00:00Z".parse().expect("a stamp"),
+        );
         r.tally = Tally {
             usage: usage(1_000_000, 1_000_000, 0),
             steps: 1,

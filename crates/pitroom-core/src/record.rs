@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use jiff::Timestamp;
 use pitroom_workers::{FailureKind, Mode, Usage};
 use serde::{Deserialize, Serialize};
 
@@ -593,20 +594,36 @@ pub struct RunRecord {
     /// The stage the run is in, or the last one it reached (`None` in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<RunPhase>,
-    /// Until when the run was held because every target of its chain was cooling down (RFC
-    /// 3339, the wall clock); `None` when it never was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub held_until: Option<String>,
+    /// Until when the run was held because every target of its chain was cooling down (the
+    /// wall clock); `None` when it never was.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "stamps::optional"
+    )]
+    pub held_until: Option<Timestamp>,
     /// The stage a stop or the timeout interrupted, for a run that ended `stopped` or `timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_in: Option<RunPhase>,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    pub duration_ms: Option<u64>,
-    /// Time spent queued for a slot before the worker started (not counted in `duration_ms`).
-    #[serde(default)]
-    pub queued_ms: Option<u64>,
+    /// When the run was made (the stamping clock, `crate::clock::now`). Written as RFC 3339
+    /// (`2026-01-02T03:04:05Z`, with fractional seconds when there are any); one that does not
+    /// read is [`UNKNOWN_CREATED`] (see [`stamps`]).
+    #[serde(deserialize_with = "stamps::created")]
+    pub created_at: Timestamp,
+    /// When the worker started (`None` while queued, and for a run that never started).
+    #[serde(default, deserialize_with = "stamps::optional")]
+    pub started_at: Option<Timestamp>,
+    /// When the run ended (`None` while active).
+    #[serde(default, deserialize_with = "stamps::optional")]
+    pub ended_at: Option<Timestamp>,
+    /// How long the worker's time lasted (every attempt), in whole milliseconds as the JSON's
+    /// `duration_ms` keeps it; `None` until it ended.
+    #[serde(rename = "duration_ms", default, with = "millis")]
+    pub duration: Option<Duration>,
+    /// Time spent queued for a slot before the worker started (not counted in `duration`), in
+    /// whole milliseconds as the JSON's `queued_ms` keeps it.
+    #[serde(rename = "queued_ms", default, with = "millis")]
+    pub queued: Option<Duration>,
     /// The scheduler's grant number for the run's slot (1, 2, 3, … per state directory): the
     /// order runs were let go in, exact even when two start within the same millisecond.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -750,13 +767,20 @@ impl RunRecord {
         if !self.is_held() {
             return None;
         }
-        let until = self.held_until.as_deref()?;
-        Some(
-            until
-                .parse::<jiff::Timestamp>()
-                .map(|t| t.strftime("%H:%M UTC").to_string())
-                .unwrap_or_else(|_| until.to_string()),
-        )
+        let until = self.held_until?;
+        Some(until.strftime("%H:%M UTC").to_string())
+    }
+
+    /// [`duration`](Self::duration) in whole milliseconds: what the record's JSON says, and the
+    /// views and rows built from it.
+    pub fn duration_ms(&self) -> Option<u64> {
+        self.duration.map(millis_of)
+    }
+
+    /// [`created_at`](Self::created_at), unless it is [`UNKNOWN_CREATED`] (a stamp that did
+    /// not read): what ages a run, so an unreadable stamp never makes a run look ancient.
+    pub fn created_known(&self) -> Option<Timestamp> {
+        (self.created_at != UNKNOWN_CREATED).then_some(self.created_at)
     }
 
     /// What refuses a run that has not ended yet says, and what to do: `apply`, `revert`, a
@@ -810,7 +834,7 @@ impl RunRecord {
         self.fell_back_to = (*target != self.spec.asked()).then(|| target.clone());
     }
 
-    pub fn new(id: String, spec: RunSpec, created_at: String) -> RunRecord {
+    pub fn new(id: String, spec: RunSpec, created_at: Timestamp) -> RunRecord {
         RunRecord {
             version: RECORD_VERSION,
             id,
@@ -827,8 +851,8 @@ impl RunRecord {
             created_at,
             started_at: None,
             ended_at: None,
-            duration_ms: None,
-            queued_ms: None,
+            duration: None,
+            queued: None,
             slot_grant: None,
             session_usage: None,
             attempts: Vec::new(),
@@ -953,6 +977,72 @@ fn is_zero_bytes(n: &u64) -> bool {
     *n == 0
 }
 
+/// What a record's `created_at` reads as when its stamp does not (see [`stamps`]): the Unix
+/// epoch, which no run of Pitroom can have been made at. [`RunRecord::created_known`] tells it
+/// apart, so what ages runs (`clean`) keeps such a run rather than take it for the oldest.
+pub const UNKNOWN_CREATED: Timestamp = Timestamp::UNIX_EPOCH;
+
+/// How a record's stamps read. They are written as `jiff::Timestamp`'s `Display`, which is what
+/// `clock::stamp()` wrote before the record held typed stamps, so a record's JSON is unchanged.
+///
+/// Reading is lenient, because a record must never become unreadable over one stamp (its
+/// answer, its patch and its receipt matter more than when it started): any RFC 3339 stamp with
+/// an offset reads (`Z`, `+00:00`, `+02:00`), and is written back in UTC with `Z`. A stamp that
+/// does not read at all (hand-edited, or not a string) reads as no stamp: `None` for the
+/// optional ones, [`UNKNOWN_CREATED`] for `created_at`, which every record has (and which a
+/// record rewritten after such a read keeps: it still reads as unknown). A record without a
+/// `created_at` field still does not read: that is not a run record.
+mod stamps {
+    use jiff::Timestamp;
+    use serde::{Deserialize, Deserializer};
+
+    /// Any JSON value: a string that reads as a timestamp is one, anything else is none.
+    pub(super) fn optional<'de, D: Deserializer<'de>>(
+        de: D,
+    ) -> Result<Option<Timestamp>, D::Error> {
+        Ok(match serde_json::Value::deserialize(de)? {
+            serde_json::Value::String(text) => text.trim().parse().ok(),
+            _ => None,
+        })
+    }
+
+    pub(super) fn created<'de, D: Deserializer<'de>>(de: D) -> Result<Timestamp, D::Error> {
+        Ok(optional(de)?.unwrap_or(super::UNKNOWN_CREATED))
+    }
+}
+
+/// A span in whole milliseconds: how a record's `duration_ms` and `queued_ms` are written (one
+/// too long for a `u64` of milliseconds, half a billion years, is written as the longest).
+pub fn millis_of(span: Duration) -> u64 {
+    u64::try_from(span.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A span as the record keeps it: cut to whole milliseconds, so what a record says in memory is
+/// what it says once written and read back.
+pub fn whole_millis(span: Duration) -> Duration {
+    Duration::from_millis(millis_of(span))
+}
+
+/// How a record's spans are written: a number of milliseconds, or `null`.
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        span: &Option<Duration>,
+        ser: S,
+    ) -> Result<S::Ok, S::Error> {
+        span.map(super::millis_of).serialize(ser)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        de: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(de)?.map(Duration::from_millis))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -982,7 +1072,7 @@ mod tests {
     #[test]
     fn a_budget_stop_is_its_own_state_and_exits_1() {
         let spec = RunSpec::new("t", Mode::Isolate, "opencode", "/tmp");
-        let mut r = RunRecord::new("x".into(), spec, "now".into());
+        let mut r = RunRecord::new("x".into(), spec, at("2026-01-01T00:00:00Z"));
         r.state = RunState::OverBudget;
         assert_eq!(r.state.as_str(), "over_budget");
         assert!(!r.state.is_active());
@@ -1086,8 +1176,173 @@ mod tests {
         RunRecord::new(
             "20260101-000000-0000".into(),
             spec,
-            "2026-01-01T00:00:00Z".into(),
+            at("2026-01-01T00:00:00Z"),
         )
+    }
+
+    fn at(stamp: &str) -> Timestamp {
+        stamp.parse().expect("a test stamp")
+    }
+
+    /// A record of the shape written before the record held typed stamps: the stamps as
+    /// `clock::stamp()` wrote them, as strings in the JSON.
+    const OLD_SHAPE: &str = r#"{
+        "version": 1, "id": "20261130-100000-0a1b", "state": "done",
+        "spec": {"task": "t", "mode": "read", "backend": "opencode", "model": null,
+                 "effort": null, "web": false, "dir": "/r", "timeout_secs": 1.0,
+                 "watchdog_secs": 1.0, "background": false, "allow_non_git": false,
+                 "parent": null, "primary": "sonnet", "price": null},
+        "repo": null, "workdir": null, "copy": null, "phase": "held",
+        "held_until": "2026-11-30T14:05:00Z",
+        "created_at": "2026-11-30T10:00:00Z",
+        "started_at": "2026-11-30T10:00:01.123456789Z",
+        "ended_at": "2026-11-30T10:00:09.5+00:00",
+        "duration_ms": 8377, "pid": null, "pid_start": null, "session": null,
+        "base_tree": null, "after_tree": null, "answer": null, "error": null,
+        "failure": null, "worker_exit": null, "last": null, "receipt": null, "refs": null,
+        "verify": null, "supervisor_peak_kb": null
+    }"#;
+
+    #[test]
+    fn a_record_of_the_old_shape_reads_its_stamps_with_nanoseconds_and_offsets() {
+        let record: RunRecord = serde_json::from_str(OLD_SHAPE).expect("an old record reads");
+        assert_eq!(record.created_at, at("2026-11-30T10:00:00Z"));
+        assert_eq!(
+            record.started_at.map(|t| t.subsec_nanosecond()),
+            Some(123_456_789)
+        );
+        assert_eq!(
+            record.started_at,
+            Some(at("2026-11-30T10:00:01.123456789Z"))
+        );
+        assert_eq!(record.ended_at, Some(at("2026-11-30T10:00:09.500Z")));
+        assert_eq!(record.held_until, Some(at("2026-11-30T14:05:00Z")));
+        // Written back as the stamping clock writes: the same strings, the offset one in UTC.
+        let again = serde_json::to_value(&record).expect("serialises");
+        assert_eq!(again["created_at"], "2026-11-30T10:00:00Z");
+        assert_eq!(again["started_at"], "2026-11-30T10:00:01.123456789Z");
+        assert_eq!(again["ended_at"], "2026-11-30T10:00:09.5Z");
+        assert_eq!(again["held_until"], "2026-11-30T14:05:00Z");
+        // Another offset is the same instant, in UTC.
+        let mut shifted: serde_json::Value = serde_json::from_str(OLD_SHAPE).expect("json");
+        shifted["started_at"] = "2026-11-30T12:00:01+02:00".into();
+        let record: RunRecord = serde_json::from_value(shifted).expect("reads");
+        assert_eq!(record.started_at, Some(at("2026-11-30T10:00:01Z")));
+    }
+
+    #[test]
+    fn spans_are_whole_milliseconds_written_as_numbers_of_them() {
+        let record: RunRecord = serde_json::from_str(OLD_SHAPE).expect("an old record reads");
+        assert_eq!(record.duration, Some(Duration::from_millis(8377)));
+        assert_eq!(record.duration_ms(), Some(8377));
+        assert_eq!(record.queued, None, "older records have no queued_ms");
+        let mut record = a_record();
+        record.duration = Some(whole_millis(Duration::from_nanos(1_234_567_891)));
+        record.queued = Some(whole_millis(Duration::from_micros(999)));
+        assert_eq!(record.duration, Some(Duration::from_millis(1234)));
+        let written = serde_json::to_value(&record).expect("serialises");
+        assert_eq!(written["duration_ms"], 1234);
+        assert_eq!(written["queued_ms"], 0);
+        assert!(written.get("duration").is_none() && written.get("queued").is_none());
+        let back: RunRecord = serde_json::from_value(written).expect("reads");
+        assert_eq!(
+            (back.duration, back.queued),
+            (record.duration, record.queued)
+        );
+        assert_eq!(
+            millis_of(Duration::MAX),
+            u64::MAX,
+            "the longest span is written whole"
+        );
+        let mut negative: serde_json::Value = serde_json::from_str(OLD_SHAPE).expect("json");
+        negative["duration_ms"] = (-1).into();
+        assert!(
+            serde_json::from_value::<RunRecord>(negative).is_err(),
+            "a span is a number of milliseconds, as before"
+        );
+    }
+
+    #[test]
+    fn a_stamp_that_does_not_read_leaves_the_record_readable() {
+        let mut bad: serde_json::Value = serde_json::from_str(OLD_SHAPE).expect("json");
+        bad["created_at"] = "t".into();
+        bad["started_at"] = "now".into();
+        bad["ended_at"] = 17.into();
+        bad["held_until"] = "2026-11-30T14:05:00".into(); // no offset: not an instant
+        let record: RunRecord = serde_json::from_value(bad).expect("still reads");
+        assert_eq!(record.created_at, UNKNOWN_CREATED);
+        assert_eq!(record.created_known(), None);
+        assert_eq!(
+            (record.started_at, record.ended_at, record.held_until),
+            (None, None, None)
+        );
+        assert_eq!(
+            record.duration,
+            Some(Duration::from_millis(8377)),
+            "the rest of the record reads"
+        );
+        // Absent and null optional stamps are none, as before.
+        let mut bare: serde_json::Value = serde_json::from_str(OLD_SHAPE).expect("json");
+        bare["started_at"] = serde_json::Value::Null;
+        if let Some(fields) = bare.as_object_mut() {
+            fields.remove("ended_at");
+            fields.remove("held_until");
+        }
+        let record: RunRecord = serde_json::from_value(bare).expect("reads");
+        assert_eq!(record.created_known(), Some(at("2026-11-30T10:00:00Z")));
+        assert_eq!(
+            (record.started_at, record.ended_at, record.held_until),
+            (None, None, None)
+        );
+        let written = serde_json::to_value(&record).expect("serialises");
+        assert_eq!(written["started_at"], serde_json::Value::Null);
+        assert_eq!(written["ended_at"], serde_json::Value::Null);
+        assert!(written.get("held_until").is_none(), "{written:#}");
+        // A record without a `created_at` is not a run record.
+        let mut headless: serde_json::Value = serde_json::from_str(OLD_SHAPE).expect("json");
+        if let Some(fields) = headless.as_object_mut() {
+            fields.remove("created_at");
+        }
+        assert!(serde_json::from_value::<RunRecord>(headless).is_err());
+    }
+
+    #[test]
+    fn a_record_written_and_read_back_writes_the_same_json_byte_for_byte() {
+        // The file a record of the old shape was: its string stamps as `clock::stamp()` wrote
+        // them (a wall-clock stamp has nanoseconds), pretty-printed as `RunRecord::write` does.
+        let mut old = serde_json::to_value(a_record()).expect("serialises");
+        old["held_until"] = "2026-11-30T14:05:00Z".into();
+        old["created_at"] = "2026-11-30T10:00:00.000000001Z".into();
+        old["started_at"] = "2026-11-30T10:00:01.123456789Z".into();
+        old["ended_at"] = "2026-11-30T10:00:09.12Z".into();
+        old["duration_ms"] = 8377.into();
+        old["queued_ms"] = 0.into();
+        let mut fields = old.as_object().cloned().expect("an object");
+        // `held_until` sits where the struct writes it, not at the end.
+        let held = fields.shift_remove("held_until").expect("set above");
+        let mut file = serde_json::Map::new();
+        for (key, value) in fields {
+            if key == "created_at" {
+                file.insert("held_until".into(), held.clone());
+            }
+            file.insert(key, value);
+        }
+        let file = serde_json::to_string_pretty(&file).expect("serialises");
+        let record: RunRecord = serde_json::from_str(&file).expect("reads");
+        assert_eq!(
+            serde_json::to_string_pretty(&record).expect("serialises"),
+            file
+        );
+        // And a stamp the clock makes now is written as it displays, which is what
+        // `clock::stamp()` wrote.
+        let mut record = a_record();
+        let now = Timestamp::now();
+        record.started_at = Some(now);
+        let written = serde_json::to_value(&record).expect("serialises");
+        assert_eq!(written["started_at"], now.to_string());
+        assert_eq!(written["created_at"], "2026-01-01T00:00:00Z");
+        let back: RunRecord = serde_json::from_value(written).expect("reads");
+        assert_eq!(back.started_at, Some(now));
     }
 
     #[test]

@@ -507,10 +507,10 @@ fn last_suffix(record: &RunRecord) -> String {
 }
 
 fn duration(record: &RunRecord) -> Option<Duration> {
-    if let Some(ms) = record.duration_ms {
-        return Some(Duration::from_millis(ms));
+    if let Some(took) = record.duration {
+        return Some(took);
     }
-    let start: jiff::Timestamp = record.started_at.as_deref()?.parse().ok()?;
+    let start = record.started_at?;
     // Time since a stamp: the stamping clock, so a fixed clock shows no time passed, not months.
     let secs = crate::clock::now().duration_since(start).as_secs_f64();
     Some(Duration::from_secs_f64(secs.max(0.0)))
@@ -592,10 +592,10 @@ mod tests {
         let mut r = RunRecord::new(
             "20260930-003902-3270".into(),
             spec,
-            "2026-09-30T00:39:02Z".into(),
+            "2026-09-30T00:39:02Z".parse().expect("a stamp"),
         );
         r.state = state;
-        r.duration_ms = Some(30_000);
+        r.duration = Some(Duration::from_secs(30));
         r
     }
 

@@ -59,11 +59,7 @@ pub fn timeline(record: &RunRecord, events: &Path) -> Timeline {
         truncated: raw.len() as u64 > READ_LIMIT,
         ..Timeline::default()
     };
-    let start = record
-        .started_at
-        .as_deref()
-        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-        .map(|t| t.as_millisecond());
+    let start = record.started_at.map(|t| t.as_millisecond());
     let mut parser = adapter.parser();
     for line in String::from_utf8_lossy(&raw).lines() {
         let at = start

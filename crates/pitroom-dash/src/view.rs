@@ -76,7 +76,7 @@ pub fn card(service: &Service, record: &RunRecord, redactor: &Redactor) -> Value
         "created_at": record.created_at,
         "started_at": record.started_at,
         "ended_at": record.ended_at,
-        "duration_ms": record.duration_ms,
+        "duration_ms": record.duration_ms(),
         "steps": tally.steps,
         "tools": tally.tool_calls,
         "failed_calls": tally.failed_calls,
@@ -213,7 +213,11 @@ mod tests {
     #[test]
     fn a_card_shows_the_spend_of_a_run_held_to_a_budget() {
         let spec = pitroom_service::RunSpec::new("t", Mode::Isolate, "opencode", "/tmp");
-        let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "now".into());
+        let mut r = RunRecord::new(
+            "20261130-000000-000a".into(),
+            spec,
+            "2026-11-30T00:00:00Z".parse().expect("a stamp"),
+        );
         assert_eq!(budget(&r), None);
         r.spec.budget.max_tokens = Some(1000);
         r.spend = Some(pitroom_service::budget::Spend {

@@ -187,14 +187,14 @@ fn record(id: &str, repo: &Path, mode: Mode, state: RunState, task: &str) -> Run
     let mut r = RunRecord::new(
         id.into(),
         spec(repo, mode, task),
-        "2026-11-30T10:00:00Z".into(),
+        "2026-11-30T10:00:00Z".parse().expect("a stamp"),
     );
     r.repo = Some(repo.to_path_buf());
     r.state = state;
-    r.started_at = Some("2026-11-30T10:00:01Z".into());
+    r.started_at = Some("2026-11-30T10:00:01Z".parse().expect("a stamp"));
     if !state.is_active() {
-        r.ended_at = Some("2026-11-30T10:00:09Z".into());
-        r.duration_ms = Some(8000);
+        r.ended_at = Some("2026-11-30T10:00:09Z".parse().expect("a stamp"));
+        r.duration = Some(Duration::from_secs(8));
     }
     r
 }
@@ -572,12 +572,42 @@ fn a_new_run_directory_is_announced_as_a_card() {
 }
 
 #[test]
+fn a_card_carries_the_stamps_as_the_record_file_writes_them() {
+    let s = Server::start_with(
+        |s| {
+            let mut r = record(DONE, &s.repo, Mode::Read, RunState::Done, "stamped");
+            // A wall-clock stamp has fractional seconds: they are kept as written.
+            r.ended_at = Some("2026-11-30T10:00:09.123456789Z".parse().expect("a stamp"));
+            write_record(&s.home, &r);
+        },
+        None,
+    );
+    let file = std::fs::read_to_string(s.home.record_path(DONE)).expect("record file");
+    let live = s.get("/api/live").json();
+    let card = live["cards"]
+        .as_array()
+        .and_then(|cards| cards.iter().find(|c| c["id"] == DONE).cloned())
+        .unwrap_or_else(|| panic!("no card {DONE}: {live:#}"));
+    for (field, stamp) in [
+        ("created_at", "2026-11-30T10:00:00Z"),
+        ("started_at", "2026-11-30T10:00:01Z"),
+        ("ended_at", "2026-11-30T10:00:09.123456789Z"),
+    ] {
+        assert_eq!(card[field], stamp, "{field}: {card:#}");
+        assert!(
+            file.contains(&format!("\"{field}\": \"{stamp}\"")),
+            "{field}: {file}"
+        );
+    }
+}
+
+#[test]
 fn a_run_held_by_a_rate_limit_shows_on_its_card_until_when() {
     let s = Server::start_with(
         |s| {
             let mut r = record(DONE, &s.repo, Mode::Read, RunState::Queued, "held one");
             r.phase = Some(RunPhase::Held);
-            r.held_until = Some("2026-11-30T14:05:00Z".into());
+            r.held_until = Some("2026-11-30T14:05:00Z".parse().expect("a stamp"));
             write_record(&s.home, &r);
             let waiting = record(ISOLATED, &s.repo, Mode::Read, RunState::Queued, "waiting");
             write_record(&s.home, &waiting);

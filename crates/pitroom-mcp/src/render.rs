@@ -193,11 +193,11 @@ mod tests {
         let mut record = RunRecord::new(
             "20260101-000000-0000".into(),
             spec,
-            "2026-01-01T00:00:00Z".into(),
+            "2026-01-01T00:00:00Z".parse().expect("a stamp"),
         );
         assert_eq!(RunView::of(&record).held_until, None);
         record.phase = Some(pitroom_service::RunPhase::Held);
-        record.held_until = Some("2026-01-01T14:05:00Z".into());
+        record.held_until = Some("2026-01-01T14:05:00Z".parse().expect("a stamp"));
         assert_eq!(
             RunView::of(&record).held_until.as_deref(),
             Some("14:05 UTC")

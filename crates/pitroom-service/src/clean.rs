@@ -29,16 +29,12 @@ pub fn clean_decision(record: &RunRecord, cutoff_ms: i64) -> CleanDecision {
     {
         return CleanDecision::KeepUnappliedPatch;
     }
-    let ended = record
-        .ended_at
-        .as_deref()
-        .unwrap_or(&record.created_at)
-        .parse::<jiff::Timestamp>()
-        .map(|t| t.as_millisecond());
-    match ended {
-        Ok(ms) if ms < cutoff_ms => CleanDecision::Remove,
-        Ok(_) => CleanDecision::KeepRecent,
-        Err(_) => CleanDecision::KeepUnreadable,
+    // A record whose stamps did not read has no age: kept, never taken for the oldest.
+    let ended = record.ended_at.or(record.created_known());
+    match ended.map(|t| t.as_millisecond()) {
+        Some(ms) if ms < cutoff_ms => CleanDecision::Remove,
+        Some(_) => CleanDecision::KeepRecent,
+        None => CleanDecision::KeepUnreadable,
     }
 }
 
@@ -154,6 +150,20 @@ mod tests {
             clean_decision(&record("write", "running", OLD), cutoff()),
             CleanDecision::KeepActive
         );
+    }
+
+    #[test]
+    fn clean_keeps_a_run_whose_stamps_do_not_read() {
+        assert_eq!(
+            clean_decision(&record("read", "done", "last tuesday"), cutoff()),
+            CleanDecision::KeepUnreadable,
+            "no age: never taken for the oldest"
+        );
+        // An `ended_at` that does not read leaves the run as old as it was made.
+        let mut r = serde_json::to_value(record("read", "done", OLD)).expect("serialises");
+        r["ended_at"] = "garbage".into();
+        let r: RunRecord = serde_json::from_value(r).expect("still reads");
+        assert_eq!(clean_decision(&r, cutoff()), CleanDecision::Remove);
     }
 
     #[test]

@@ -176,7 +176,7 @@ pub fn events_between(record: &RunRecord, before: &Seen) -> Vec<WatchEvent> {
     if record.is_held() && !before.held {
         events.push(WatchEvent::Held {
             run: run.clone(),
-            until: record.held_until.clone().unwrap_or_default(),
+            until: record.held_until.map(|t| t.to_string()).unwrap_or_default(),
         });
     }
     // Attempts that failed over to the next target, one line each.
@@ -224,7 +224,7 @@ pub fn terminal_event(record: &RunRecord) -> WatchEvent {
     let finished = Finished {
         run: record.id.clone(),
         time: record
-            .duration_ms
+            .duration_ms()
             .map(|ms| (ms as f64 / 100.0).round() / 10.0),
         worker: record.worker_target(),
         changes: record.changes.len(),
@@ -411,9 +411,17 @@ mod tests {
             verify_timeout: Duration::from_secs(60),
             ..RunSpec::new("find the cookie reader", Mode::Read, "opencode", "/tmp")
         };
-        let mut r = RunRecord::new("20261130-000000-000a".into(), spec, "t".into());
+        let mut r = RunRecord::new(
+            "20261130-000000-000a".into(),
+            spec,
+            stamp("2026-11-30T00:00:00Z"),
+        );
         r.state = state;
         r
+    }
+
+    fn stamp(text: &str) -> jiff::Timestamp {
+        text.parse().expect("a test stamp")
     }
 
     fn json(events: &[WatchEvent]) -> Vec<String> {
@@ -434,7 +442,7 @@ mod tests {
         );
         let seen = Seen::of(&r);
         r.state = RunState::Running;
-        r.started_at = Some("now".into());
+        r.started_at = Some(stamp("2026-11-30T00:00:02Z"));
         assert_eq!(
             json(&events_between(&r, &seen)),
             [
@@ -457,8 +465,8 @@ mod tests {
     #[test]
     fn a_run_already_finished_yields_only_its_terminal_line() {
         let mut r = record(RunState::Done);
-        r.started_at = Some("then".into());
-        r.duration_ms = Some(12_340);
+        r.started_at = Some(stamp("2026-11-29T23:00:00Z"));
+        r.duration = Some(std::time::Duration::from_millis(12_340));
         r.answer = Some("SUMMARY: found it\nDETAILS: a.rs:3".into());
         let e = events_between(&r, &Seen::default());
         assert_eq!(
@@ -476,7 +484,7 @@ mod tests {
     #[test]
     fn a_round_sent_back_to_the_worker_is_one_repair_event_naming_the_next_round() {
         let mut r = record(RunState::Running);
-        r.started_at = Some("now".into());
+        r.started_at = Some(stamp("2026-11-30T00:00:02Z"));
         r.spec.attempts = 3;
         let seen = Seen::of(&r);
         r.attempts.push(pitroom_core::record::Attempt {
@@ -496,6 +504,22 @@ mod tests {
             [
                 r#"{"event":"repair","run":"20261130-000000-000a","round":2,"of":3,"check":"cargo test"}"#
             ]
+        );
+        assert!(
+            events_between(&r, &Seen::of(&r)).is_empty(),
+            "reported once"
+        );
+    }
+
+    #[test]
+    fn a_held_run_is_announced_once_with_its_stamp_as_the_record_writes_it() {
+        let mut r = record(RunState::Queued);
+        let seen = Seen::of(&r);
+        r.phase = Some(pitroom_core::record::RunPhase::Held);
+        r.held_until = Some(stamp("2026-11-30T14:05:00.25Z"));
+        assert_eq!(
+            json(&events_between(&r, &seen)),
+            [r#"{"event":"held","run":"20261130-000000-000a","until":"2026-11-30T14:05:00.25Z"}"#]
         );
         assert!(
             events_between(&r, &Seen::of(&r)).is_empty(),

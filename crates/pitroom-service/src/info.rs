@@ -185,7 +185,11 @@ mod tests {
         let copy = service.home().copies().join("r1");
         std::fs::create_dir_all(&copy).expect("copy");
         let spec = RunSpec::new("t", Mode::Isolate, "opencode", dir.path().to_path_buf());
-        let mut record = RunRecord::new("r1".into(), spec, "2026-11-20T10:00:00Z".into());
+        let mut record = RunRecord::new(
+            "r1".into(),
+            spec,
+            "2026-11-20T10:00:00Z".parse().expect("a stamp"),
+        );
         record.state = RunState::Done;
         record.copy = Some(copy);
         assert_eq!(service.can_discard(&record), Ok(()));

@@ -269,11 +269,12 @@ mod tests {
         let service = Service::new(env, "/nonexistent/pitroom".into());
         let home = service.home();
         let spec = RunSpec::new(task, Mode::Read, "opencode", dir.path().to_path_buf());
-        let mut record = RunRecord::new(ID.into(), spec, "2026-11-20T10:00:00Z".into());
+        let start: jiff::Timestamp = "2026-11-20T10:00:00Z".parse().expect("a stamp");
+        let mut record = RunRecord::new(ID.into(), spec, start);
         record.state = RunState::Done;
-        record.started_at = Some("2026-11-20T10:00:00Z".into());
-        record.ended_at = Some("2026-11-20T10:00:05Z".into());
-        record.duration_ms = Some(5000);
+        record.started_at = Some(start);
+        record.ended_at = Some("2026-11-20T10:00:05Z".parse().expect("a stamp"));
+        record.duration = Some(std::time::Duration::from_secs(5));
         record.receipt = Some(pitroom_core::record::Receipt {
             worker_tokens: 2400,
             returned_tokens: 60,

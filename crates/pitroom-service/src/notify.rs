@@ -93,7 +93,11 @@ mod tests {
 
     fn run(id: &str, state: RunState) -> RunRecord {
         let spec = RunSpec::new("Find\nthe cookie reader", Mode::Read, "opencode", "/tmp");
-        let mut r = RunRecord::new(id.into(), spec, "t".into());
+        let mut r = RunRecord::new(
+            id.into(),
+            spec,
+            "2026-11-30T00:00:00Z".parse().expect("a stamp"),
+        );
         r.state = state;
         r
     }

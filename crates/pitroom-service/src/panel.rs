@@ -115,7 +115,11 @@ mod tests {
             review_of: Some("uncommitted".into()),
             ..RunSpec::new("review", Mode::Read, "opencode", "/tmp")
         };
-        let mut r = RunRecord::new(id.into(), spec, "t".into());
+        let mut r = RunRecord::new(
+            id.into(),
+            spec,
+            "2026-11-30T00:00:00Z".parse().expect("a stamp"),
+        );
         r.state = if verdict.is_some() {
             RunState::Done
         } else {

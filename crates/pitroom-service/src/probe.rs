@@ -381,7 +381,11 @@ mod tests {
             model: Some("asked/model".into()),
             ..pitroom_core::RunSpec::new("t", pitroom_workers::Mode::Read, "opencode", "/r")
         };
-        let mut record = RunRecord::new("r1".into(), spec, "now".into());
+        let mut record = RunRecord::new(
+            "r1".into(),
+            spec,
+            "2026-11-30T00:00:00Z".parse().expect("a stamp"),
+        );
         assert_eq!(model_used(&record), ("asked/model".into(), "requested"));
         record.reported_model = Some("ran-model".into());
         assert_eq!(model_used(&record), ("ran-model".into(), "events"));

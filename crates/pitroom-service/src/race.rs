@@ -53,7 +53,7 @@ impl Contender {
                 .iter()
                 .map(|c| c.added.unwrap_or(0) + c.deleted.unwrap_or(0))
                 .sum(),
-            duration_ms: record.duration_ms,
+            duration_ms: record.duration_ms(),
         }
     }
 

@@ -51,13 +51,16 @@ pub struct RunRow {
 impl RunRow {
     pub fn new(record: &RunRecord, docs: &RunDocs) -> RunRow {
         let receipt = record.receipt.as_ref();
-        let created = parse_ms(Some(&record.created_at));
         RunRow {
             id: record.id.clone(),
-            started_ms: parse_ms(record.started_at.as_ref())
-                .or(created)
+            // A run that never started sorts by when it was made; one whose stamps did not
+            // read at all (`RunRecord::created_known`) at the very start, as before.
+            started_ms: record
+                .started_at
+                .or(record.created_known())
+                .map(|t| t.as_millisecond())
                 .unwrap_or_default(),
-            ended_ms: parse_ms(record.ended_at.as_ref()),
+            ended_ms: record.ended_at.map(|t| t.as_millisecond()),
             state: record.state.as_str().to_string(),
             mode: record.spec.mode.as_str().to_string(),
             backend: record.backend().to_string(),
@@ -65,7 +68,7 @@ impl RunRow {
             group: record.spec.group.clone(),
             dir: record.spec.dir.display().to_string(),
             task: record.spec.task.clone(),
-            duration_ms: record.duration_ms.map(clamp),
+            duration_ms: record.duration_ms().map(clamp),
             steps: i64::from(record.tally.steps),
             tool_calls: i64::from(record.tally.tool_calls),
             tokens: clamp(
@@ -120,13 +123,6 @@ fn clamp(n: u64) -> i64 {
 }
 
 /// A record's RFC 3339 time as unix milliseconds.
-pub(crate) fn parse_ms(text: Option<&String>) -> Option<i64> {
-    text?
-        .parse::<jiff::Timestamp>()
-        .ok()
-        .map(|t| t.as_millisecond())
-}
-
 const UPSERT: &str = "
 INSERT INTO runs (id, started_ms, ended_ms, state, mode, backend, model, grp, dir, task,
     duration_ms, steps, tool_calls, tokens, returned_tokens, cost, cost_estimated, saved,

@@ -26,11 +26,12 @@ fn record(
     at: &str,
     ms: u64,
 ) -> RunRecord {
-    let mut r = RunRecord::new(id.into(), spec(task, model), at.into());
+    let at: jiff::Timestamp = at.parse().expect("a test stamp");
+    let mut r = RunRecord::new(id.into(), spec(task, model), at);
     r.state = state;
-    r.started_at = Some(at.into());
-    r.ended_at = Some(at.into());
-    r.duration_ms = Some(ms);
+    r.started_at = Some(at);
+    r.ended_at = Some(at);
+    r.duration = Some(std::time::Duration::from_millis(ms));
     r.tally = Tally {
         usage: Usage {
             input: 1000,

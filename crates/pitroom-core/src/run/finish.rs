@@ -49,7 +49,7 @@ impl Engine {
     /// keep policy) and writes the record.
     pub(super) fn close(&self, record: &mut RunRecord, run_dir: &Path) {
         if record.ended_at.is_none() {
-            record.ended_at = Some(crate::clock::stamp());
+            record.ended_at = Some(crate::clock::now());
         }
         record.supervisor_peak_kb = own_peak_kb();
         crate::log::remove_dir(&run_dir.join("scratch"), "the run's scratch dir");

@@ -39,7 +39,7 @@ impl Engine {
             if !held {
                 held = true;
                 record.phase = Some(RunPhase::Held);
-                record.held_until = Some(until.to_string());
+                record.held_until = Some(until);
                 self.save(record)?;
                 // A run in the foreground says why nothing happens yet.
                 observer.progress(record);

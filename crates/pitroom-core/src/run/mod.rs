@@ -288,7 +288,7 @@ impl Engine {
             tracing::warn!("could not keep the task in {}: {e}", task_file.display());
         }
         // A stamp on the record: the stamping clock (the deadline and durations use `Instant`).
-        let mut record = RunRecord::new(id, spec, crate::clock::now().to_string());
+        let mut record = RunRecord::new(id, spec, crate::clock::now());
         record.repo = checked.repo.as_ref().map(|r| r.toplevel.clone());
         if record.repo.is_none() {
             record.warnings.push(match record.spec.mode {
@@ -416,7 +416,7 @@ impl Engine {
         // The timeout counts from here: tree, worker, finishing and --verify alike.
         interrupt.start_deadline(record.spec.timeout);
         record.state = RunState::Running;
-        record.started_at = Some(crate::clock::stamp());
+        record.started_at = Some(crate::clock::now());
         self.enter(record, RunPhase::Tree)?;
         let started = Instant::now();
 
@@ -499,8 +499,8 @@ impl Engine {
         last: &fallback::LastAttempt,
         interrupt: &mut Interrupt,
     ) {
-        record.duration_ms = Some(started.elapsed().as_millis() as u64);
-        record.ended_at = Some(crate::clock::stamp());
+        record.duration = Some(crate::record::whole_millis(started.elapsed()));
+        record.ended_at = Some(crate::clock::now());
         if matches!(
             last.ending,
             stream::Ending::Stopped | stream::Ending::TimedOut | stream::Ending::OverBudget

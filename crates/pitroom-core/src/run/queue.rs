@@ -75,7 +75,7 @@ impl Engine {
         let slot = slots
             .acquire(ticket, stop)
             .map_err(io("waiting for a worker slot"))?;
-        record.queued_ms = Some(queued.elapsed().as_millis() as u64);
+        record.queued = Some(crate::record::whole_millis(queued.elapsed()));
         record.slot_grant = slot.as_ref().map(Slot::grant);
         Ok(slot)
     }

@@ -55,7 +55,11 @@ fn blank_record() -> RunRecord {
         verify_timeout: Duration::from_secs(60),
         ..RunSpec::new("t", Mode::Read, "opencode", "/")
     };
-    RunRecord::new("x".into(), spec, "now".into())
+    RunRecord::new(
+        "x".into(),
+        spec,
+        "2026-01-01T00:00:00Z".parse().expect("a stamp"),
+    )
 }
 
 #[test]

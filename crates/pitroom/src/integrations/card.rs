@@ -3,7 +3,6 @@
 //! `O_EXCL` in the run's directory, so two hooks racing on the same run print one card.
 
 use std::io::ErrorKind;
-use std::time::Duration;
 
 use pitroom_core::duration::format_duration;
 use pitroom_core::report::summary_line;
@@ -244,8 +243,8 @@ fn ended_text(record: &RunRecord) -> String {
         record.state.as_str()
     };
     let took = record
-        .duration_ms
-        .map(|ms| format!(" · {}", format_duration(Duration::from_millis(ms))))
+        .duration
+        .map(|took| format!(" · {}", format_duration(took)))
         .unwrap_or_default();
     let mut text = format!(
         "pitroom {icon} {state} · {}{took} · run {} · {}",

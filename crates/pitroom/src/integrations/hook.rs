@@ -317,7 +317,11 @@ mod tests {
     fn the_block_reason_carries_the_findings_under_the_host_cap() {
         let spec =
             pitroom_service::RunSpec::new("review", pitroom_service::Mode::Read, "opencode", "/w");
-        let mut record = RunRecord::new("r1".into(), spec, "2026-01-01T00:00:00Z".into());
+        let mut record = RunRecord::new(
+            "r1".into(),
+            spec,
+            "2026-01-01T00:00:00Z".parse().expect("a stamp"),
+        );
         record.answer = Some("SUMMARY: no test\nDETAILS: important: calc.py:6 has no test".into());
         let out = block_output(&record, "SPEC PASS · QUALITY NEEDS_FIXES");
         assert_eq!(out["decision"], "block");
