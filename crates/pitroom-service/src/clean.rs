@@ -49,6 +49,11 @@ pub struct Cleaning {
     pub kept_unapplied_patches: Vec<String>,
     /// Runs that could not be removed, with the reason.
     pub failed: Vec<String>,
+    /// The review gate's sessions (their ids as file names) idle for longer than the cutoff:
+    /// what each remembered of its reviews, removed with the runs.
+    pub idle_gate_sessions: Vec<String>,
+    /// The idle gate sessions actually removed (empty on a dry run).
+    pub removed_gate_sessions: Vec<String>,
     /// What went wrong on the side (the history's marks), for the caller to show.
     pub warnings: Vec<String>,
 }
@@ -72,6 +77,23 @@ impl Service {
                 _ => {}
             }
         }
+        // A gate session's state is no stamped record: its age is the file's, by the wall clock.
+        let idle_since = std::time::SystemTime::now()
+            .checked_sub(std::time::Duration::from_secs(u64::from(days) * 86_400))
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let idle = crate::review_gate::idle_sessions(home, idle_since);
+        if remove {
+            for state in &idle {
+                match crate::review_gate::forget_session(state) {
+                    Ok(true) => cleaning.removed_gate_sessions.push(session_name(state)),
+                    Ok(false) => {}
+                    Err(e) => cleaning
+                        .warnings
+                        .push(format!("review gate state {}: {e}", state.display())),
+                }
+            }
+        }
+        cleaning.idle_gate_sessions = idle.iter().map(|p| session_name(p)).collect();
         if remove {
             for id in &cleaning.doomed {
                 match remove_run(home, id) {
@@ -85,6 +107,14 @@ impl Service {
         }
         cleaning
     }
+}
+
+/// A gate session's name: its state file's stem.
+fn session_name(state: &std::path::Path) -> String {
+    state
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Removes a run's directory and any isolated copy left behind for it (only inside `copies/`).
@@ -193,5 +223,47 @@ mod tests {
             clean_decision(&record("isolate", "done", OLD), cutoff()),
             CleanDecision::Remove
         );
+    }
+
+    #[test]
+    fn clean_forgets_the_review_gates_idle_sessions_but_not_one_in_use() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let env = vec![(
+            "PITROOM_HOME".to_string(),
+            dir.path().join("state").display().to_string(),
+        )];
+        let service = Service::new(env, "/nonexistent/pitroom".into());
+        let gate = service.home().root.join("review-gate");
+        std::fs::create_dir_all(&gate).expect("gate dir");
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(40 * 86_400);
+        for (session, idle) in [("idle", true), ("busy", true), ("recent", false)] {
+            let state = std::fs::File::create(gate.join(format!("{session}.json"))).expect("state");
+            if idle {
+                state.set_modified(long_ago).expect("an old state");
+            }
+        }
+        // A gate running for `busy` right now holds its lock.
+        let held = std::fs::File::create(gate.join("busy.lock")).expect("lock file");
+        let _held = nix::fcntl::Flock::lock(held, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| e)
+            .expect("locked");
+
+        let dry = service.clean(30, false);
+        assert_eq!(dry.idle_gate_sessions, ["busy", "idle"]);
+        assert!(dry.removed_gate_sessions.is_empty());
+        assert!(
+            gate.join("idle.json").is_file(),
+            "a dry run removes nothing"
+        );
+
+        let done = service.clean(30, true);
+        assert_eq!(done.removed_gate_sessions, ["idle"]);
+        assert!(!gate.join("idle.json").exists() && !gate.join("idle.lock").exists());
+        assert!(
+            gate.join("busy.json").is_file(),
+            "the session in use is kept"
+        );
+        assert!(gate.join("recent.json").is_file());
+        assert!(done.warnings.is_empty(), "{:?}", done.warnings);
     }
 }

@@ -244,11 +244,56 @@ impl Service {
     }
 
     fn gate_state_path(&self, session: &str) -> PathBuf {
-        self.home()
-            .root
-            .join("review-gate")
-            .join(format!("{}.json", file_name(session)))
+        gate_dir(self.home()).join(format!("{}.json", file_name(session)))
     }
+}
+
+/// Where the gate keeps its sessions' state and locks.
+fn gate_dir(home: &pitroom_core::Home) -> PathBuf {
+    home.root.join("review-gate")
+}
+
+/// The gate's sessions whose state was last written before `cutoff` (by the file's real age:
+/// a session is no stamped record), by file name, for `clean`.
+pub(crate) fn idle_sessions(
+    home: &pitroom_core::Home,
+    cutoff: std::time::SystemTime,
+) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(gate_dir(home)) else {
+        return Vec::new();
+    };
+    let mut idle: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .is_ok_and(|at| at < cutoff)
+        })
+        .collect();
+    idle.sort();
+    idle
+}
+
+/// Removes an idle session's state and its lock, under that lock so a gate running for the
+/// session right now keeps it; `Ok(false)` when one is.
+pub(crate) fn forget_session(state: &Path) -> std::io::Result<bool> {
+    let lock_path = state.with_extension("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)?;
+    let Ok(lock) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+    else {
+        return Ok(false);
+    };
+    pitroom_core::log::unless_gone(std::fs::remove_file(state))?;
+    // The lock file goes while held: a gate that opens it after this makes a new one.
+    pitroom_core::log::unless_gone(std::fs::remove_file(&lock_path))?;
+    drop(lock);
+    Ok(true)
 }
 
 /// A session id as a file name: itself when it is a plain name (hosts use UUIDs), else a hash

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use pitroom_core::budget::dollars;
 use pitroom_core::duration::format_duration;
+use pitroom_service::clean::Cleaning;
 use pitroom_service::ledger::{last_days, savings_card};
 use pitroom_service::report::human_count;
 use pitroom_service::{Exit, Filter, History, Hit, ModelInfo, Savings, Since, WorkerStats};
@@ -416,6 +417,8 @@ pub(crate) fn clean(args: CleanArgs) -> Outcome {
             "removed": cleaning.removed,
             "kept_unapplied_patches": cleaning.kept_unapplied_patches,
             "failed": cleaning.failed,
+            "would_remove_gate_sessions": if args.yes { Vec::new() } else { cleaning.idle_gate_sessions.clone() },
+            "removed_gate_sessions": cleaning.removed_gate_sessions,
         }));
     } else {
         let kept: Vec<&str> = cleaning
@@ -423,13 +426,8 @@ pub(crate) fn clean(args: CleanArgs) -> Outcome {
             .iter()
             .map(String::as_str)
             .collect();
-        print_clean(
-            &args,
-            &cleaning.doomed,
-            &cleaning.removed,
-            &kept,
-            &cleaning.failed,
-        );
+        print_clean(&args, &cleaning, &kept);
+        print_gate_sessions(&args, &cleaning);
     }
     // Directories that could not be removed are named in the warnings above.
     Ok(if cleaning.failed.is_empty() {
@@ -439,13 +437,8 @@ pub(crate) fn clean(args: CleanArgs) -> Outcome {
     })
 }
 
-fn print_clean(
-    args: &CleanArgs,
-    doomed: &[String],
-    removed: &[String],
-    kept_patches: &[&str],
-    failures: &[String],
-) {
+fn print_clean(args: &CleanArgs, cleaning: &Cleaning, kept_patches: &[&str]) {
+    let (doomed, removed) = (&cleaning.doomed, &cleaning.removed);
     if args.yes {
         say!(
             "removed {} run director{} that ended more than {} days ago",
@@ -455,7 +448,12 @@ fn print_clean(
         );
     } else if doomed.is_empty() {
         say!(
-            "nothing to clean: no run ended more than {} days ago",
+            "{}no run ended more than {} days ago",
+            if cleaning.idle_gate_sessions.is_empty() {
+                "nothing to clean: "
+            } else {
+                ""
+            },
             args.days
         );
     } else {
@@ -476,8 +474,24 @@ fn print_clean(
             kept_patches.join(", ")
         );
     }
-    for f in failures {
+    for f in &cleaning.failed {
         output::warning(format!("could not remove {f}"));
+    }
+}
+
+/// The review gate's idle session states, when there are any: removed, or what would be.
+fn print_gate_sessions(args: &CleanArgs, cleaning: &Cleaning) {
+    let (verb, count) = if args.yes {
+        ("removed", cleaning.removed_gate_sessions.len())
+    } else {
+        ("would remove", cleaning.idle_gate_sessions.len())
+    };
+    if count > 0 {
+        say!(
+            "{verb} the review gate's state of {count} session{} idle for more than {} days",
+            if count == 1 { "" } else { "s" },
+            args.days
+        );
     }
 }
 
