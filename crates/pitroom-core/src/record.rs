@@ -607,7 +607,7 @@ pub struct RunRecord {
     pub interrupted_in: Option<RunPhase>,
     /// When the run was made (the stamping clock, `crate::clock::now`). Written as RFC 3339
     /// (`2026-01-02T03:04:05Z`, with fractional seconds when there are any); one that does not
-    /// read is [`UNKNOWN_CREATED`] (see [`stamps`]).
+    /// read is [`UNKNOWN_CREATED`] (see the `stamps` module).
     #[serde(deserialize_with = "stamps::created")]
     pub created_at: Timestamp,
     /// When the worker started (`None` while queued, and for a run that never started).
@@ -977,7 +977,7 @@ fn is_zero_bytes(n: &u64) -> bool {
     *n == 0
 }
 
-/// What a record's `created_at` reads as when its stamp does not (see [`stamps`]): the Unix
+/// What a record's `created_at` reads as when its stamp does not (see the `stamps` module): the Unix
 /// epoch, which no run of Pitroom can have been made at. [`RunRecord::created_known`] tells it
 /// apart, so what ages runs (`clean`) keeps such a run rather than take it for the oldest.
 pub const UNKNOWN_CREATED: Timestamp = Timestamp::UNIX_EPOCH;

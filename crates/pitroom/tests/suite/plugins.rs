@@ -152,6 +152,22 @@ fn install_codex_plugin(codex: &Path, home: &Path) -> (PathBuf, PathBuf) {
     (codex_home, version_dir)
 }
 
+/// Points the Codex of `codex_home` at the fake Responses `server`: the model provider goes into
+/// the config `codex plugin add` wrote (it enables the plugin there), top-level keys first,
+/// before its tables. The key is `FAKE_API_KEY`.
+fn use_fake_model(codex_home: &Path, server: &pitroom_testkit::FakeResponses) {
+    let config_path = codex_home.join("config.toml");
+    let installed = std::fs::read_to_string(&config_path).expect("config.toml from plugin add");
+    assert!(installed.contains("pitroom@pitroom"), "{installed}");
+    let config = format!(
+        "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n{installed}\n\
+         [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}\"\n\
+         wire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\n",
+        server.base_url()
+    );
+    std::fs::write(&config_path, config).expect("config");
+}
+
 #[test]
 fn codex_installs_the_plugin_from_the_repository_marketplace() {
     let codex = real_cli::codex().expect("the pinned Codex installs from npm");
@@ -217,18 +233,7 @@ fn codex_with_the_installed_plugin_offers_its_skills_to_the_model() {
     let server = pitroom_testkit::FakeResponses::start(serde_json::json!({"scenarios": {
         "default": [{"text": "Noted."}]}}))
     .expect("fake server starts");
-    // The model provider goes into the config `codex plugin add` wrote (it enables the plugin
-    // there); top-level keys first, before its tables.
-    let config_path = codex_home.join("config.toml");
-    let installed = std::fs::read_to_string(&config_path).expect("config.toml from plugin add");
-    assert!(installed.contains("pitroom@pitroom"), "{installed}");
-    let config = format!(
-        "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n{installed}\n\
-         [model_providers.fake]\nname = \"fake\"\nbase_url = \"{}\"\n\
-         wire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\n",
-        server.base_url()
-    );
-    std::fs::write(&config_path, config).expect("config");
+    use_fake_model(&codex_home, &server);
     // The plugin's MCP server is `pitroom mcp`, found on PATH.
     let bin = world.path().join("bin");
     std::fs::create_dir_all(&bin).expect("bin");
@@ -678,6 +683,123 @@ fn gate_round_trip(from: GateFrom) {
         .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .count();
     assert_eq!(sessions, 1, "both turns were one session to the gate");
+}
+
+/// Real Codex (`codex exec`) with the plugin installed from the repository marketplace and
+/// `review_gate = true` in Pitroom's config, the fake Responses server as its model: the model
+/// edits calc.py through the shell and ends its turn; the plugin's Stop hook has the fake worker
+/// review the change, which finds an issue; Codex hands the hook's reason to the model as the
+/// next prompt, once; the model answers and ends its turn again, which the gate lets pass, and
+/// Codex exits 0. Plugin hooks run only once trusted in `/hooks`: headless, this test trusts
+/// them for the one invocation (`--dangerously-bypass-hook-trust`).
+#[test]
+fn codex_with_the_plugin_and_review_gate_on_gets_the_findings_once() {
+    let codex = real_cli::codex().expect("the pinned Codex installs from npm");
+    let (_world, [home, bin, state, repo]) = scratch_world(["home", "bin", "state", "repo"]);
+    let (codex_home, _) = install_codex_plugin(&codex, &home);
+    let edit = "printf 'def divide(a, b):\\n    return a / b  # edited\\n' > calc.py";
+    let server = pitroom_testkit::FakeResponses::start(serde_json::json!({"scenarios": {
+        "default": [{"shell": edit}, {"text": "Edited calc.py."}],
+        "gated": [{"text": "Noted: the zero check is out of scope for this edit."}]
+    }}))
+    .expect("fake server starts");
+    use_fake_model(&codex_home, &server);
+    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
+    std::fs::write(
+        repo.join("calc.py"),
+        "def divide(a, b):\n    return a / b\n",
+    )
+    .expect("file");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "first"]);
+    let config = home.join("pitroom.toml");
+    std::fs::write(&config, "review_gate = true\n").expect("config");
+    let reviewer = serde_json::json!([
+        {"step": {"input": 900, "output": 60, "cost": 0.001}},
+        {"text": format!("SUMMARY: divide() still fails on zero\nDETAILS: {GATE_FINDING}\nSPEC: PASS · QUALITY: NEEDS_FIXES · ISSUES: critical=0 important=1 minor=0")}
+    ]);
+    let out = host(&codex, &home)
+        .current_dir(&repo)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                real_cli::path_with_node22().expect("Node 22")
+            ),
+        )
+        .env("CODEX_HOME", &codex_home)
+        .env("FAKE_API_KEY", "sk-fake")
+        .env("PITROOM_HOME", &state)
+        .env("PITROOM_CONFIG", &config)
+        .env("PITROOM_OPENCODE_BIN", fake_worker())
+        .env("PITROOM_FAKE_SCRIPT", reviewer.to_string())
+        .args(["exec", "--json", "--color", "never"])
+        .args([
+            "--dangerously-bypass-hook-trust",
+            "--dangerously-bypass-approvals-and-sandbox",
+        ])
+        .arg("Mark divide() as edited.")
+        .output()
+        .expect("codex runs");
+    assert_exit(&out, 0);
+    assert!(
+        std::fs::read_to_string(repo.join("calc.py"))
+            .expect("calc.py")
+            .contains("# edited"),
+        "the scripted edit ran: {}",
+        text(&out)
+    );
+
+    let requests = server.model_requests();
+    let scenarios: Vec<&Value> = requests.iter().map(|r| &r["scenario"]).collect();
+    assert_eq!(
+        scenarios,
+        ["default", "default", "gated"],
+        "edit, end of turn, the answer to the findings (no third: the hook never ran)"
+    );
+    let carrying = |r: &Value| {
+        r["body"]["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|item| item.to_string().contains(GATE_FINDING))
+            .count()
+    };
+    assert_eq!(carrying(&requests[1]), 0, "not before the stop");
+    // The gate fired once: its reason, with the finding, is one item of the next prompt.
+    assert_eq!(
+        carrying(&requests[2]),
+        1,
+        "{:#}",
+        requests[2]["body"]["input"]
+    );
+    assert!(
+        requests[2]["body"]
+            .to_string()
+            .contains("Pitroom's review gate"),
+        "{:#}",
+        requests[2]["body"]["input"]
+    );
+
+    // One review recorded, of the uncommitted work, by the session's gate.
+    let runs = pitroom_json(&state, &repo, &["ls", "--json"]);
+    let reviews = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["spec"]["review_of"] == "uncommitted")
+        .count();
+    assert_eq!(reviews, 1, "{runs:#}");
+    let sessions: Vec<Value> = std::fs::read_dir(state.join("review-gate"))
+        .expect("the gate's state dir")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| serde_json::from_slice(&std::fs::read(e.path()).expect("state")).expect("json"))
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:#?}");
+    assert_eq!(sessions[0]["rounds"], 1, "{:#}", sessions[0]);
 }
 
 /// The user messages of an Anthropic request that carry Stop hook feedback.
