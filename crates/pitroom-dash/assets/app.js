@@ -300,6 +300,7 @@
     var foot = [];
     if (card.changes) foot.push(card.changes + (card.changes === 1 ? " file changed" : " files changed"));
     if (card.refs) foot.push("refs " + card.refs);
+    if (card.budget) foot.push("budget " + card.budget);
     if (card.saved) foot.push("saved " + money(card.saved));
     if (card.applied) foot.push("applied");
     if (card.discarded) foot.push("discarded");

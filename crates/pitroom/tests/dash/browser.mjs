@@ -82,7 +82,7 @@ async function live() {
 
   step("a card appears when pitroom run --bg starts a fake worker");
   const before = Date.now();
-  const id = (await pitroom(["run", "--bg", "-m", "fake/live", "Map the live module"])).split(/\s+/).find((w) => /^\d{8}-\d{6}-\d{3}[0-9a-z]$/.test(w));
+  const id = (await pitroom(["run", "--bg", "-m", "fake/live", "--max-tokens", "50000", "Map the live module"])).split(/\s+/).find((w) => /^\d{8}-\d{6}-\d{3}[0-9a-z]$/.test(w));
   check(id, "pitroom run --bg printed no run id");
   const card = `#card-${id}`;
   await page.waitForSelector(card, { timeout: LIMIT });
@@ -97,6 +97,9 @@ async function live() {
   const shownAt = await page.evaluate((runId) => window.__pitroom.pushes.find((x) => x.id === runId && x.tools >= 2).shown, id);
   figure("push_latency_ms", Math.max(0, shownAt - fs.statSync(recordPath).mtimeMs).toFixed(1));
   check(await page.$eval(card, (el) => /running/i.test(el.textContent)), "the card does not say running");
+  // A run held to a cap shows its spend against it on its card, as its report says it.
+  const foot = await page.$eval(`${card} .card-foot`, (el) => el.textContent);
+  check(/budget \S+ of 50k tokens \(--max-tokens\)/.test(foot), `the card shows no budget: ${foot}`);
 
   step("a forged token is refused");
   const forged = await page.evaluate(async (runId) => {
