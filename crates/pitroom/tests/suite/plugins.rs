@@ -537,6 +537,97 @@ enum GateFrom {
     Plugin,
 }
 
+/// What the review gate's host tests share: a scratch home, a `bin` holding `pitroom`, Pitroom's
+/// state dir and config file, and a repository with calc.py committed.
+struct GateRig {
+    _world: tempfile::TempDir,
+    home: PathBuf,
+    bin: PathBuf,
+    state: PathBuf,
+    repo: PathBuf,
+    config: PathBuf,
+}
+
+impl GateRig {
+    fn new() -> GateRig {
+        let (world, [home, bin, state, repo]) = scratch_world(["home", "bin", "state", "repo"]);
+        std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
+        std::fs::write(
+            repo.join("calc.py"),
+            "def divide(a, b):\n    return a / b\n",
+        )
+        .expect("file");
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "first"]);
+        let config = home.join("pitroom.toml");
+        GateRig {
+            _world: world,
+            home,
+            bin,
+            state,
+            repo,
+            config,
+        }
+    }
+
+    /// The host `program` in the repository, with `pitroom` first on `PATH`, Pitroom's state
+    /// and config, and the fake worker as the gate's reviewer, which finds [`GATE_FINDING`].
+    fn host(&self, program: &Path) -> Command {
+        let reviewer = serde_json::json!([
+            {"step": {"input": 900, "output": 60, "cost": 0.001}},
+            {"text": format!("SUMMARY: divide() still fails on zero\nDETAILS: {GATE_FINDING}\nSPEC: PASS · QUALITY: NEEDS_FIXES · ISSUES: critical=0 important=1 minor=0")}
+        ]);
+        let path = format!(
+            "{}:{}",
+            self.bin.display(),
+            real_cli::path_with_node22().expect("Node 22")
+        );
+        let mut cmd = host(program, &self.home);
+        cmd.current_dir(&self.repo)
+            .env("PATH", path)
+            .env("PITROOM_HOME", &self.state)
+            .env("PITROOM_CONFIG", &self.config)
+            .env("PITROOM_OPENCODE_BIN", fake_worker())
+            .env("PITROOM_FAKE_SCRIPT", reviewer.to_string());
+        cmd
+    }
+
+    /// The host exited 0, after the scripted model's edit of calc.py ran.
+    fn assert_edited(&self, out: &Output) {
+        assert_exit(out, 0);
+        assert!(
+            std::fs::read_to_string(self.repo.join("calc.py"))
+                .expect("calc.py")
+                .contains("# edited"),
+            "the scripted edit ran: {}",
+            text(out)
+        );
+    }
+
+    /// The reviews of uncommitted work on record (the gate's).
+    fn reviews(&self) -> usize {
+        let runs = pitroom_json(&self.state, &self.repo, &["ls", "--json"]);
+        runs.as_array()
+            .expect("runs")
+            .iter()
+            .filter(|r| r["spec"]["review_of"] == "uncommitted")
+            .count()
+    }
+
+    /// What the gate keeps of each session it saw.
+    fn sessions(&self) -> Vec<Value> {
+        std::fs::read_dir(self.state.join("review-gate"))
+            .expect("the gate's state dir")
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .map(|e| {
+                serde_json::from_slice(&std::fs::read(e.path()).expect("state")).expect("json")
+            })
+            .collect()
+    }
+}
+
 fn gate_round_trip(from: GateFrom) {
     let claude = real_cli::claude().expect("the pinned Claude Code installs from npm");
     let edit = "printf 'def divide(a, b):\\n    return a / b  # edited\\n' > calc.py";
@@ -553,57 +644,33 @@ fn gate_round_trip(from: GateFrom) {
         ]
     }});
     let server = pitroom_testkit::FakeAnthropic::start(script).expect("fake server starts");
-    let (_world, [home, bin, state, repo]) = scratch_world(["home", "bin", "state", "repo"]);
+    let rig = GateRig::new();
+    let home = &rig.home;
     std::fs::create_dir_all(home.join(".claude")).expect("claude dir");
-    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
-    std::fs::write(
-        repo.join("calc.py"),
-        "def divide(a, b):\n    return a / b\n",
-    )
-    .expect("file");
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "first"]);
     let settings = serde_json::json!({"env": {"ANTHROPIC_BASE_URL": server.base_url()}});
     std::fs::write(home.join(".claude/settings.json"), settings.to_string()).expect("settings");
     // The gate as users get it: `pitroom install --review-gate` (--force: the settings above
     // are "the user's"; the install keeps them), or the plugin with the config key.
-    let config = home.join("pitroom.toml");
     let mut plugin_args: Vec<String> = Vec::new();
     if from == GateFrom::Install {
         let install = Command::new(super::common::PITROOM)
             .args(["install", "--host", "claude", "--review-gate", "--force"])
             .env_clear()
-            .env("HOME", &home)
+            .env("HOME", home)
             .env("PATH", "/usr/bin:/bin")
             .output()
             .expect("pitroom install runs");
         assert_exit(&install, 0);
     } else {
-        std::fs::write(&config, "review_gate = true\n").expect("config");
+        std::fs::write(&rig.config, "review_gate = true\n").expect("config");
         plugin_args.push("--plugin-dir".into());
         plugin_args.push(repo_root().join("plugins/pitroom").display().to_string());
     }
 
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        real_cli::path_with_node22().expect("Node 22")
-    );
-    let reviewer = serde_json::json!([
-        {"step": {"input": 900, "output": 60, "cost": 0.001}},
-        {"text": format!("SUMMARY: divide() still fails on zero\nDETAILS: {GATE_FINDING}\nSPEC: PASS · QUALITY: NEEDS_FIXES · ISSUES: critical=0 important=1 minor=0")}
-    ]);
     let session = "5b0c4d3e-2f1a-4b6c-9d8e-7f6a5b4c3d2e";
     let claude_turn = |session_args: &[&str], prompt: &str| {
-        host(&claude, &home)
-            .current_dir(&repo)
-            .env("PATH", &path)
+        rig.host(&claude)
             .env("ANTHROPIC_API_KEY", "sk-ant-fake")
-            .env("PITROOM_HOME", &state)
-            .env("PITROOM_OPENCODE_BIN", fake_worker())
-            .env("PITROOM_FAKE_SCRIPT", reviewer.to_string())
-            .env("PITROOM_CONFIG", &config)
             .args(&plugin_args)
             .args(session_args)
             .args(["-p", prompt, "--output-format", "json"])
@@ -612,14 +679,7 @@ fn gate_round_trip(from: GateFrom) {
             .expect("claude runs")
     };
     let out = claude_turn(&["--session-id", session], "Mark divide() as edited.");
-    assert_exit(&out, 0);
-    assert!(
-        std::fs::read_to_string(repo.join("calc.py"))
-            .expect("calc.py")
-            .contains("# edited"),
-        "the scripted edit ran: {}",
-        text(&out)
-    );
+    rig.assert_edited(&out);
 
     let requests = server.model_requests();
     let bodies: Vec<String> = requests.iter().map(|r| r["body"].to_string()).collect();
@@ -645,16 +705,9 @@ fn gate_round_trip(from: GateFrom) {
     assert_eq!(requests[2]["scenario"], "gated");
 
     // One review recorded, of the uncommitted work, by the session's gate.
-    let runs = pitroom_json(&state, &repo, &["ls", "--json"]);
-    let reviews: Vec<&Value> = runs
-        .as_array()
-        .expect("runs")
-        .iter()
-        .filter(|r| r["spec"]["review_of"] == "uncommitted")
-        .collect();
-    assert_eq!(reviews.len(), 1, "{runs:#}");
+    assert_eq!(rig.reviews(), 1);
     let gate: Value = serde_json::from_slice(
-        &std::fs::read(state.join(format!("review-gate/{session}.json"))).expect("gate state"),
+        &std::fs::read(rig.state.join(format!("review-gate/{session}.json"))).expect("gate state"),
     )
     .expect("json");
     assert_eq!(gate["rounds"], 1, "{gate:#}");
@@ -669,20 +722,12 @@ fn gate_round_trip(from: GateFrom) {
         1,
         "still the first one only"
     );
-    let runs = pitroom_json(&state, &repo, &["ls", "--json"]);
-    let reviews = runs
-        .as_array()
-        .expect("runs")
-        .iter()
-        .filter(|r| r["spec"]["review_of"] == "uncommitted")
-        .count();
-    assert_eq!(reviews, 1);
-    let sessions = std::fs::read_dir(state.join("review-gate"))
-        .expect("the gate's state dir")
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-        .count();
-    assert_eq!(sessions, 1, "both turns were one session to the gate");
+    assert_eq!(rig.reviews(), 1);
+    assert_eq!(
+        rig.sessions().len(),
+        1,
+        "both turns were one session to the gate"
+    );
 }
 
 /// Real Codex (`codex exec`) with the plugin installed from the repository marketplace and
@@ -695,8 +740,8 @@ fn gate_round_trip(from: GateFrom) {
 #[test]
 fn codex_with_the_plugin_and_review_gate_on_gets_the_findings_once() {
     let codex = real_cli::codex().expect("the pinned Codex installs from npm");
-    let (_world, [home, bin, state, repo]) = scratch_world(["home", "bin", "state", "repo"]);
-    let (codex_home, _) = install_codex_plugin(&codex, &home);
+    let rig = GateRig::new();
+    let (codex_home, _) = install_codex_plugin(&codex, &rig.home);
     let edit = "printf 'def divide(a, b):\\n    return a / b  # edited\\n' > calc.py";
     let server = pitroom_testkit::FakeResponses::start(serde_json::json!({"scenarios": {
         "default": [{"shell": edit}, {"text": "Edited calc.py."}],
@@ -704,37 +749,11 @@ fn codex_with_the_plugin_and_review_gate_on_gets_the_findings_once() {
     }}))
     .expect("fake server starts");
     use_fake_model(&codex_home, &server);
-    std::os::unix::fs::symlink(super::common::PITROOM, bin.join("pitroom")).expect("link");
-    std::fs::write(
-        repo.join("calc.py"),
-        "def divide(a, b):\n    return a / b\n",
-    )
-    .expect("file");
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-qm", "first"]);
-    let config = home.join("pitroom.toml");
-    std::fs::write(&config, "review_gate = true\n").expect("config");
-    let reviewer = serde_json::json!([
-        {"step": {"input": 900, "output": 60, "cost": 0.001}},
-        {"text": format!("SUMMARY: divide() still fails on zero\nDETAILS: {GATE_FINDING}\nSPEC: PASS · QUALITY: NEEDS_FIXES · ISSUES: critical=0 important=1 minor=0")}
-    ]);
-    let out = host(&codex, &home)
-        .current_dir(&repo)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                real_cli::path_with_node22().expect("Node 22")
-            ),
-        )
+    std::fs::write(&rig.config, "review_gate = true\n").expect("config");
+    let out = rig
+        .host(&codex)
         .env("CODEX_HOME", &codex_home)
         .env("FAKE_API_KEY", "sk-fake")
-        .env("PITROOM_HOME", &state)
-        .env("PITROOM_CONFIG", &config)
-        .env("PITROOM_OPENCODE_BIN", fake_worker())
-        .env("PITROOM_FAKE_SCRIPT", reviewer.to_string())
         .args(["exec", "--json", "--color", "never"])
         .args([
             "--dangerously-bypass-hook-trust",
@@ -743,14 +762,7 @@ fn codex_with_the_plugin_and_review_gate_on_gets_the_findings_once() {
         .arg("Mark divide() as edited.")
         .output()
         .expect("codex runs");
-    assert_exit(&out, 0);
-    assert!(
-        std::fs::read_to_string(repo.join("calc.py"))
-            .expect("calc.py")
-            .contains("# edited"),
-        "the scripted edit ran: {}",
-        text(&out)
-    );
+    rig.assert_edited(&out);
 
     let requests = server.model_requests();
     let scenarios: Vec<&Value> = requests.iter().map(|r| &r["scenario"]).collect();
@@ -784,20 +796,8 @@ fn codex_with_the_plugin_and_review_gate_on_gets_the_findings_once() {
     );
 
     // One review recorded, of the uncommitted work, by the session's gate.
-    let runs = pitroom_json(&state, &repo, &["ls", "--json"]);
-    let reviews = runs
-        .as_array()
-        .expect("runs")
-        .iter()
-        .filter(|r| r["spec"]["review_of"] == "uncommitted")
-        .count();
-    assert_eq!(reviews, 1, "{runs:#}");
-    let sessions: Vec<Value> = std::fs::read_dir(state.join("review-gate"))
-        .expect("the gate's state dir")
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-        .map(|e| serde_json::from_slice(&std::fs::read(e.path()).expect("state")).expect("json"))
-        .collect();
+    assert_eq!(rig.reviews(), 1);
+    let sessions = rig.sessions();
     assert_eq!(sessions.len(), 1, "{sessions:#?}");
     assert_eq!(sessions[0]["rounds"], 1, "{:#}", sessions[0]);
 }
