@@ -564,10 +564,16 @@ mod targets_as_text {
 
 impl std::fmt::Display for ChainTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.model {
-            Some(m) => write!(f, "{}:{m}", self.backend),
-            None => f.write_str(&self.backend),
-        }
+        f.write_str(&target_text(&self.backend, self.model.as_deref()))
+    }
+}
+
+/// How a target is written everywhere, `backend[:model]`, from its parts as borrowed (a
+/// history row, a [`crate::target::Target`]) without building a [`ChainTarget`].
+pub fn target_text(backend: &str, model: Option<&str>) -> String {
+    match model {
+        Some(m) => format!("{backend}:{m}"),
+        None => backend.to_string(),
     }
 }
 

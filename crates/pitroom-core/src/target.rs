@@ -56,10 +56,7 @@ impl Target {
 /// `backend[:model][#effort]`: a chain target's text, and its effort.
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let chain = crate::record::ChainTarget {
-            backend: self.backend.clone(),
-            model: self.model.clone(),
-        };
+        let chain = crate::record::target_text(&self.backend, self.model.as_deref());
         match &self.effort {
             Some(effort) => write!(f, "{chain}#{effort}"),
             None => write!(f, "{chain}"),

@@ -279,12 +279,7 @@ pub(crate) fn idle_sessions(
 /// Removes an idle session's state and its lock, under that lock so a gate running for the
 /// session right now keeps it; `Ok(false)` when one is.
 pub(crate) fn forget_session(state: &Path) -> std::io::Result<bool> {
-    let lock_path = state.with_extension("lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)?;
+    let (lock_path, file) = open_lock(state)?;
     let Ok(lock) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
     else {
         return Ok(false);
@@ -334,23 +329,28 @@ fn claim(path: &Path, change: &str, cap: u64) -> Result<(), GateOutcome> {
 
 /// The session's lock (`<session>.lock` beside its state), held until dropped.
 fn lock_session(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
-    let lock_path = path.with_extension("lock");
     let fail = |e: &dyn std::fmt::Display| {
         format!(
             "cannot lock the review gate's state {}: {e}; check that Pitroom's state directory is writable",
-            lock_path.display()
+            path.with_extension("lock").display()
         )
     };
-    if let Some(dir) = lock_path.parent() {
+    if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
     }
+    let (_, file) = open_lock(path).map_err(|e| fail(&e))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| fail(&e))
+}
+
+/// The session's lock file beside its state `path` (`<session>.lock`), opened to be locked.
+fn open_lock(path: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let lock_path = path.with_extension("lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&lock_path)
-        .map_err(|e| fail(&e))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| fail(&e))
+        .open(&lock_path)?;
+    Ok((lock_path, file))
 }
 
 /// The state at `path`; a missing or unreadable file is a session the gate has not seen.

@@ -1,6 +1,6 @@
 //! One run as a database row.
 
-use pitroom_core::record::ChainTarget;
+use pitroom_core::record::target_text;
 use pitroom_core::RunRecord;
 use pitroom_workers::FailureKind;
 use rusqlite::{named_params, Connection};
@@ -100,11 +100,7 @@ impl RunRow {
 
 /// A row's worker as a run's target is named everywhere (`backend[:model]`).
 pub(crate) fn worker_label(backend: &str, model: Option<&str>) -> String {
-    ChainTarget {
-        backend: backend.to_string(),
-        model: model.map(str::to_string),
-    }
-    .to_string()
+    target_text(backend, model)
 }
 
 fn failure_name(kind: FailureKind) -> String {
