@@ -8,7 +8,7 @@ use serde::Deserialize;
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RunArgs {
-    /// The task (or give `tasks`).
+    /// The task.
     pub task: Option<String>,
     /// Or up to 30 tasks.
     pub tasks: Vec<String>,
@@ -20,7 +20,6 @@ pub struct RunArgs {
     /// cheap, standard, capable, review.
     pub tier: Option<String>,
     pub effort: Option<String>,
-    /// Default: the project.
     pub dir: Option<String>,
     /// A check command.
     pub verify: Option<String>,
@@ -28,7 +27,6 @@ pub struct RunArgs {
     pub attempts: Option<u32>,
     /// Ignored paths to copy.
     pub link: Vec<String>,
-    /// Files to attach.
     pub files: Vec<String>,
     /// Plan file (with step).
     pub plan: Option<String>,
@@ -42,8 +40,12 @@ pub struct RunArgs {
     pub continue_run: Option<String>,
     /// Default 30m.
     pub timeout: Option<String>,
-    /// USD cap (tasks: shared).
+    /// Spend cap (tasks: shared).
     pub max_usd: Option<f64>,
+    /// Token cap (tasks: shared).
+    pub max_tokens: Option<u64>,
+    /// Don't wait out rate limits.
+    pub no_hold: bool,
     /// Default 50, max 540.
     pub wait_seconds: Option<u64>,
 }
@@ -73,7 +75,6 @@ pub struct ReviewArgs {
     /// Or uncommitted work.
     pub uncommitted: bool,
     pub focus: Option<String>,
-    /// The reviewer.
     pub worker: Option<String>,
     /// Or 2-5 reviewers.
     pub panel: Vec<String>,
@@ -140,7 +141,7 @@ pub struct InfoArgs {
     /// models, probe: the backend.
     #[serde(default)]
     pub worker: Option<String>,
-    /// runs, history: how many (default 20).
+    /// runs, history: how many.
     #[serde(default)]
     pub limit: Option<usize>,
 }

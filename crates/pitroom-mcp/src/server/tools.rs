@@ -105,12 +105,14 @@ impl PitroomMcp {
             verify: args.verify,
             attempts: args.attempts,
             no_fallback: false,
-            no_hold: false,
+            no_hold: args.no_hold,
             files: args.files.iter().map(PathBuf::from).collect(),
             plan: args.plan.map(PathBuf::from).zip(args.step),
             // A crew's cap is the crew's, as `crew --max-usd` has it.
             max_usd: args.max_usd.filter(|_| tasks.len() == 1),
+            max_tokens: args.max_tokens.filter(|_| tasks.len() == 1),
             crew_max_usd: args.max_usd.filter(|_| tasks.len() > 1),
+            crew_max_tokens: args.max_tokens.filter(|_| tasks.len() > 1),
             ..RunRequest::default()
         };
         if !args.race.is_empty() && tasks.len() > 1 {

@@ -77,6 +77,14 @@ async def a_read_run_returns_the_verified_report(session):
     return run["run"]
 
 
+async def caps_and_no_hold_reach_the_run(session):
+    r = await call(session, "pitroom_run", {"task": "Where can divide fail?", "model": "fake/read", "dir": PROJECT, "max_tokens": 50000, "no_hold": True})
+    check("token_capped_run_reports_its_budget", not r.isError and "of 50k tokens (--max-tokens)" in text_of(r), text_of(r))
+    record = json.loads(text_of(await call(session, "pitroom_show", {"run": sc(r)["runs"][0]["run"], "view": "record"})))
+    spec = record["spec"]
+    check("token_cap_and_no_hold_are_on_record", spec["budget"].get("max_tokens") == 50000 and spec.get("max_hold_secs", 0) == 0, spec)
+
+
 async def progress_arrives_while_a_call_waits(session):
     seen = []
 
@@ -275,6 +283,7 @@ async def main():
             await tools_are_listed_with_schemas_and_annotations(session, init)
             first = await a_read_run_returns_the_verified_report(session)
             await resources_name_each_run(session, first)
+            await caps_and_no_hold_reach_the_run(session)
             await subscribed_runs_push_updates_and_new_runs_change_the_list(session)
             await progress_arrives_while_a_call_waits(session)
             await a_run_past_wait_seconds_returns_a_handle_that_wait_finishes(session)

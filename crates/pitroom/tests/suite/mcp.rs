@@ -101,6 +101,8 @@ fn the_official_python_sdk_drives_every_tool_of_pitroom_mcp() {
             "ok race_takes_one_task",
             "ok server_still_serves",
             "ok a_spend_cap_on_an_unpriced_model_is_refused_with_the_line_that_prices_it",
+            "ok token_capped_run_reports_its_budget",
+            "ok token_cap_and_no_hold_are_on_record",
             "ok probe_makes_a_real_round_trip",
             "ok probe_says_what_went_wrong",
         ],
