@@ -261,6 +261,13 @@ pub(crate) struct CrewArgs {
     pub worker: WorkerOptions,
     #[command(flatten)]
     pub caps: SpendCaps,
+    /// Cap each run of the crew on its own (USD), as `run --max-usd` does; a crew cap given
+    /// too holds as well, and the first reached stops the run.
+    #[arg(long, value_name = "USD")]
+    pub each_max_usd: Option<f64>,
+    /// Cap each run's tokens on its own, as `run --max-tokens` does.
+    #[arg(long, value_name = "N")]
+    pub each_max_tokens: Option<u64>,
     /// Print the group and its runs as JSON.
     #[arg(long)]
     pub json: bool,

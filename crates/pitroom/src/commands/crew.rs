@@ -54,6 +54,8 @@ fn template(args: &CrewArgs) -> RunRequest {
         background: true,
         crew_max_usd: args.caps.max_usd,
         crew_max_tokens: args.caps.max_tokens,
+        max_usd: args.each_max_usd,
+        max_tokens: args.each_max_tokens,
         ..super::run::options(&args.mode, &args.worker)
     }
 }

@@ -237,6 +237,41 @@ fn a_crew_cap_stops_its_running_runs_once_their_spend_together_reaches_it() {
 }
 
 #[test]
+fn each_run_of_a_crew_is_held_to_its_own_cap_and_the_crew_cap_holds_as_well() {
+    // Each run spends 1400 tokens: over its own cap of 1000, well under the crew's 100000.
+    let mut env = fake_env(spends(&[[600, 100], [600, 100]]));
+    env.set("PITROOM_MAX_PARALLEL", "2");
+    let repo = dirty_repo(&env, "repo");
+    let args = [
+        "crew",
+        "-i",
+        "-g",
+        "each",
+        "--each-max-tokens",
+        "1000",
+        "--max-tokens",
+        "100000",
+        "one",
+        "two",
+    ];
+    let out = env.run_expecting(&repo, &args, 0);
+    let ids: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    assert_eq!(ids.len(), 2, "{}", text(&out));
+    let waited = env.run(&repo, &["wait", "-g", "each", "--timeout", "120"]);
+    assert_eq!(code(&waited), 1, "{}", text(&waited));
+    for r in crew_records(&env, &repo, &ids) {
+        assert_eq!(r["state"], "over_budget", "{r:#}");
+        assert_eq!(r["spec"]["budget"]["max_tokens"], 1000, "{r:#}");
+        assert_eq!(r["spec"]["budget"]["group_max_tokens"], 100000, "{r:#}");
+        assert!(
+            str_has(&r["error"], "used 1400 tokens of its 1000 cap"),
+            "stopped by its own cap, not the crew's: {r:#}"
+        );
+        assert_eq!(changed(&r), ["partial.txt"], "its work is kept: {r:#}");
+    }
+}
+
+#[test]
 fn a_crew_cap_already_reached_keeps_its_queued_runs_from_starting() {
     // One slot: the first run spends the whole cap alone; the second gets the slot after it.
     let mut env = fake_env(spends(&[[5000, 500], [5000, 500]]));
