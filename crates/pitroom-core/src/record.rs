@@ -290,7 +290,9 @@ pub struct VerifyOutcome {
     /// The command's exit code; `None` when it was stopped at its time limit.
     pub exit_code: Option<i32>,
     pub timed_out: bool,
-    pub duration_ms: u64,
+    /// How long the command ran, whole milliseconds (written as `duration_ms`).
+    #[serde(rename = "duration_ms", with = "span_millis")]
+    pub duration: Duration,
     /// The last lines of its output (all of it is in verify.log).
     pub tail: String,
 }
@@ -308,7 +310,9 @@ pub struct Attempt {
     pub error: Option<String>,
     pub steps: u32,
     pub tool_calls: u32,
-    pub duration_ms: u64,
+    /// How long the attempt took, whole milliseconds (written as `duration_ms`).
+    #[serde(rename = "duration_ms", with = "span_millis")]
+    pub duration: Duration,
     /// The run moved on to another attempt after this one: the next target, or the same
     /// target once more after a passing fault of its CLI.
     pub fell_back: bool,
@@ -1049,6 +1053,21 @@ mod millis {
     }
 }
 
+/// How an attempt's and a verify's spans are written: a number of milliseconds.
+mod span_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(span: &Duration, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_u64(super::millis_of(*span))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Duration, D::Error> {
+        u64::deserialize(de).map(Duration::from_millis)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1069,6 +1088,11 @@ mod tests {
         let again = serde_json::to_value(&attempts[1]).expect("serialises");
         assert_eq!(again["state"], "failed");
         assert!(again.get("round").is_none(), "round 1 is left out");
+        assert_eq!(attempts[1].duration, Duration::from_millis(900));
+        assert_eq!(
+            again["duration_ms"], 900,
+            "the span is written as it was read"
+        );
         assert!(serde_json::from_str::<Attempt>(
             r#"{"target":"x","state":"exploded","failure":null,"error":null,"steps":0,"tool_calls":0,"duration_ms":0,"fell_back":false}"#
         )

@@ -160,7 +160,7 @@ fn render_of(record: &RunRecord, color: bool) -> String {
         }
     }
     if let Some(v) = &record.verify {
-        let took = format_duration(Duration::from_millis(v.duration_ms));
+        let took = format_duration(v.duration);
         let verdict = match (v.passed, v.timed_out, v.exit_code) {
             (true, ..) => format!("✔ passed in {took}"),
             (false, true, _) => format!("✘ timed out after {took}"),

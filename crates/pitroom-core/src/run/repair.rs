@@ -125,7 +125,7 @@ fn repair_brief(check: &VerifyOutcome, round: u32, of: u32, stream: &Stream) -> 
     let how = match (check.timed_out, check.exit_code) {
         (true, _) => format!(
             "timed out after {}",
-            crate::duration::format_duration(Duration::from_millis(check.duration_ms))
+            crate::duration::format_duration(check.duration)
         ),
         (false, Some(code)) => format!("failed with exit code {code}"),
         (false, None) => "could not run".to_string(),

@@ -82,7 +82,7 @@ impl Engine {
             passed: failure.is_none() && !interrupted,
             exit_code: code.filter(|_| !timed_out && !interrupted),
             timed_out,
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration: crate::record::whole_millis(started.elapsed()),
             tail: tail.into_iter().collect::<Vec<_>>().join("\n"),
         };
         record.verify = Some(outcome);

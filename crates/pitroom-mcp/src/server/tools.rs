@@ -113,7 +113,6 @@ impl PitroomMcp {
             max_tokens: args.max_tokens.filter(|_| tasks.len() == 1),
             crew_max_usd: args.max_usd.filter(|_| tasks.len() > 1),
             crew_max_tokens: args.max_tokens.filter(|_| tasks.len() > 1),
-            ..RunRequest::default()
         };
         if !args.race.is_empty() && tasks.len() > 1 {
             return Ok(error_text(
