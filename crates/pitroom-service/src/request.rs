@@ -101,11 +101,7 @@ impl Service {
             }
             None => (None, request.task.clone(), None),
         };
-        if task.trim().is_empty() {
-            return Err(ServiceError::usage(
-                "the task is empty; give it as an argument, with --task-file, or as - to read stdin",
-            ));
-        }
+        pitroom_core::run::check_task(&task)?;
         let tier = request.tier.clone().or(if request.worker.is_none() {
             plan_tier
         } else {

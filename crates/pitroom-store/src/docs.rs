@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use pitroom_core::{Home, RunRecord};
-use pitroom_workers::{Adapter, ToolOutcome, WorkerEvent};
+use pitroom_workers::{tool_line, Adapter, WorkerEvent};
 
 /// How much of events.jsonl is read to list the steps.
 const EVENTS_READ_LIMIT: u64 = 8 << 20;
@@ -58,12 +58,8 @@ fn steps_text(adapter: Option<Box<dyn Adapter>>, events: &std::path::Path) -> St
                 ..
             } = event
             {
-                let mark = match outcome {
-                    ToolOutcome::Ok => "",
-                    ToolOutcome::Failed => " (failed)",
-                    ToolOutcome::Denied => " (denied)",
-                };
-                out.push_str(&format!("{name} {summary}{mark}\n"));
+                out.push_str(&tool_line(&name, &summary, outcome));
+                out.push('\n');
             }
         }
         if out.len() > STEPS_LIMIT {

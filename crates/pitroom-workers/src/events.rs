@@ -76,6 +76,17 @@ pub enum ToolOutcome {
     Denied,
 }
 
+/// A tool call as one line of a run's steps: `name summary`, marked ` (failed)` or
+/// ` (denied)`. The live status, the record and the history's search index all write it so.
+pub fn tool_line(name: &str, summary: &str, outcome: ToolOutcome) -> String {
+    let mark = match outcome {
+        ToolOutcome::Ok => "",
+        ToolOutcome::Failed => " (failed)",
+        ToolOutcome::Denied => " (denied)",
+    };
+    format!("{name} {summary}{mark}")
+}
+
 /// One normalised event from a worker's stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -192,6 +203,22 @@ impl FailureKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_line_is_name_and_summary_marked_only_when_the_call_did_not_succeed() {
+        assert_eq!(
+            tool_line("read", "calc.py", ToolOutcome::Ok),
+            "read calc.py"
+        );
+        assert_eq!(
+            tool_line("bash", "make test", ToolOutcome::Failed),
+            "bash make test (failed)"
+        );
+        assert_eq!(
+            tool_line("edit", ".git/hooks/pre-commit", ToolOutcome::Denied),
+            "edit .git/hooks/pre-commit (denied)"
+        );
+    }
 
     /// Found by fuzzing: a stream reporting `"input": 18446744073709551615` made `is_zero`
     /// overflow (a panic in debug builds, a wrong total in release).

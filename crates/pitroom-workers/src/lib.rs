@@ -35,7 +35,7 @@ pub use adapter::{
 };
 pub use binary::{find_binary, override_var, BinaryNotFound};
 pub use custom::{Custom, WorkerDef};
-pub use events::{FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
+pub use events::{tool_line, FailureKind, Mode, ToolOutcome, Usage, WorkerEvent};
 pub use facts::{facts, is_state_dir_var, program_of, CliFacts, CLIS, KNOWN_BACKENDS};
 pub use json::content_text;
 

@@ -129,8 +129,11 @@ pub struct Checked {
     repo: Option<Repo>,
 }
 
-fn check_task(spec: &RunSpec) -> Result<(), EngineError> {
-    if spec.task.trim().is_empty() {
+/// Refuses an empty task, with what to do instead. The service asks this before it resolves a
+/// request (a plan step's task comes from the plan), and every run is checked again as it is
+/// created.
+pub fn check_task(task: &str) -> Result<(), EngineError> {
+    if task.trim().is_empty() {
         return Err(EngineError::Usage(
             "the task is empty; give it as an argument, with --task-file, or as - to read stdin"
                 .into(),
@@ -208,7 +211,6 @@ impl Engine {
 
     /// Checks the request, creates the run's record (state `queued`) and takes the writer lock.
     pub fn prepare(&self, spec: RunSpec) -> Result<Prepared, EngineError> {
-        check_task(&spec)?;
         let checked = self.check(&spec)?;
         self.create(spec, &checked)
     }
@@ -267,7 +269,7 @@ impl Engine {
     /// directory): its task checked, the writer lock taken, its record written (state
     /// `queued`), its group joined and its place in the queue taken.
     pub fn create(&self, spec: RunSpec, checked: &Checked) -> Result<Prepared, EngineError> {
-        check_task(&spec)?;
+        check_task(&spec.task)?;
         let lock = match (&checked.repo, spec.mode) {
             (Some(repo), Mode::Write) => Some(
                 WriterLock::try_acquire(&self.home, &repo.toplevel)

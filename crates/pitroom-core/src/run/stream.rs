@@ -358,13 +358,8 @@ impl Stream {
                     }
                     self.edited.extend(edited);
                     self.calls.push(seen_call(&name, &summary, &self.roots));
-                    let mark = match outcome {
-                        ToolOutcome::Denied => " (denied)",
-                        ToolOutcome::Failed => " (failed)",
-                        ToolOutcome::Ok => "",
-                    };
                     let line = project_relative(
-                        &self.redact(&format!("{name} {summary}{mark}")),
+                        &self.redact(&pitroom_workers::tool_line(&name, &summary, outcome)),
                         &self.roots,
                     );
                     if self.tool_log.len() == TOOL_LOG_MAX {
